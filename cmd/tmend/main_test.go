@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// pgx's pool health checker and the race detector's helpers outlive single tests.
+		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+	)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs tmend in-process with the given environment (nothing else leaks in).
+func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string { return envs[k] }
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, getenv)
+	return result{code, out.String(), errb.String()}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"Help", []string{"--help"}, exitOK, "Exit codes:"},
+		{"Version", []string{"version"}, exitOK, "tmend dev"},
+		{"VersionFlag", []string{"--version"}, exitOK, "tmend dev"},
+		{"UnknownCommand", []string{"frobnicate"}, exitUsage, ""},
+		{"UnknownFlag", []string{"version", "--nope"}, exitUsage, ""},
+		{"ExtraArgs", []string{"version", "x"}, exitUsage, ""},
+		{"MigrateDownNeedsCount", []string{"migrate", "down"}, exitUsage, ""},
+		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, exitUsage, ""},
+		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, exitUsage, ""},
+		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, "", nil, tt.args...)
+			require.Equal(t, tt.code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
+			require.Contains(t, r.stdout, tt.out)
+			if tt.code != exitOK {
+				require.Contains(t, r.stderr, "tmend: ")
+			}
+		})
+	}
+}
+
+func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	t.Parallel()
+	root := newRootCmd(&env{getenv: os.Getenv})
+	for _, c := range allCommands(root) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
+			continue
+		}
+		require.NotEmpty(t, c.Example, "%s has no example", c.CommandPath())
+		r := runCLI(t, "", nil, append(strings.Fields(c.CommandPath())[1:], "--help")...)
+		require.Equal(t, exitOK, r.code, c.CommandPath())
+		require.Contains(t, r.stdout, "Examples:", c.CommandPath())
+	}
+}
+
+func TestMigrateAgainstPostgres(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDBURL(t)
+	envs := map[string]string{"TMEND_DATABASE_URL": url}
+
+	r := runCLI(t, "", envs, "migrate", "version")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "clean")
+
+	r = runCLI(t, "", envs, "migrate", "down", "--all")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "at version 0")
+
+	// The flag beats the environment: a bad env URL is never used.
+	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
+		"migrate", "up", "--database-url", url)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "clean")
+	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
+}
+
+func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"},
+		"migrate", "version")
+	require.Equal(t, exitRuntime, r.code)
+	require.Contains(t, r.stderr, "connect to database")
+}
+
+func allCommands(c *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{c}
+	for _, sub := range c.Commands() {
+		out = append(out, allCommands(sub)...)
+	}
+	return out
+}

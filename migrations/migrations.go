@@ -1,0 +1,147 @@
+// Package migrations holds tmend's schema as golang-migrate SQL files, embedded in the
+// binary, and the few operations the CLI and tests run with them.
+package migrations
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// FS holds the migration files, named NNNNNN_name.up.sql / .down.sql, always in pairs.
+//
+//go:embed *.sql
+var FS embed.FS
+
+// DirtyError reports a database whose last migration failed halfway.
+type DirtyError struct{ Version uint }
+
+func (e *DirtyError) Error() string {
+	return fmt.Sprintf("database schema is dirty at version %d: a migration failed halfway; "+
+		"fix the schema by hand, then run `tmend migrate force %d` (or the version before it)",
+		e.Version, e.Version)
+}
+
+// Latest returns the highest migration version embedded in this binary.
+func Latest() uint {
+	var latest uint
+	names, _ := fs.Glob(FS, "*.up.sql")
+	for _, n := range names {
+		if v, ok := versionOf(n); ok && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+var versionRE = regexp.MustCompile(`^(\d+)_`)
+
+func versionOf(name string) (uint, bool) {
+	m := versionRE.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(m[1], 10, 64)
+	return uint(v), err == nil
+}
+
+// Versions lists the embedded migration versions in ascending order.
+func Versions() []uint {
+	names, _ := fs.Glob(FS, "*.up.sql")
+	var vs []uint
+	for _, n := range names {
+		if v, ok := versionOf(n); ok {
+			vs = append(vs, v)
+		}
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	return vs
+}
+
+// Up applies every pending migration in schema, creating the schema first. No change is
+// success.
+func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error { return m.Up() })
+}
+
+// Down reverts the given number of migrations (all of them when steps <= 0).
+func Down(ctx context.Context, pool *pgxpool.Pool, schema string, steps int) error {
+	return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+		if steps <= 0 {
+			return m.Down()
+		}
+		return m.Steps(-steps)
+	})
+}
+
+// Force sets the recorded version without running anything and clears the dirty flag.
+func Force(ctx context.Context, pool *pgxpool.Pool, schema string, version int) error {
+	return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error { return m.Force(version) })
+}
+
+// Version returns the schema's current version; 0 with no error means no migration ran.
+func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version uint, dirty bool, err error) {
+	err = withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+		version, dirty, err = m.Version()
+		if errors.Is(err, migrate.ErrNilVersion) {
+			return nil
+		}
+		return err
+	})
+	return version, dirty, err
+}
+
+func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func(*migrate.Migrate) error) error {
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema %q: %w", schema, err)
+	}
+	src, err := iofs.New(FS, ".")
+	if err != nil {
+		return fmt.Errorf("open embedded migrations: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema})
+	if err != nil {
+		return fmt.Errorf("open migration driver: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", driver)
+	if err != nil {
+		return fmt.Errorf("set up migrations: %w", err)
+	}
+	defer m.Close()
+
+	// Forward cancellation so an interrupted `migrate up` stops between migrations.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.GracefulStop <- true
+		case <-done:
+		}
+	}()
+
+	err = fn(m)
+	var dirty migrate.ErrDirty
+	switch {
+	case err == nil, errors.Is(err, migrate.ErrNoChange):
+		return ctx.Err()
+	case errors.As(err, &dirty):
+		return &DirtyError{Version: uint(dirty.Version)}
+	default:
+		return err
+	}
+}

@@ -1,0 +1,73 @@
+package migrations_test
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+var tables = []string{"sessions", "session_versions", "repair_runs", "repair_reports", "scan_state"}
+
+func countTables(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	err := pool.QueryRow(t.Context(),
+		`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = ANY($2)`,
+		store.DefaultSchema, tables).Scan(&n)
+	require.NoError(t, err)
+	return n
+}
+
+func TestUpDownUp(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := storetest.NewDB(t) // already migrated up from the template
+
+	v, dirty, err := migrations.Version(ctx, pool, store.DefaultSchema)
+	require.NoError(t, err)
+	require.False(t, dirty)
+	require.Equal(t, migrations.Latest(), v)
+	require.Equal(t, len(tables), countTables(t, pool))
+
+	require.NoError(t, migrations.Down(ctx, pool, store.DefaultSchema, 0))
+	require.Zero(t, countTables(t, pool))
+	v, _, err = migrations.Version(ctx, pool, store.DefaultSchema)
+	require.NoError(t, err)
+	require.Zero(t, v)
+
+	require.NoError(t, migrations.Up(ctx, pool, store.DefaultSchema))
+	require.Equal(t, len(tables), countTables(t, pool))
+	// A second up is no change, which is success.
+	require.NoError(t, migrations.Up(ctx, pool, store.DefaultSchema))
+}
+
+func TestDirtyDatabaseSaysWhatToRun(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := storetest.NewDB(t)
+	_, err := pool.Exec(ctx, `UPDATE schema_migrations SET dirty = true`)
+	require.NoError(t, err)
+
+	err = migrations.Up(ctx, pool, store.DefaultSchema)
+	var dirty *migrations.DirtyError
+	require.ErrorAs(t, err, &dirty)
+	require.Contains(t, err.Error(), "tmend migrate force")
+
+	require.NoError(t, migrations.Force(ctx, pool, store.DefaultSchema, int(migrations.Latest())))
+	require.NoError(t, migrations.Up(ctx, pool, store.DefaultSchema))
+}
+
+func TestMigrationsComeInPairs(t *testing.T) {
+	t.Parallel()
+	for _, v := range migrations.Versions() {
+		ups, _ := migrations.FsGlob(v, "up")
+		downs, _ := migrations.FsGlob(v, "down")
+		require.Len(t, ups, 1, "version %d up", v)
+		require.Len(t, downs, 1, "version %d down", v)
+	}
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command (`make test`): go vet, then the whole suite with the race detector,
+# against TMEND_TEST_DATABASE_URL or else a throwaway PostgreSQL started here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/pg.sh
+
+start=$(date +%s)
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  pg_stop
+  echo "test command finished in $(( $(date +%s) - start ))s (exit $rc)"
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [ -z "${TMEND_TEST_DATABASE_URL:-}" ]; then
+  pg_start
+  export TMEND_TEST_DATABASE_URL=$TMEND_PG_URL
+  echo "throwaway PostgreSQL $("$TMEND_PG_BINDIR/postgres" --version | awk '{print $3}') at $TMEND_PG_DIR"
+fi
+
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...

@@ -1,0 +1,98 @@
+// Package store is tmend's only door to Postgres: sessions, versions, runs and reports.
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultSchema is the schema tmend's own tables live in.
+const DefaultSchema = "tmend"
+
+// ResolveURL picks the database URL by precedence: the flag value, TMEND_DATABASE_URL,
+// DATABASE_URL. An empty result means libpq's PG* variables (PGHOST, PGDATABASE, ...)
+// decide, which pgx reads itself.
+func ResolveURL(flagValue string, getenv func(string) string) string {
+	for _, v := range []string{flagValue, getenv("TMEND_DATABASE_URL"), getenv("DATABASE_URL")} {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// ParseConfig builds a pool configuration with tmend's session defaults: search_path set
+// to schema, application_name=tmend, and statement and idle-in-transaction timeouts, each
+// unless the URL already sets it.
+func ParseConfig(databaseURL, schema string) (*pgxpool.Config, error) {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url %q: %w", Redact(databaseURL), err)
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	params["search_path"] = pgx.Identifier{schema}.Sanitize() + ", public"
+	setDefault(params, "application_name", "tmend")
+	setDefault(params, "statement_timeout", "300000")
+	setDefault(params, "idle_in_transaction_session_timeout", "120000")
+	return cfg, nil
+}
+
+func setDefault(m map[string]string, k, v string) {
+	if _, ok := m[k]; !ok {
+		m[k] = v
+	}
+}
+
+// Connect opens a pool and checks that the server answers.
+func Connect(ctx context.Context, databaseURL, schema string) (*pgxpool.Pool, error) {
+	cfg, err := ParseConfig(databaseURL, schema)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database %s: %w", Describe(cfg), err)
+	}
+	return pool, nil
+}
+
+// Describe names the database a config points at, for messages; it never includes the
+// password.
+func Describe(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%q on %s:%d as %q", c.Database, c.Host, c.Port, c.User)
+}
+
+// Redact hides the password in a database URL or keyword/value DSN.
+func Redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if strings.HasPrefix(f, "password=") {
+			fields[i] = "password=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}
