@@ -1,0 +1,157 @@
+package repair
+
+import "fmt"
+
+// Stage names one step of the repair pipeline. The strings appear in reports, audit rows
+// and metrics and never change.
+type Stage string
+
+// The stages, in the order they apply.
+const (
+	StageStripMalformedCalls      Stage = "strip_malformed_calls"
+	StageFailedTurnCalls          Stage = "failed_turn_calls"
+	StageMoveResults              Stage = "move_results"
+	StageDropDuplicateResults     Stage = "drop_duplicate_results"
+	StageDropOrphanResults        Stage = "drop_orphan_results"
+	StageSynthesizeMissingResults Stage = "synthesize_missing_results"
+	StageRewriteCallIDs           Stage = "rewrite_call_ids"
+)
+
+// Stages lists the stages in pipeline order.
+func Stages() []Stage {
+	return []Stage{StageStripMalformedCalls, StageFailedTurnCalls, StageMoveResults,
+		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageRewriteCallIDs}
+}
+
+// ActionKind is what an action did to a message or block.
+type ActionKind string
+
+// The action kinds.
+const (
+	ActionDrop    ActionKind = "drop"
+	ActionMove    ActionKind = "move"
+	ActionInsert  ActionKind = "insert"
+	ActionRewrite ActionKind = "rewrite"
+)
+
+// Action is one change the repair made. MessageIndex is the index in the input of the
+// message the change touched; for an insert, of the call's message the new result answers.
+type Action struct {
+	Stage        Stage      `json:"stage"`
+	Action       ActionKind `json:"action"`
+	MessageIndex int        `json:"message_index"`
+	CallID       string     `json:"call_id,omitempty"`
+	ToolName     string     `json:"tool_name,omitempty"`
+	Detail       string     `json:"detail,omitempty"`
+}
+
+// IssueCode names a structural fault. The strings are stable.
+type IssueCode string
+
+// Issue codes. Each line says what providers do with the fault, in their words where they
+// have them.
+const (
+	// A call without a result: Anthropic "tool_use ids were found without tool_result
+	// blocks immediately after", OpenAI "An assistant message with 'tool_calls' must be
+	// followed by tool messages responding to each 'tool_call_id'", Responses "No tool
+	// output found for function call".
+	IssueCallWithoutResult IssueCode = "tool_call_without_result"
+	// A result whose call is not in the transcript: OpenAI "messages with role 'tool' must
+	// be a response to a preceeding message with 'tool_calls'", Responses "No tool call
+	// found for function call output".
+	IssueResultWithoutCall IssueCode = "tool_result_without_call"
+	// A second result for one call: OpenAI "Duplicate value for 'tool_call_id'".
+	IssueDuplicateResult IssueCode = "duplicate_tool_result"
+	// A result that is not right after its call's turn (or, for Anthropic, not before the
+	// other blocks of its message): Gemini "Please ensure that function response turn comes
+	// immediately after a function call turn".
+	IssueMisplacedResult IssueCode = "misplaced_tool_result"
+	// A call that can never be valid: no id, no name, no arguments, or a streaming leftover.
+	IssueMalformedCall IssueCode = "malformed_tool_call"
+	// Two calls share an id; Anthropic and OpenAI reject the request. Repaired only with a
+	// provider target, which rewrites the later ids.
+	IssueDuplicateCallID IssueCode = "duplicate_tool_call_id"
+	// A call of a turn that ended in error or abort still has its result, which clients
+	// that drop failed turns turn into an orphan (reported with --failed-turns strip).
+	IssueFailedTurnCall IssueCode = "failed_turn_tool_call"
+	// A call id the target provider rejects: Anthropic "String should match pattern
+	// '^[a-zA-Z0-9_-]+$'", OpenAI "Expected a string with maximum length 40", Mistral
+	// "must be a-z, A-Z, 0-9, with a length of 9".
+	IssueInvalidCallID IssueCode = "invalid_tool_call_id"
+)
+
+// IssueCodes lists every issue code with its one-line meaning, in a stable order.
+func IssueCodes() []struct {
+	Code    IssueCode
+	Meaning string
+} {
+	return []struct {
+		Code    IssueCode
+		Meaning string
+	}{
+		{IssueCallWithoutResult, "a tool call has no tool result (provider: \"tool_use ids were found without tool_result blocks immediately after\")"},
+		{IssueResultWithoutCall, "a tool result answers no call in the transcript (provider: \"No tool call found for function call output\")"},
+		{IssueDuplicateResult, "a tool call has more than one result (provider: \"Duplicate value for 'tool_call_id'\")"},
+		{IssueMisplacedResult, "a tool result is not directly after its call's turn (provider: \"function response turn comes immediately after a function call turn\")"},
+		{IssueMalformedCall, "a tool call has no id, no name or no arguments, or is a streaming leftover"},
+		{IssueDuplicateCallID, "two tool calls share one id (repaired only with --target)"},
+		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},
+		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
+	}
+}
+
+// Issue is one fault found in a transcript.
+type Issue struct {
+	Code         IssueCode `json:"code"`
+	MessageIndex int       `json:"message_index"`
+	CallID       string    `json:"call_id,omitempty"`
+	ToolName     string    `json:"tool_name,omitempty"`
+	Detail       string    `json:"detail,omitempty"`
+}
+
+// Status sums up what happened to one transcript.
+type Status string
+
+// The statuses the engine gives. The scanner adds its own (conflict, failed, ...).
+const (
+	StatusClean          Status = "clean"           // valid; nothing to do
+	StatusRepaired       Status = "repaired"        // changed (Result.Messages holds the new transcript)
+	StatusPending        Status = "pending"         // only calls that may still be running remain
+	StatusUnparseable    Status = "unparseable"     // not JSON, or not an array of objects
+	StatusUnknownDialect Status = "unknown_dialect" // shapes of several dialects, or not the forced one
+)
+
+// Report says what Repair found and did.
+type Report struct {
+	Status       Status        `json:"status"`
+	Reason       string        `json:"reason,omitempty"`
+	Dialect      Dialect       `json:"dialect,omitempty"`
+	MessagesIn   int           `json:"messages_in"`
+	MessagesOut  int           `json:"messages_out"`
+	PendingCalls int           `json:"pending_calls,omitempty"`
+	Issues       []Issue       `json:"issues,omitempty"`
+	Actions      []Action      `json:"actions,omitempty"`
+	StageCounts  map[Stage]int `json:"stage_counts,omitempty"`
+}
+
+// IssueCodeSet returns the distinct issue codes of the report, in first-seen order.
+func (r *Report) IssueCodeSet() []string {
+	var out []string
+	seen := map[IssueCode]bool{}
+	for _, is := range r.Issues {
+		if !seen[is.Code] {
+			seen[is.Code] = true
+			out = append(out, string(is.Code))
+		}
+	}
+	return out
+}
+
+// UnrepairableError is returned for a transcript tmend will not touch; it is left as it
+// is and the report carries the same status and reason.
+type UnrepairableError struct {
+	Status Status
+	Reason string
+}
+
+func (e *UnrepairableError) Error() string { return fmt.Sprintf("%s: %s", e.Status, e.Reason) }

@@ -1,0 +1,152 @@
+package repair
+
+import (
+	"strings"
+)
+
+// SyntheticResultText is the text of every result tmend inserts. It names tmend so a
+// person or model reading the transcript knows the result is not the tool's.
+const SyntheticResultText = "[tmend] This tool call returned no result (the run was interrupted); " +
+	"this error result was inserted by transcript repair."
+
+// Results other repairers insert, recognised so that a real result wins over them.
+var (
+	syntheticExact = []string{
+		SyntheticResultText,
+		"No result provided", // pi-mono
+		"aborted",            // OpenAI Codex
+		"[Tool call was interrupted and did not return a result.]",
+	}
+	syntheticPrefixes = []string{
+		"[openclaw] missing tool result",
+		"[System: Tool execution skipped/interrupted by user. No result provided for tool", // LiteLLM
+	}
+	syntheticContains = []string{
+		"was cancelled - another message came in before it could be completed", // deepagents
+	}
+)
+
+// isSyntheticText reports whether a result's content (a string, an array holding one
+// text block, or a Gemini response object) is one of the known inserted texts.
+func isSyntheticText(v []byte) bool {
+	if len(v) == 0 || len(v) > 512 {
+		return false
+	}
+	s, ok := resultText(v)
+	if !ok {
+		return false
+	}
+	for _, t := range syntheticExact {
+		if s == t {
+			return true
+		}
+	}
+	for _, t := range syntheticPrefixes {
+		if strings.HasPrefix(s, t) {
+			return true
+		}
+	}
+	for _, t := range syntheticContains {
+		if strings.Contains(s, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func resultText(v []byte) (string, bool) {
+	switch v[0] {
+	case '"':
+		return stringValue(v)
+	case '[':
+		els := elements(v)
+		if len(els) != 1 {
+			return "", false
+		}
+		o, ok, _ := parseObj(els[0])
+		if !ok {
+			return stringValue(els[0])
+		}
+		return stringValue(o.get("text"))
+	case '{':
+		o, ok, _ := parseObj(v)
+		if !ok {
+			return "", false
+		}
+		for _, k := range []string{"error", "output", "content", "result"} {
+			if s, ok := stringValue(o.get(k)); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// objectBuilder writes a JSON object with members in the order added, so synthetic
+// results are deterministic and read naturally.
+type objectBuilder []byte
+
+func (b objectBuilder) raw(key string, val []byte) objectBuilder {
+	if len(b) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, jsonString(key)...)
+	b = append(b, ':')
+	return append(b, val...)
+}
+
+func (b objectBuilder) str(key, val string) objectBuilder { return b.raw(key, jsonString(val)) }
+
+func (b objectBuilder) done() []byte { return append(b, '}') }
+
+func textBlocks(typed bool, text string) []byte {
+	var blk objectBuilder
+	if typed {
+		blk = blk.str("type", "text")
+	}
+	return joinArray([][]byte{blk.str("text", text).done()})
+}
+
+func synthOpenAIChat(c *part, text string) []byte {
+	return objectBuilder(nil).str("role", "tool").str("tool_call_id", c.id).str("content", text).done()
+}
+
+func synthLangChain(c *part, text string) []byte {
+	return objectBuilder(nil).str("type", "tool").str("content", text).str("tool_call_id", c.id).
+		str("name", c.name).str("status", "error").done()
+}
+
+func synthOpenClaw(c *part, text string) []byte {
+	return objectBuilder(nil).str("role", "toolResult").str("toolCallId", c.id).str("toolName", c.name).
+		raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
+}
+
+func synthResponses(c *part, text string) []byte {
+	typ := "function_call_output" // also for local_shell_call, as Codex answers them
+	if c.callType == "custom_tool_call" {
+		typ = "custom_tool_call_output"
+	}
+	return objectBuilder(nil).str("type", typ).str("call_id", c.id).str("output", text).done()
+}
+
+func synthAnthropic(c *part, text string) []byte {
+	return objectBuilder(nil).str("type", "tool_result").str("tool_use_id", c.id).str("content", text).
+		raw("is_error", []byte("true")).done()
+}
+
+func synthBedrock(c *part, text string) []byte {
+	tr := objectBuilder(nil).str("toolUseId", c.id).raw("content", textBlocks(false, text)).
+		str("status", "error").done()
+	return objectBuilder(nil).raw("toolResult", tr).done()
+}
+
+func synthGemini(c *part, text string) []byte {
+	var fr objectBuilder
+	if c.hasID {
+		fr = fr.str("id", c.id)
+	}
+	fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
+	return objectBuilder(nil).raw("functionResponse", fr.done()).done()
+}

@@ -1,0 +1,187 @@
+package repair
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// Target is a provider whose call-id rules a repair enforces (stage rewrite_call_ids).
+type Target string
+
+// The targets.
+const (
+	TargetAnthropic       Target = "anthropic"
+	TargetOpenAI          Target = "openai"
+	TargetOpenAIResponses Target = "openai-responses"
+	TargetGemini          Target = "gemini"
+	TargetBedrock         Target = "bedrock"
+	TargetMistral         Target = "mistral"
+)
+
+// Targets lists every target.
+func Targets() []Target {
+	return []Target{TargetAnthropic, TargetOpenAI, TargetOpenAIResponses, TargetGemini, TargetBedrock, TargetMistral}
+}
+
+// ParseTarget accepts a target name as printed by Targets.
+func ParseTarget(s string) (Target, error) {
+	for _, t := range Targets() {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	var names []string
+	for _, t := range Targets() {
+		names = append(names, string(t))
+	}
+	return "", fmt.Errorf("unknown target %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+type idRule struct {
+	maxLen    int
+	exactLen  int
+	allowed   func(r byte) bool // nil: any character
+	mustMatch string            // human-readable rule for details
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+func alnumDash(c byte) bool { return alnum(c) || c == '_' || c == '-' }
+
+var idRules = map[Target]idRule{
+	TargetAnthropic:       {maxLen: 64, allowed: alnumDash, mustMatch: "^[a-zA-Z0-9_-]{1,64}$"},
+	TargetBedrock:         {maxLen: 64, allowed: alnumDash, mustMatch: "^[a-zA-Z0-9_-]{1,64}$"},
+	TargetOpenAI:          {maxLen: 40, mustMatch: "at most 40 characters"},
+	TargetOpenAIResponses: {maxLen: 64, mustMatch: "at most 64 characters"},
+	TargetMistral:         {exactLen: 9, allowed: alnum, mustMatch: "exactly 9 characters a-z, A-Z, 0-9"},
+	TargetGemini:          {maxLen: 512, mustMatch: "at most 512 characters"}, // ids are optional and free-form
+}
+
+func (r idRule) valid(id string) bool {
+	if id == "" || r.maxLen > 0 && len(id) > r.maxLen || r.exactLen > 0 && len(id) != r.exactLen {
+		return false
+	}
+	if r.allowed != nil {
+		for i := 0; i < len(id); i++ {
+			if !r.allowed(id[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// newID derives a valid id from old: the old id with bad characters replaced and, when it
+// is too long or already taken, a hash suffix; Mistral gets a 9-character hash. attempt
+// varies the hash to get past collisions. Derived ids depend only on old and attempt.
+func (r idRule) newID(old string, attempt int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", old, attempt)))
+	hash := new(big.Int).SetBytes(sum[:]).Text(62)
+	if r.exactLen > 0 {
+		return hash[:r.exactLen]
+	}
+	var b strings.Builder
+	for i := 0; i < len(old); i++ {
+		if r.allowed == nil || r.allowed(old[i]) {
+			b.WriteByte(old[i])
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	id := b.String()
+	max := r.maxLen
+	if id != "" && attempt == 0 && len(id) <= max {
+		return id
+	}
+	const suffix = 9 // "_" + 8 hash characters
+	if len(id) > max-suffix {
+		id = id[:max-suffix]
+	}
+	return strings.TrimRight(id, "_") + "_" + hash[:8]
+}
+
+// retarget rewrites ids the target rejects, and later duplicates of an id, in each kept
+// call and the result it keeps, so that pairs stay pairs and no two calls share an id.
+func (p *plan) retarget() {
+	rule := idRules[p.opts.Target]
+	used := map[string]bool{}
+	for _, c := range p.calls {
+		if !c.removed {
+			used[p.part(c.msg, c.part).id] = true
+		}
+	}
+	seen := map[string]bool{}
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		if c.removed || !pt.hasID {
+			continue
+		}
+		old := pt.id
+		dup := seen[old]
+		seen[old] = true
+		if rule.valid(old) && !dup {
+			continue
+		}
+		id := old
+		for attempt := 0; id == old || used[id]; attempt++ {
+			id = rule.newID(old, attempt)
+		}
+		used[id] = true
+		detail := fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch)
+		if dup {
+			detail = fmt.Sprintf("duplicate id %q rewritten to %q", old, id)
+		} else {
+			p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
+		}
+		p.act(StageRewriteCallIDs, ActionRewrite, c.msg, pt, detail)
+		pt.raw = setPath(pt.raw, p.spec.callIDPath, jsonString(id))
+		pt.id = id
+		p.edits[c.msg].dirty = true
+		for _, ri := range c.results {
+			rp := p.resPart(ri)
+			r := &p.results[ri]
+			if p.edits[r.msg].removed[r.part] && !p.isIncoming(ri) {
+				continue
+			}
+			rp.raw = setPath(rp.raw, p.spec.resultIDPath, jsonString(id))
+			rp.id = id
+			p.edits[r.msg].dirty = true
+			p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "result follows its call's new id")
+		}
+	}
+}
+
+func (p *plan) isIncoming(ri int) bool {
+	for _, t := range p.turns {
+		for _, in := range t.incoming {
+			if in.result == ri {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setPath returns obj with the string at path (nested object keys) replaced by val. A
+// path that does not exist leaves obj as it is.
+func setPath(obj []byte, path []string, val []byte) []byte {
+	ms, err := members(obj, nil)
+	if err != nil {
+		return obj
+	}
+	m, ok := findMember(obj, ms, path[0])
+	if !ok {
+		return obj
+	}
+	if len(path) == 1 {
+		return setMember(obj, m, val)
+	}
+	sub := m.val(obj)
+	if len(sub) == 0 || sub[0] != '{' {
+		return obj
+	}
+	return setMember(obj, m, setPath(sub, path[1:], val))
+}
