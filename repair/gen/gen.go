@@ -1,0 +1,298 @@
+// Package gen generates realistic agent sessions in any dialect, with the faults tmend
+// repairs injected at a chosen rate. Output depends only on the Config: the same seed
+// gives the same bytes.
+package gen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// Fault is a kind of damage the generator can inject.
+type Fault string
+
+// The faults, one per repair stage and shape.
+const (
+	FaultMissingResult     Fault = "missing_result"      // a call mid-session never got its result
+	FaultInterrupted       Fault = "interrupted"         // the last turn's calls have no results
+	FaultMisplacedResult   Fault = "misplaced_result"    // a result arrived after the next user message
+	FaultDuplicateResult   Fault = "duplicate_result"    // a result was appended twice
+	FaultSyntheticThenReal Fault = "synthetic_then_real" // another repairer answered, then the real result came
+	FaultOrphanResult      Fault = "orphan_result"       // a result for a call that is not there
+	FaultMalformedCall     Fault = "malformed_call"      // blank id, streaming leftover, no name or no arguments
+	FaultFailedTurn        Fault = "failed_turn"         // a turn ended in error with calls and no results
+)
+
+// Faults lists every fault kind.
+func Faults() []Fault {
+	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
+		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn}
+}
+
+// ParseFaults accepts "all" or a comma-separated list of fault names.
+func ParseFaults(s string) ([]Fault, error) {
+	if s == "" || s == "all" {
+		return Faults(), nil
+	}
+	var out []Fault
+	for _, name := range strings.Split(s, ",") {
+		found := false
+		for _, f := range Faults() {
+			if string(f) == strings.TrimSpace(name) {
+				out, found = append(out, f), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown fault %q (want all or some of %v)", name, Faults())
+		}
+	}
+	return out, nil
+}
+
+// Config says what to generate.
+type Config struct {
+	Seed     uint64
+	Dialect  repair.Dialect
+	Sessions int
+	// Messages is the mean message count; counts spread uniformly over [Messages/2, 3*Messages/2].
+	Messages int
+	// FaultRate is the share of sessions with faults (0..1); each broken one gets 1 to
+	// MaxFaults faults drawn from Faults.
+	FaultRate float64
+	Faults    []Fault
+	MaxFaults int
+	// Start is the updated_at of the first session; later ones are a few seconds apart.
+	Start time.Time
+}
+
+// Session is one generated session.
+type Session struct {
+	ID        string
+	UpdatedAt time.Time
+	Messages  []json.RawMessage
+	Faults    []Fault
+}
+
+// Envelope is the JSON Lines record key a dialect's transcript goes under.
+func Envelope(d repair.Dialect) string {
+	switch d {
+	case repair.OpenAIResponses:
+		return "input"
+	case repair.Gemini:
+		return "contents"
+	}
+	return "messages"
+}
+
+// Generate calls fn for each session in order.
+func Generate(cfg Config, fn func(Session) error) error {
+	if cfg.Messages < 4 {
+		cfg.Messages = 4
+	}
+	if cfg.MaxFaults < 1 {
+		cfg.MaxFaults = 2
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = Faults()
+	}
+	if cfg.Start.IsZero() {
+		cfg.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	for i := 0; i < cfg.Sessions; i++ {
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		s := Session{
+			ID:        fmt.Sprintf("s-%06d", i),
+			UpdatedAt: cfg.Start.Add(time.Duration(i) * 3 * time.Second),
+		}
+		conv := conversation(rng, cfg.Messages/2+rng.IntN(cfg.Messages+1), i)
+		if rng.Float64() < cfg.FaultRate {
+			n := 1 + rng.IntN(cfg.MaxFaults)
+			for range n {
+				f := cfg.Faults[rng.IntN(len(cfg.Faults))]
+				if conv = inject(rng, conv, f, cfg.Dialect); true {
+					s.Faults = append(s.Faults, f)
+				}
+			}
+		}
+		s.Messages = render(cfg.Dialect, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSONL writes a session as one JSON Lines record.
+func WriteJSONL(w *bytes.Buffer, d repair.Dialect, s Session) {
+	w.WriteString(`{"id":`)
+	w.Write(quote(s.ID))
+	w.WriteString(`,"updated_at":`)
+	w.Write(quote(s.UpdatedAt.UTC().Format(time.RFC3339)))
+	w.WriteString(`,"` + Envelope(d) + `":[`)
+	for i, m := range s.Messages {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.Write(m)
+	}
+	w.WriteString("]}\n")
+}
+
+func quote(s string) []byte { b, _ := json.Marshal(s); return b }
+
+// --- the abstract conversation ---
+
+type evKind int
+
+const (
+	evUser evKind = iota
+	evAssistant
+	evResults
+)
+
+type gcall struct {
+	id, name, args string
+	malformed      string // "", "blank_id", "partial", "no_name", "no_args"
+}
+
+type gresult struct {
+	id, name, text string
+	synthetic      bool
+}
+
+type event struct {
+	kind    evKind
+	text    string
+	calls   []gcall
+	results []gresult
+	failed  bool
+}
+
+var tools = []string{"read_file", "write_file", "bash", "search_web", "list_dir", "grep", "edit_file", "fetch_url"}
+
+var words = strings.Fields(`the a to of and in is it for on that with as this be are was by at file line
+function test error result value build config server request session user agent model call tool data
+run output input path module change fix update check query table index cache log trace retry timeout`)
+
+func sentence(rng *rand.Rand, min, max int) string {
+	n := min + rng.IntN(max-min+1)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	return b.String()
+}
+
+// conversation builds a clean session of about n messages: user asks, the assistant
+// calls tools over a few turns, results come back, the assistant answers.
+func conversation(rng *rand.Rand, n, session int) []event {
+	var evs []event
+	callN := 0
+	count := 0
+	for count < n {
+		evs = append(evs, event{kind: evUser, text: sentence(rng, 4, 30)})
+		count++
+		for steps := 1 + rng.IntN(4); steps > 0 && count < n; steps-- {
+			k := 1 + rng.IntN(3)
+			if rng.IntN(3) > 0 {
+				k = 1
+			}
+			a := event{kind: evAssistant, text: sentence(rng, 0, 20)}
+			r := event{kind: evResults}
+			for j := 0; j < k; j++ {
+				callN++
+				name := tools[rng.IntN(len(tools))]
+				id := fmt.Sprintf("call_%d_%d_%x", session, callN, rng.Uint32())
+				args := fmt.Sprintf(`{"path":"/src/%s.go","line":%d,"limit":1.5e3}`, words[rng.IntN(len(words))], rng.IntN(900))
+				a.calls = append(a.calls, gcall{id: id, name: name, args: args})
+				r.results = append(r.results, gresult{id: id, name: name, text: sentence(rng, 5, 60)})
+			}
+			evs = append(evs, a, r)
+			count += 1 + k
+		}
+		evs = append(evs, event{kind: evAssistant, text: sentence(rng, 5, 40)})
+		count++
+	}
+	return evs
+}
+
+// callTurns returns the indexes of assistant events with calls that are followed by
+// their results event.
+func callTurns(evs []event) []int {
+	var out []int
+	for i := 0; i+1 < len(evs); i++ {
+		if evs[i].kind == evAssistant && len(evs[i].calls) > 0 && evs[i+1].kind == evResults {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
+	turns := callTurns(evs)
+	if len(turns) == 0 {
+		return evs
+	}
+	t := turns[rng.IntN(len(turns))]
+	res := &evs[t+1]
+	if len(res.results) == 0 {
+		return evs
+	}
+	k := rng.IntN(len(res.results))
+	switch f {
+	case FaultMissingResult:
+		res.results = append(res.results[:k:k], res.results[k+1:]...)
+	case FaultInterrupted:
+		last := turns[len(turns)-1]
+		// Cut the session right after the last call turn: the run died mid-tool.
+		evs = evs[:last+1]
+	case FaultMisplacedResult:
+		moved := res.results[k]
+		res.results = append(res.results[:k:k], res.results[k+1:]...)
+		// The result lands after the next user message.
+		for j := t + 2; j < len(evs); j++ {
+			if evs[j].kind == evUser {
+				evs = insertEv(evs, j+1, event{kind: evResults, results: []gresult{moved}})
+				return evs
+			}
+		}
+		evs = append(evs, event{kind: evResults, results: []gresult{moved}})
+	case FaultDuplicateResult:
+		res.results = append(res.results, res.results[k])
+	case FaultSyntheticThenReal:
+		real := res.results[k]
+		res.results[k] = gresult{id: real.id, name: real.name, synthetic: true,
+			text: "[openclaw] missing tool result in session history; inserted synthetic error result for transcript repair."}
+		evs = insertEv(evs, t+2, event{kind: evResults, results: []gresult{real}})
+	case FaultOrphanResult:
+		res.results = append(res.results, gresult{id: fmt.Sprintf("call_orphan_%x", rng.Uint32()),
+			name: "bash", text: sentence(rng, 3, 10)})
+	case FaultMalformedCall:
+		kinds := []string{"blank_id", "partial", "no_name", "no_args"}
+		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
+		c.malformed = kinds[rng.IntN(len(kinds))]
+		if d == repair.Gemini && (c.malformed == "partial" || c.malformed == "no_args") {
+			c.malformed = "blank_id" // Gemini has no partial shape, and args are optional there
+		}
+	case FaultFailedTurn:
+		evs[t].failed = true
+		evs = append(evs[:t+1:t+1], evs[t+2:]...)
+	}
+	return evs
+}
+
+func insertEv(evs []event, at int, e event) []event {
+	evs = append(evs, event{})
+	copy(evs[at+1:], evs[at:])
+	evs[at] = e
+	return evs
+}

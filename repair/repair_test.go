@@ -1,0 +1,385 @@
+package repair_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+)
+
+// sessions generates n sessions of dialect d with the given faults (none: clean).
+func sessions(t testing.TB, d repair.Dialect, n, msgs int, seed uint64, faults ...gen.Fault) []gen.Session {
+	t.Helper()
+	cfg := gen.Config{Seed: seed, Dialect: d, Sessions: n, Messages: msgs, Faults: faults, MaxFaults: 1}
+	if len(faults) > 0 {
+		cfg.FaultRate = 1
+	}
+	var out []gen.Session
+	require.NoError(t, gen.Generate(cfg, func(s gen.Session) error { out = append(out, s); return nil }))
+	return out
+}
+
+func arrayOf(msgs []json.RawMessage) []byte {
+	b, _ := json.Marshal(msgs)
+	return b
+}
+
+// checkInvariants asserts DESIGN.md's invariants 2-5 for one repair of in.
+func checkInvariants(t *testing.T, in []byte, opts repair.Options) repair.Result {
+	t.Helper()
+	res, err := repair.Repair(in, opts)
+	require.NoError(t, err)
+	require.True(t, json.Valid(res.Messages), "output is not valid JSON")
+
+	// 5. Deterministic.
+	again, err := repair.Repair(in, opts)
+	require.NoError(t, err)
+	require.Equal(t, res.Messages, again.Messages)
+	require.Equal(t, res.Report, again.Report)
+
+	// 2. Idempotent: the second pass changes nothing.
+	second, err := repair.Repair(res.Messages, opts)
+	require.NoError(t, err)
+	require.Empty(t, second.Report.Actions, "second pass acted on\n%s", res.Messages)
+	require.Equal(t, res.Messages, second.Messages)
+
+	// 3. The output validates (duplicate call ids are repaired only with a target).
+	v, err := repair.Validate(res.Messages, opts)
+	require.NoError(t, err)
+	for _, is := range v.Issues {
+		if is.Code != repair.IssueDuplicateCallID || opts.Target != "" {
+			t.Fatalf("repaired output still has %+v\n%s", is, res.Messages)
+		}
+	}
+
+	// 4. Conservation: every message no action names is in the output, unchanged and in
+	// the same relative order; a slot message that gains results keeps all its blocks.
+	named := map[int]bool{}
+	for _, a := range res.Report.Actions {
+		named[a.MessageIndex] = true
+	}
+	var inMsgs, outMsgs []json.RawMessage
+	require.NoError(t, json.Unmarshal(in, &inMsgs))
+	require.NoError(t, json.Unmarshal(res.Messages, &outMsgs))
+	var outUnits []json.RawMessage
+	for _, m := range outMsgs {
+		outUnits = append(outUnits, units(m)...)
+	}
+	j := 0
+	for i, m := range inMsgs {
+		if named[i] {
+			continue
+		}
+		for _, u := range units(m) {
+			for j < len(outUnits) && !bytes.Equal(outUnits[j], u) {
+				j++
+			}
+			require.Less(t, j, len(outUnits), "message %d lost or reordered: %s", i, u)
+			j++
+		}
+	}
+	require.Equal(t, len(outMsgs), res.Report.MessagesOut)
+	return res
+}
+
+// units splits a message into its blocks (content or parts elements), or itself.
+func units(m json.RawMessage) []json.RawMessage {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(m, &o) != nil {
+		return []json.RawMessage{m}
+	}
+	for _, k := range []string{"content", "parts"} {
+		var blocks []json.RawMessage
+		if json.Unmarshal(o[k], &blocks) == nil && len(blocks) > 0 {
+			return blocks
+		}
+	}
+	return []json.RawMessage{m}
+}
+
+func TestCleanTranscriptsComeOutByteIdentical(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			for _, s := range sessions(t, d, 30, 40, 1) {
+				in := arrayOf(s.Messages)
+				res, err := repair.Repair(in, repair.Options{})
+				require.NoError(t, err)
+				require.Equal(t, repair.StatusClean, res.Report.Status, "%s: %+v", s.ID, res.Report.Actions)
+				require.Equal(t, d, res.Report.Dialect)
+				require.Empty(t, res.Report.Actions)
+				require.Equal(t, &in[0], &res.Messages[0], "clean input must be returned as is")
+				v, err := repair.Validate(in, repair.Options{})
+				require.NoError(t, err)
+				require.Empty(t, v.Issues)
+			}
+		})
+	}
+}
+
+// expectStage is the stage that must act for each injected fault.
+var expectStage = map[gen.Fault]repair.Stage{
+	gen.FaultMissingResult:     repair.StageSynthesizeMissingResults,
+	gen.FaultInterrupted:       repair.StageSynthesizeMissingResults,
+	gen.FaultMisplacedResult:   repair.StageMoveResults,
+	gen.FaultDuplicateResult:   repair.StageDropDuplicateResults,
+	gen.FaultSyntheticThenReal: repair.StageDropDuplicateResults,
+	gen.FaultOrphanResult:      repair.StageDropOrphanResults,
+	gen.FaultMalformedCall:     repair.StageStripMalformedCalls,
+	gen.FaultFailedTurn:        repair.StageFailedTurnCalls,
+}
+
+func TestEveryFaultInEveryDialect(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		for _, f := range gen.Faults() {
+			t.Run(string(d)+"/"+string(f), func(t *testing.T) {
+				t.Parallel()
+				want := expectStage[f]
+				if f == gen.FaultFailedTurn && d == repair.OpenAIResponses {
+					want = repair.StageSynthesizeMissingResults // Responses items carry no stop reason
+				}
+				for _, s := range sessions(t, d, 25, 30, 7, f) {
+					in := arrayOf(s.Messages)
+					res := checkInvariants(t, in, repair.Options{})
+					require.Equal(t, repair.StatusRepaired, res.Report.Status, "%s\n%s", s.ID, in)
+					require.Positive(t, res.Report.StageCounts[want], "%s: no %s action in %+v\n%s", s.ID, want, res.Report.Actions, in)
+				}
+			})
+		}
+	}
+}
+
+func TestCombinedFaults(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			cfg := gen.Config{Seed: 99, Dialect: d, Sessions: 60, Messages: 45, FaultRate: 1, MaxFaults: 4}
+			require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+				checkInvariants(t, arrayOf(s.Messages), repair.Options{})
+				return nil
+			}))
+		})
+	}
+}
+
+func TestTargetsRewriteIDsConsistently(t *testing.T) {
+	t.Parallel()
+	for _, tg := range repair.Targets() {
+		for _, d := range []repair.Dialect{repair.OpenAIChat, repair.Anthropic, repair.OpenClaw, repair.Bedrock} {
+			t.Run(string(tg)+"/"+string(d), func(t *testing.T) {
+				t.Parallel()
+				cfg := gen.Config{Seed: 5, Dialect: d, Sessions: 20, Messages: 30, FaultRate: 0.5}
+				require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+					checkInvariants(t, arrayOf(s.Messages), repair.Options{Target: tg})
+					return nil
+				}))
+			})
+		}
+	}
+}
+
+func TestMistralIDsAndCollisions(t *testing.T) {
+	t.Parallel()
+	// Two calls share an id; both ids are too long for OpenAI and invalid for Mistral.
+	in := []byte(`[{"role":"user","content":"go"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"call|with/odd:chars-and-a-very-long-tail-0001","type":"function","function":{"name":"f","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"call|with/odd:chars-and-a-very-long-tail-0001","content":"one"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"call|with/odd:chars-and-a-very-long-tail-0001","type":"function","function":{"name":"g","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"call|with/odd:chars-and-a-very-long-tail-0001","content":"two"}]`)
+	v, err := repair.Validate(in, repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, []string{string(repair.IssueDuplicateCallID)}, v.IssueCodeSet())
+
+	res := checkInvariants(t, in, repair.Options{Target: repair.TargetMistral})
+	var msgs []struct {
+		ToolCalls []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(res.Messages, &msgs))
+	require.Len(t, msgs, 5)
+	a, b := msgs[1].ToolCalls[0].ID, msgs[3].ToolCalls[0].ID
+	require.Regexp(t, `^[a-zA-Z0-9]{9}$`, a)
+	require.Regexp(t, `^[a-zA-Z0-9]{9}$`, b)
+	require.NotEqual(t, a, b)
+	require.Equal(t, a, msgs[2].ToolCallID)
+	require.Equal(t, b, msgs[4].ToolCallID)
+	require.Equal(t, "two", msgs[4].Content)
+}
+
+func TestExactBytesSurvive(t *testing.T) {
+	t.Parallel()
+	// Numbers beyond float64, exponent forms, key order, unknown fields and escapes must
+	// come out exactly as they went in, in touched and untouched messages alike.
+	in := []byte(`[
+  {"role":"user","content":"n=12345678901234567890","x-custom":{"z":1.0e-7,"a":[1,2.50]}},
+  {"zeta":true,"role":"assistant","content":[{"type":"text","text":"caf\u00e9 \"quoted\""},{"type":"tool_use","id":"t1","name":"calc","input":{"big":12345678901234567890,"tiny":1.0e-7,"neg":-0.0}},{"type":"tool_use","id":"","name":"broken","input":{}}],"usage":{"in":1E+3}},
+  {"role":"user","content":[{"type":"text","text":"later"}],"meta":{"k":1.10}}
+]`)
+	res := checkInvariants(t, in, repair.Options{})
+	out := string(res.Messages)
+	for _, s := range []string{
+		`{"role":"user","content":"n=12345678901234567890","x-custom":{"z":1.0e-7,"a":[1,2.50]}}`,
+		`{"zeta":true,"role":"assistant","content":[{"type":"text","text":"caf\u00e9 \"quoted\""},{"type":"tool_use","id":"t1","name":"calc","input":{"big":12345678901234567890,"tiny":1.0e-7,"neg":-0.0}}],"usage":{"in":1E+3}}`,
+		`{"role":"user","content":[{"type":"text","text":"later"}],"meta":{"k":1.10}}`,
+	} {
+		require.Contains(t, out, s)
+	}
+}
+
+func TestQuietPeriod(t *testing.T) {
+	t.Parallel()
+	in := arrayOf(sessions(t, repair.OpenClaw, 1, 20, 3, gen.FaultInterrupted)[0].Messages)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+	recent := repair.Options{Now: now, UpdatedAt: now.Add(-2 * time.Minute)}
+	res, err := repair.Repair(in, recent)
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusPending, res.Report.Status)
+	require.Positive(t, res.Report.PendingCalls)
+	require.Equal(t, in, res.Messages)
+	v, err := repair.Validate(in, recent)
+	require.NoError(t, err)
+	require.Empty(t, v.Issues, "pending calls are not faults yet")
+
+	for name, opts := range map[string]repair.Options{
+		"Old":    {Now: now, UpdatedAt: now.Add(-11 * time.Minute)},
+		"Forced": {Now: now, UpdatedAt: now.Add(-2 * time.Minute), Force: true},
+		"Short":  {Now: now, UpdatedAt: now.Add(-2 * time.Minute), QuietPeriod: time.Minute},
+	} {
+		res, err := repair.Repair(in, opts)
+		require.NoError(t, err, name)
+		require.Equal(t, repair.StatusRepaired, res.Report.Status, name)
+		require.Positive(t, res.Report.StageCounts[repair.StageSynthesizeMissingResults], name)
+	}
+}
+
+func TestFailedTurnPolicy(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":[{"type":"text","text":"go"}]},
+{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"bash","arguments":{}},{"type":"toolCall","id":"b","name":"bash","arguments":{}}],"stopReason":"aborted"},
+{"role":"toolResult","toolCallId":"a","toolName":"bash","content":[{"type":"text","text":"done"}],"isError":false}]`)
+
+	keep := checkInvariants(t, in, repair.Options{})
+	require.Equal(t, map[repair.Stage]int{repair.StageFailedTurnCalls: 1}, keep.Report.StageCounts)
+	require.Contains(t, string(keep.Messages), `"id":"a"`)
+	require.NotContains(t, string(keep.Messages), `"id":"b"`)
+	require.NotContains(t, string(keep.Messages), repair.SyntheticResultText, "failed turns are never answered synthetically")
+
+	strip := checkInvariants(t, in, repair.Options{FailedTurns: repair.FailedTurnsStrip})
+	require.Equal(t, 3, strip.Report.StageCounts[repair.StageFailedTurnCalls])
+	require.Equal(t, 1, strip.Report.MessagesOut, "the assistant message left empty is removed, and a's result with it")
+}
+
+func TestRealResultBeatsSynthetic(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":"go"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"c1","content":"No result provided"},
+{"role":"user","content":"hello?"},
+{"role":"tool","tool_call_id":"c1","content":"the real output"}]`)
+	res := checkInvariants(t, in, repair.Options{})
+	require.JSONEq(t, `[{"role":"user","content":"go"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"c1","content":"the real output"},
+{"role":"user","content":"hello?"}]`, string(res.Messages))
+	require.Equal(t, 1, res.Report.StageCounts[repair.StageMoveResults])
+	require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDuplicateResults])
+}
+
+func TestUnrepairableInputIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		in     string
+		status repair.Status
+		reason string
+	}{
+		{"NotJSON", `[{"role":"user"`, repair.StatusUnparseable, "invalid JSON"},
+		{"Object", `{"messages":[]}`, repair.StatusUnparseable, "not an array"},
+		{"ArrayOfStrings", `["hi"]`, repair.StatusUnparseable, "message 0 is a JSON string"},
+		{"DuplicateKey", `[{"role":"user","role":"assistant"}]`, repair.StatusUnparseable, "duplicate key"},
+		{"InvalidUTF8", "[{\"role\":\"user\",\"content\":\"\xff\"}]", repair.StatusUnparseable, "invalid UTF-8"},
+		{"TooDeep", "[" + strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 600) + "]", repair.StatusUnparseable, "nesting deeper"},
+		{"Trailing", `[] []`, repair.StatusUnparseable, "after the top-level value"},
+		{"Mixed", `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]`,
+			repair.StatusUnknownDialect, "anthropic (message 0), openclaw (message 1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := repair.Repair([]byte(tt.in), repair.Options{})
+			var ue *repair.UnrepairableError
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, tt.status, ue.Status)
+			require.Contains(t, ue.Reason, tt.reason)
+			require.Equal(t, tt.status, res.Report.Status)
+			require.Equal(t, tt.in, string(res.Messages))
+		})
+	}
+}
+
+func TestNoToolActivityIsClean(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, res.Report.Status)
+	require.Empty(t, res.Report.Dialect)
+}
+
+func TestGeminiWithoutIDsPairsByNameAndOrder(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","parts":[{"text":"weather in two cities"}]},
+{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city":"Oslo"}}},{"functionCall":{"name":"weather","args":{"city":"Rome"}}},{"functionCall":{"name":"time","args":{}}}]},
+{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"t":3}}},{"functionResponse":{"name":"time","response":{"t":"12:00"}}}]}]`)
+	res := checkInvariants(t, in, repair.Options{})
+	require.Equal(t, map[repair.Stage]int{repair.StageSynthesizeMissingResults: 1}, res.Report.StageCounts)
+	require.Equal(t, "weather", res.Report.Actions[0].ToolName)
+	require.Contains(t, string(res.Messages), `{"functionResponse":{"name":"weather","response":{"error":"[tmend]`)
+}
+
+func TestDialectForcedAndDetected(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		s := sessions(t, d, 1, 12, 11)[0]
+		in := arrayOf(s.Messages)
+		res, err := repair.Repair(in, repair.Options{Dialect: d})
+		require.NoError(t, err)
+		require.Equal(t, d, res.Report.Dialect)
+		got, err := repair.ParseDialect(string(d))
+		require.NoError(t, err)
+		require.Equal(t, d, got)
+	}
+	_, err := repair.ParseDialect("cohere")
+	require.ErrorContains(t, err, `unknown dialect "cohere"`)
+}
+
+func ExampleRepair() {
+	in := []byte(`[{"role":"user","content":"list files"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+{"role":"user","content":"are you there?"}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range res.Report.Actions {
+		fmt.Println(a.Stage, a.Action, a.CallID)
+	}
+	fmt.Println(res.Report.MessagesIn, "->", res.Report.MessagesOut)
+	// Output:
+	// synthesize_missing_results insert call_1
+	// 3 -> 4
+}
