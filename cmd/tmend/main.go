@@ -144,8 +144,11 @@ func newRootCmd(e *env) *cobra.Command {
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.AddCommand(
-		newVersionCmd(e),
+		newCheckCmd(e),
+		newFixCmd(e),
+		newGenCmd(e),
 		newMigrateCmd(e),
+		newVersionCmd(e),
 	)
 	return root
 }

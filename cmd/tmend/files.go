@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/repair"
+)
+
+// Statuses for records the engine never saw.
+const (
+	statusTooLarge = "too_large"
+)
+
+// repairFlags are the engine options shared by check, fix, repair and scan.
+type repairFlags struct {
+	dialect     string
+	target      string
+	failedTurns string
+	now         string
+	quietPeriod time.Duration
+	force       bool
+}
+
+func (f *repairFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dialect, "dialect", "", "force a dialect instead of detecting it: "+dialectNames())
+	fs.StringVar(&f.target, "target", "", "rewrite call ids the provider rejects: anthropic, openai, openai-responses, gemini, bedrock, mistral")
+	fs.StringVar(&f.failedTurns, "failed-turns", "keep", "calls of failed or aborted turns that have results: keep, or strip them too")
+	fs.DurationVar(&f.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
+	fs.BoolVar(&f.force, "force", false, "repair pending calls within the quiet period too")
+}
+
+func (f *repairFlags) registerNow(fs *pflag.FlagSet) {
+	fs.StringVar(&f.now, "now", "", "the time the quiet period is measured to (RFC 3339; default: the current time)")
+}
+
+func dialectNames() string {
+	var b bytes.Buffer
+	for i, d := range repair.Dialects() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(d))
+	}
+	return b.String()
+}
+
+// options validates the flags into engine options (exit 2 on a bad value).
+func (f *repairFlags) options() (repair.Options, error) {
+	var o repair.Options
+	var err error
+	if f.dialect != "" {
+		if o.Dialect, err = repair.ParseDialect(f.dialect); err != nil {
+			return o, usageErrorf("--dialect: %v", err)
+		}
+	}
+	if f.target != "" {
+		if o.Target, err = repair.ParseTarget(f.target); err != nil {
+			return o, usageErrorf("--target: %v", err)
+		}
+	}
+	switch repair.FailedTurnPolicy(f.failedTurns) {
+	case repair.FailedTurnsKeep, repair.FailedTurnsStrip:
+		o.FailedTurns = repair.FailedTurnPolicy(f.failedTurns)
+	default:
+		return o, usageErrorf("--failed-turns must be keep or strip, got %q", f.failedTurns)
+	}
+	o.Now = time.Now()
+	if f.now != "" {
+		if o.Now, err = time.Parse(time.RFC3339Nano, f.now); err != nil {
+			return o, usageErrorf("--now must be an RFC 3339 time like 2026-11-21T03:00:00Z, got %q", f.now)
+		}
+	}
+	o.QuietPeriod = f.quietPeriod
+	if f.quietPeriod == 0 {
+		o.QuietPeriod = -1 // zero on the command line means none
+	}
+	o.Force = f.force
+	return o, nil
+}
+
+// fileOpts are the flags of check and fix.
+type fileOpts struct {
+	repairFlags
+	json     bool
+	verbose  bool
+	report   string
+	output   string
+	maxBytes int64
+	workers  int
+}
+
+func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
+	fs := cmd.Flags()
+	o.repairFlags.register(fs)
+	o.registerNow(fs)
+	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every action in the text report")
+	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
+	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
+	if fix {
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (replaced atomically)")
+	}
+}
+
+func (o *fileOpts) Validate(args []string) error {
+	if len(args) > 1 {
+		return usageErrorf("give at most one input FILE (or - for stdin), got %d", len(args))
+	}
+	if o.maxBytes < 1 {
+		return usageErrorf("--max-bytes must be positive")
+	}
+	if o.workers < 1 {
+		return usageErrorf("--workers must be at least 1")
+	}
+	return nil
+}
+
+const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a JSON array of messages;
+  - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
+    Gemini), other members kept as they are;
+  - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
+    streamed, never loaded whole. One bad line does not stop the rest.
+An "updated_at" member (RFC 3339) starts the session's quiet period.`
+
+func newCheckCmd(e *env) *cobra.Command {
+	var o fileOpts
+	cmd := &cobra.Command{
+		Use:   "check [FILE|-]",
+		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
+		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
+			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, 2 usage, 3 problems found.\n\n" +
+			"Issue codes:\n" + issueCodeHelp(),
+		Example: `  tmend check session.json
+  tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
+  pg_dump ... | tmend check --dialect anthropic -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return runFiles(cmd.Context(), e, &o, args, false)
+		},
+	}
+	o.register(cmd, false)
+	return cmd
+}
+
+func newFixCmd(e *env) *cobra.Command {
+	var o fileOpts
+	cmd := &cobra.Command{
+		Use:   "fix [FILE|-]",
+		Short: "Repair transcripts in a file or pipe",
+		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
+			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
+			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
+			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged), 2 usage.",
+		Example: `  tmend fix broken.json > fixed.json
+  tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
+  cat session.json | tmend fix --target anthropic --force - | jq .`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return runFiles(cmd.Context(), e, &o, args, true)
+		},
+	}
+	o.register(cmd, true)
+	return cmd
+}
+
+func issueCodeHelp() string {
+	var b bytes.Buffer
+	for _, c := range repair.IssueCodes() {
+		fmt.Fprintf(&b, "  %-26s %s\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// runFiles is check (fix=false) and fix (fix=true).
+func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool) (err error) {
+	ropts, err := o.options()
+	if err != nil {
+		return err
+	}
+	in := e.stdin
+	if len(args) == 1 && args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return fmt.Errorf("open input: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+
+	var out io.Writer
+	var commit func() error
+	if fix {
+		bw := bufio.NewWriterSize(e.stdout, 1<<20)
+		out = bw
+		commit = bw.Flush
+		if o.output != "" {
+			af, err := createAtomic(o.output)
+			if err != nil {
+				return err
+			}
+			defer af.abort()
+			bw.Reset(af.f)
+			commit = func() error {
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+				return af.commit()
+			}
+		}
+	}
+
+	// Reports: text or JSON to stdout (check) or stderr (fix), plus an optional file.
+	reportTo := e.stdout
+	if fix {
+		reportTo = e.stderr
+	}
+	rbuf := bufio.NewWriter(reportTo)
+	defer rbuf.Flush()
+	var handlers []report.Handler
+	if o.json {
+		handlers = append(handlers, report.NewJSON(rbuf))
+	} else {
+		handlers = append(handlers, report.NewText(rbuf, o.verbose))
+	}
+	var reportFile *atomicFile
+	var reportBuf *bufio.Writer
+	if o.report != "" {
+		if reportFile, err = createAtomic(o.report); err != nil {
+			return err
+		}
+		defer reportFile.abort()
+		reportBuf = bufio.NewWriter(reportFile.f)
+		handlers = append(handlers, report.NewJSON(reportBuf))
+	}
+
+	var sum report.Summary
+	failed, problems := 0, 0
+	emit := func(it *item) error {
+		if it.line < 0 {
+			return nil
+		}
+		s, _ := it.outcome.(*report.Session)
+		if it.tooLarge {
+			s = &report.Session{Line: it.line, Status: statusTooLarge, BytesIn: int(it.size), BytesOut: int(it.size),
+				Reason: fmt.Sprintf("session is %d bytes, over --max-bytes %d; passed through unchanged", it.size, o.maxBytes)}
+		}
+		switch repair.Status(s.Status) {
+		case repair.StatusClean, repair.StatusRepaired, repair.StatusPending:
+		case repair.StatusBroken:
+			problems++
+		default:
+			failed++
+		}
+		sum.Add(s)
+		for _, h := range handlers {
+			if err := h.Session(s); err != nil {
+				return fmt.Errorf("write report: %w", err)
+			}
+		}
+		return nil
+	}
+	process := func(it *item) {
+		it.out, it.outcome = processRecord(it.data, it.line, ropts, fix)
+	}
+
+	br := bufio.NewReaderSize(in, 1<<20)
+	if err := dispatch(ctx, br, out, o, process, emit); err != nil {
+		return err
+	}
+	for _, h := range handlers {
+		if err := h.Summary(&sum); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	if commit != nil {
+		if err := commit(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if reportFile != nil {
+		if err := reportBuf.Flush(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := reportFile.commit(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("%d of %d sessions could not be processed (see the report)", failed, sum.Sessions)
+	case problems > 0:
+		return errProblems
+	}
+	return nil
+}
+
+// dispatch sends a single document (an array, or a multi-line object) through process
+// directly, and JSON Lines through the parallel stream.
+func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts, process func(*item), emit func(*item) error) error {
+	first, err := peekNonSpace(br)
+	if err == io.EOF {
+		return usageErrorf("input is empty")
+	}
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	if first == '{' && looksLikeJSONLines(br) {
+		return runStream(ctx, streamConfig{in: br, out: out, maxBytes: o.maxBytes, workers: o.workers, process: process, emit: emit})
+	}
+	data, err := io.ReadAll(io.LimitReader(br, o.maxBytes+1))
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	it := &item{data: data}
+	if int64(len(data)) > o.maxBytes {
+		it.tooLarge, it.size = true, int64(len(data))
+		if out != nil {
+			if _, err := out.Write(data); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			if _, err := io.Copy(out, br); err != nil {
+				return fmt.Errorf("copy input: %w", err)
+			}
+		}
+		return emit(it)
+	}
+	process(it)
+	if out != nil {
+		if _, err := out.Write(it.out); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return emit(it)
+}
+
+// looksLikeJSONLines reports whether the input's first line is a whole JSON value. A
+// first line longer than the read buffer is taken as JSON Lines too: the stream handles
+// long lines, and a pretty-printed document never starts with one.
+func looksLikeJSONLines(br *bufio.Reader) bool {
+	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
+		b, err := br.Peek(n)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return json.Valid(b[:i])
+		}
+		if err != nil || n == br.Size() {
+			return err == nil // EOF: one line, which is one document either way
+		}
+	}
+}
+
+func peekNonSpace(br *bufio.Reader) (byte, error) {
+	for n := 1; ; n++ {
+		b, err := br.Peek(n)
+		if err != nil {
+			return 0, err
+		}
+		if c := b[n-1]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+		if n >= br.Size() {
+			return 0, errors.New("input starts with a buffer full of whitespace")
+		}
+	}
+}
+
+// processRecord checks or repairs one document and reports on it. The output is the
+// input itself unless a repair changed it.
+func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
+	s := &report.Session{Line: line, BytesIn: len(data), BytesOut: len(data)}
+	doc, err := repair.ParseDocument(data)
+	if err != nil {
+		s.Status, s.Reason = string(repair.StatusUnparseable), err.Error()
+		return data, s
+	}
+	s.Session = doc.ID
+	if !doc.UpdatedAt.IsZero() {
+		opts.UpdatedAt = doc.UpdatedAt
+	}
+	out := data
+	var rep repair.Report
+	if fix {
+		res, _ := repair.Repair(doc.Messages(), opts)
+		rep = res.Report
+		if res.Changed() {
+			out = doc.With(res.Messages)
+		}
+	} else {
+		rep, _ = repair.Validate(doc.Messages(), opts)
+	}
+	s.Status, s.Reason, s.Dialect = string(rep.Status), rep.Reason, rep.Dialect
+	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
+	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
+	s.BytesOut = len(out)
+	return out, s
+}
+
+// atomicFile is written beside its destination and renamed over it only on commit, so
+// readers never see a half-written file.
+type atomicFile struct {
+	f    *os.File
+	dest string
+	done bool
+}
+
+func createAtomic(dest string) (*atomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", dest, err)
+	}
+	return &atomicFile{f: f, dest: dest}, nil
+}
+
+func (a *atomicFile) commit() error {
+	if err := a.f.Sync(); err != nil {
+		return err
+	}
+	if err := a.f.Close(); err != nil {
+		return err
+	}
+	a.done = true
+	return os.Rename(a.f.Name(), a.dest)
+}
+
+func (a *atomicFile) abort() {
+	if !a.done {
+		a.f.Close()
+		os.Remove(a.f.Name())
+	}
+}

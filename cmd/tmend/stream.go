@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// item is one input record (a JSON Lines line, or the whole input as one document) on its
+// way through the pipeline.
+type item struct {
+	line int    // 1-based line number; 0 for a single document
+	data []byte // the record without its line terminator
+	eol  []byte // the terminator to write back ("\n", "\r\n" or nothing)
+	// tooLarge marks a record over the size limit: it is not held in memory but copied
+	// from input to output unchanged when its turn comes.
+	tooLarge bool
+	size     int64
+	out      []byte // what to write (fix); nil writes nothing
+	outcome  any    // the processor's report for this record
+}
+
+type batch struct {
+	seq   int
+	items []*item
+	// passthrough, when set, asks the writer to hand it the output at this point.
+	passthrough func(w io.Writer) error
+}
+
+// streamConfig wires the pipeline: read records from in, process them on workers in
+// parallel, and hand results to emit in input order.
+type streamConfig struct {
+	in       *bufio.Reader
+	out      io.Writer // nil: no output (check)
+	maxBytes int64
+	workers  int
+	// process fills it.out and it.outcome for records with data; it must not touch
+	// shared state.
+	process func(it *item)
+	// emit is called in input order from a single goroutine, for every record (blank
+	// lines have line < 0; oversized ones have tooLarge and size set).
+	emit func(it *item) error
+}
+
+const batchLines = 128
+
+// runStream reads JSON Lines records until EOF. Records over maxBytes are reported (via
+// process with tooLarge set) and, when there is output, copied through unchanged.
+func runStream(ctx context.Context, cfg streamConfig) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	batches := make(chan *batch, cfg.workers*2)
+	done := make(chan *batch, cfg.workers*2)
+	var wg sync.WaitGroup
+	for range cfg.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				for _, it := range b.items {
+					if it.line >= 0 && !it.tooLarge {
+						cfg.process(it)
+					}
+				}
+				select {
+				case done <- b:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+
+	// The writer puts batches back in order.
+	writeErr := make(chan error, 1)
+	go func() {
+		pending := map[int]*batch{}
+		next := 0
+		for b := range done {
+			pending[b.seq] = b
+			for b, ok := pending[next]; ok; b, ok = pending[next] {
+				delete(pending, next)
+				next++
+				if err := writeBatch(cfg, b); err != nil {
+					cancel(err)
+					writeErr <- err
+					for range done { // drain so workers can finish
+					}
+					return
+				}
+			}
+		}
+		writeErr <- nil
+	}()
+
+	readErr := readBatches(ctx, cfg, batches)
+	close(batches)
+	wg.Wait()
+	close(done)
+	werr := <-writeErr
+	switch {
+	case werr != nil:
+		return werr
+	case readErr != nil:
+		return readErr
+	}
+	return context.Cause(ctx)
+}
+
+func writeBatch(cfg streamConfig, b *batch) error {
+	for _, it := range b.items {
+		if it.tooLarge && b.passthrough != nil {
+			if err := b.passthrough(cfg.out); err != nil {
+				return err
+			}
+		}
+		if cfg.out != nil && !it.tooLarge {
+			if _, err := cfg.out.Write(it.out); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			if _, err := cfg.out.Write(it.eol); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+		if err := cfg.emit(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) error {
+	seq, line := 0, 0
+	cur := &batch{}
+	send := func() bool {
+		cur.seq = seq
+		seq++
+		select {
+		case batches <- cur:
+			cur = &batch{}
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		data, eol, full, err := readLine(cfg.in, cfg.maxBytes)
+		if len(data) == 0 && len(eol) == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF && !full {
+			return fmt.Errorf("read input: %w", err)
+		}
+		line++
+		if full {
+			// Too large to hold: report it, then copy it through at its turn in the output.
+			it := &item{line: line, tooLarge: true, size: int64(len(data))}
+			cur.items = append(cur.items, it)
+			prefix := data
+			ready, finished := make(chan struct{}), make(chan error, 1)
+			cur.passthrough = func(io.Writer) error {
+				close(ready)
+				select {
+				case err := <-finished:
+					return err
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			if !send() {
+				return nil
+			}
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				return nil
+			}
+			n, cerr := copyRestOfLine(cfg.in, cfg.out, prefix)
+			it.size = n
+			finished <- cerr
+			if cerr != nil {
+				return cerr
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			// Blank lines are kept as they are and not counted as sessions.
+			cur.items = append(cur.items, &item{line: -line, out: data, eol: eol})
+		} else {
+			cur.items = append(cur.items, &item{line: line, data: data, eol: eol})
+		}
+		if len(cur.items) >= batchLines && !send() {
+			return nil
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if len(cur.items) > 0 {
+		send()
+	}
+	return nil
+}
+
+// readLine returns the next line without its terminator. full reports a line longer
+// than max; data then holds its first bytes and the rest is still unread.
+func readLine(r *bufio.Reader, max int64) (data, eol []byte, full bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if int64(len(buf)) > max+2 && !bytes.HasSuffix(buf, []byte("\n")) {
+			return buf, nil, true, nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		switch {
+		case bytes.HasSuffix(buf, []byte("\r\n")):
+			data, eol = buf[:len(buf)-2], buf[len(buf)-2:]
+		case bytes.HasSuffix(buf, []byte("\n")):
+			data, eol = buf[:len(buf)-1], buf[len(buf)-1:]
+		default:
+			data = buf
+		}
+		if int64(len(data)) > max {
+			return buf, nil, true, nil
+		}
+		return data, eol, false, err
+	}
+}
+
+// copyRestOfLine writes prefix and the rest of the current line (terminator included)
+// to w, which may be nil to discard, and returns the line's length.
+func copyRestOfLine(r *bufio.Reader, w io.Writer, prefix []byte) (int64, error) {
+	if w == nil {
+		w = io.Discard
+	}
+	n := int64(len(prefix))
+	if _, err := w.Write(prefix); err != nil {
+		return n, fmt.Errorf("write output: %w", err)
+	}
+	if bytes.HasSuffix(prefix, []byte("\n")) {
+		return n, nil
+	}
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n += int64(len(chunk))
+		if _, werr := w.Write(chunk); werr != nil {
+			return n, fmt.Errorf("write output: %w", werr)
+		}
+		switch {
+		case err == nil, err == io.EOF:
+			return n, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return n, fmt.Errorf("read input: %w", err)
+		}
+	}
+}

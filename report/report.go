@@ -1,0 +1,182 @@
+// Package report renders what tmend found and did, for people (aligned text) and for
+// scripts (JSON Lines), from the same structs.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// Session is the outcome for one transcript.
+type Session struct {
+	Type         string               `json:"type"` // always "session"
+	Session      string               `json:"session,omitempty"`
+	Line         int                  `json:"line,omitempty"`
+	Status       string               `json:"status"`
+	Dialect      repair.Dialect       `json:"dialect,omitempty"`
+	Reason       string               `json:"reason,omitempty"`
+	MessagesIn   int                  `json:"messages_in"`
+	MessagesOut  int                  `json:"messages_out"`
+	BytesIn      int                  `json:"bytes_in"`
+	BytesOut     int                  `json:"bytes_out"`
+	PendingCalls int                  `json:"pending_calls,omitempty"`
+	StageCounts  map[repair.Stage]int `json:"stage_counts,omitempty"`
+	Issues       []repair.Issue       `json:"issues,omitempty"`
+	Actions      []repair.Action      `json:"actions,omitempty"`
+}
+
+// Name says which session this is: its id, else its line.
+func (s *Session) Name() string {
+	switch {
+	case s.Session != "":
+		return s.Session
+	case s.Line > 0:
+		return fmt.Sprintf("line %d", s.Line)
+	}
+	return "input"
+}
+
+// Summary totals a batch of sessions.
+type Summary struct {
+	Type     string                   `json:"type"` // always "summary"
+	Sessions int                      `json:"sessions"`
+	ByStatus map[string]int           `json:"by_status"`
+	ByStage  map[repair.Stage]int     `json:"by_stage,omitempty"`
+	ByIssue  map[repair.IssueCode]int `json:"by_issue,omitempty"`
+}
+
+// Add counts s into the summary.
+func (sum *Summary) Add(s *Session) {
+	sum.Type = "summary"
+	sum.Sessions++
+	if sum.ByStatus == nil {
+		sum.ByStatus = map[string]int{}
+	}
+	sum.ByStatus[s.Status]++
+	for st, n := range s.StageCounts {
+		if sum.ByStage == nil {
+			sum.ByStage = map[repair.Stage]int{}
+		}
+		sum.ByStage[st] += n
+	}
+	for _, is := range s.Issues {
+		if sum.ByIssue == nil {
+			sum.ByIssue = map[repair.IssueCode]int{}
+		}
+		sum.ByIssue[is.Code]++
+	}
+}
+
+// Handler receives sessions, then one summary.
+type Handler interface {
+	Session(*Session) error
+	Summary(*Summary) error
+}
+
+// NewJSON writes each session and the summary as one JSON object per line.
+func NewJSON(w io.Writer) Handler { return jsonHandler{json.NewEncoder(w)} }
+
+type jsonHandler struct{ enc *json.Encoder }
+
+func (h jsonHandler) Session(s *Session) error { s.Type = "session"; return h.enc.Encode(s) }
+func (h jsonHandler) Summary(s *Summary) error { s.Type = "summary"; return h.enc.Encode(s) }
+
+// NewText writes a line per session that is not clean (with its actions when verbose),
+// then an aligned summary.
+func NewText(w io.Writer, verbose bool) Handler { return &textHandler{w: w, verbose: verbose} }
+
+type textHandler struct {
+	w       io.Writer
+	verbose bool
+}
+
+func (h *textHandler) Session(s *Session) error {
+	if s.Status == string(repair.StatusClean) {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\t%s", s.Name(), s.Status)
+	if s.Dialect != "" {
+		fmt.Fprintf(&b, "\t%s", s.Dialect)
+	}
+	if s.Reason != "" {
+		fmt.Fprintf(&b, "\t%s", s.Reason)
+	}
+	if len(s.Issues) > 0 {
+		fmt.Fprintf(&b, "\t%s", issueList(s.Issues))
+	}
+	if s.Status == string(repair.StatusRepaired) {
+		fmt.Fprintf(&b, "\t%d→%d messages", s.MessagesIn, s.MessagesOut)
+	}
+	if s.PendingCalls > 0 {
+		fmt.Fprintf(&b, "\t%d pending calls", s.PendingCalls)
+	}
+	b.WriteByte('\n')
+	if h.verbose {
+		for _, a := range s.Actions {
+			fmt.Fprintf(&b, "  %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
+		}
+	}
+	_, err := io.WriteString(h.w, strings.ReplaceAll(b.String(), "\t", "  "))
+	return err
+}
+
+func issueList(issues []repair.Issue) string {
+	counts := map[repair.IssueCode]int{}
+	var order []repair.IssueCode
+	for _, is := range issues {
+		if counts[is.Code] == 0 {
+			order = append(order, is.Code)
+		}
+		counts[is.Code]++
+	}
+	var parts []string
+	for _, c := range order {
+		if counts[c] > 1 {
+			parts = append(parts, fmt.Sprintf("%s×%d", c, counts[c]))
+		} else {
+			parts = append(parts, string(c))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (h *textHandler) Summary(s *Summary) error {
+	tw := tabwriter.NewWriter(h.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "sessions\t%d\n", s.Sessions)
+	for _, k := range sortedKeys(s.ByStatus) {
+		fmt.Fprintf(tw, "  %s\t%d\n", k, s.ByStatus[k])
+	}
+	if len(s.ByStage) > 0 {
+		fmt.Fprintf(tw, "actions by stage\t\n")
+		for _, st := range repair.Stages() {
+			if n := s.ByStage[st]; n > 0 {
+				fmt.Fprintf(tw, "  %s\t%d\n", st, n)
+			}
+		}
+	}
+	if len(s.ByIssue) > 0 {
+		fmt.Fprintf(tw, "issues\t\n")
+		for _, c := range repair.IssueCodes() {
+			if n := s.ByIssue[c.Code]; n > 0 {
+				fmt.Fprintf(tw, "  %s\t%d\n", c.Code, n)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
