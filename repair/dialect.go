@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -77,6 +78,7 @@ type part struct {
 type message struct {
 	raw      []byte
 	ms       []member
+	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
 	kind     msgKind
 	partsKey string // member holding the parts; "" for whole messages
 	parts    []part
@@ -91,7 +93,7 @@ func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall
 
 // spec is what the engine needs to know about a dialect.
 type spec struct {
-	parse func(m *message) error
+	parse func(m *message, ps *parser) error
 	// block dialects put results as parts of a user message; whole dialects give each
 	// result a message of its own.
 	block bool
@@ -181,18 +183,46 @@ func (m *message) str(key string) string {
 	return s
 }
 
+// word returns a string member's text without allocating when it has no escapes, for
+// comparisons like switch string(m.word("role")); nil when it is not a string.
+func (m *message) word(key string) []byte {
+	v := m.get(key)
+	if len(v) < 2 || v[0] != '"' {
+		return nil
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1]
+	}
+	s, _ := stringValue(v)
+	return []byte(s)
+}
+
+// parser holds scratch space for the members of blocks and sub-objects, which are only
+// needed while their message is parsed; it saves an allocation per block.
+type parser struct {
+	scratch []member
+	parts   []part // every message's parts, in one allocation
+	// detected is the dialect found by detection (not forced); a block of another
+	// dialect's shape then makes the transcript mixed, recorded in foreign.
+	detected   Dialect
+	foreign    Dialect
+	foreignMsg int
+	msg        int
+}
+
 // obj is a parsed sub-object (a block or a call object).
 type obj struct {
 	raw []byte
 	ms  []member
+	ps  *parser
 }
 
-func parseObj(raw []byte) (obj, bool, error) {
+func (ps *parser) obj(raw []byte) (obj, bool, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return obj{}, false, nil
 	}
-	ms, err := members(raw, nil)
-	return obj{raw, ms}, err == nil, err
+	ms, err := members(raw, &ps.scratch)
+	return obj{raw, ms, ps}, err == nil, err
 }
 
 func (o obj) get(key string) []byte {
@@ -210,14 +240,14 @@ func (o obj) str(key string) string {
 }
 
 func (o obj) sub(key string) obj {
-	sub, _, _ := parseObj(o.get(key))
+	sub, _, _ := o.ps.obj(o.get(key))
 	return sub
 }
 
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
 	for _, k := range []string{"stopReason", "stop_reason"} {
-		switch m.str(k) {
+		switch string(m.word(k)) {
 		case "error", "aborted":
 			return true
 		}
@@ -260,94 +290,110 @@ func resultShape(p *part, o obj, idKey string) {
 	}
 }
 
-// parseBlocks splits the array member key into parts, classifying each with fn.
-func parseBlocks(m *message, key string, fn func(p *part, o obj) error) error {
-	v := m.get(key)
-	if len(v) == 0 || v[0] != '[' {
+// blocks returns the blocks of the array member key (one of blockArrays), or nil when
+// the member is not an array.
+func (m *message) blocks(key string) ([]block, bool) {
+	for k, name := range blockArrays {
+		if name == key {
+			v := m.get(key)
+			return m.arrays[k], len(v) > 0 && v[0] == '['
+		}
+	}
+	return nil, false
+}
+
+func (m *message) contentBlocks() []block { b, _ := m.blocks("content"); return b }
+
+// parseBlocks makes a part of each element of the array member key, classifying object
+// elements with fn.
+func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) error {
+	blks, ok := m.blocks(key)
+	if !ok {
 		return nil
 	}
 	m.partsKey = key
-	for _, e := range elements(v) {
-		p := part{raw: e}
-		o, ok, err := parseObj(e)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if err := fn(&p, o); err != nil {
-				return err
+	start := len(ps.parts)
+	for _, blk := range blks {
+		p := part{raw: blk.raw}
+		if blk.raw[0] == '{' {
+			mark := len(ps.scratch)
+			o := obj{blk.raw, blk.ms, ps}
+			fn(&p, o)
+			if ps.detected != "" && ps.foreign == "" {
+				if d := blockSignal(o); d != "" && d != ps.detected {
+					ps.foreign, ps.foreignMsg = d, ps.msg
+				}
 			}
+			ps.scratch = ps.scratch[:mark]
 		}
-		m.parts = append(m.parts, p)
+		ps.parts = append(ps.parts, p)
 	}
+	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
 	return nil
 }
 
 // --- dialects ---
 
-func parseOpenAIChat(m *message) error {
-	switch m.str("role") {
+func parseOpenAIChat(m *message, ps *parser) error {
+	switch string(m.word("role")) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
 		m.otherContent = !isEmptyValue(m.get("content"))
-		return parseBlocks(m, "tool_calls", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
 			fn := o.sub("function")
 			callShape(p, o, "id", fn, fn, "arguments", false)
 			if !o.has("function") {
 				p.malformed = "function missing"
 			}
-			return nil
 		})
 	case "tool":
 		m.kind = msgResult
 		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms}, "tool_call_id")
+		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
 		p.name = m.str("name")
-		p.synthetic = isSyntheticText(m.get("content"))
+		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
 	return nil
 }
 
-func parseLangChain(m *message) error {
-	switch m.str("type") {
+func parseLangChain(m *message, ps *parser) error {
+	switch string(m.word("type")) {
 	case "ai", "AIMessageChunk":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
 		m.otherContent = !isEmptyValue(m.get("content"))
-		return parseBlocks(m, "tool_calls", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
 			callShape(p, o, "id", o, o, "args", false)
-			return nil
 		})
 	case "tool":
 		m.kind = msgResult
 		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms}, "tool_call_id")
+		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
 		p.name = m.str("name")
-		p.synthetic = isSyntheticText(m.get("content"))
+		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
 	return nil
 }
 
-func parseOpenClaw(m *message) error {
-	switch m.str("role") {
+func parseOpenClaw(m *message, ps *parser) error {
+	switch string(m.word("role")) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, "content", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
 			if isString(o.get("type"), "toolCall") {
 				callShape(p, o, "id", o, o, "arguments", false)
 			}
-			return nil
 		})
 	case "toolResult":
 		m.kind = msgResult
 		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms}, "toolCallId")
+		resultShape(&p, obj{m.raw, m.ms, ps}, "toolCallId")
 		p.name = m.str("toolName")
-		p.synthetic = isSyntheticText(m.get("content"))
+		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
 	return nil
@@ -369,12 +415,12 @@ var responsesOutputs = map[string]bool{
 	"computer_call_output":    true,
 }
 
-func parseResponses(m *message) error {
-	typ := m.str("type")
-	o := obj{m.raw, m.ms}
-	if c, ok := responsesCalls[typ]; ok {
+func parseResponses(m *message, ps *parser) error {
+	typ := m.word("type")
+	o := obj{m.raw, m.ms, ps}
+	if c, ok := responsesCalls[string(typ)]; ok {
 		m.kind = msgCall
-		p := part{raw: m.raw, callType: typ}
+		p := part{raw: m.raw, callType: string(typ)}
 		callShape(&p, o, "call_id", o, o, c.args, false)
 		if c.name != "" && p.name == "" {
 			p.name = c.name
@@ -385,132 +431,131 @@ func parseResponses(m *message) error {
 		m.parts = []part{p}
 		return nil
 	}
-	if responsesOutputs[typ] {
+	if responsesOutputs[string(typ)] {
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		idKey := "call_id"
-		if !o.has("call_id") && typ == "local_shell_call_output" {
+		if !o.has("call_id") && string(typ) == "local_shell_call_output" {
 			idKey = "id"
 		}
 		resultShape(&p, o, idKey)
-		p.synthetic = isSyntheticText(m.get("output"))
+		p.synthetic = isSyntheticText(m.get("output"), nil)
 		m.parts = []part{p}
 		return nil
 	}
-	m.reasoning = typ == "reasoning"
+	m.reasoning = string(typ) == "reasoning"
 	return nil
 }
 
-func parseAnthropic(m *message) error {
-	switch m.str("role") {
+func parseAnthropic(m *message, ps *parser) error {
+	switch string(m.word("role")) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, "content", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
 			if isString(o.get("type"), "tool_use") {
 				callShape(p, o, "id", o, o, "input", false)
 			}
-			return nil
 		})
 	case "user":
 		m.kind = msgUser
-		return parseBlocks(m, "content", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
 			if isString(o.get("type"), "tool_result") {
 				resultShape(p, o, "tool_use_id")
-				p.synthetic = isSyntheticText(o.get("content"))
+				p.synthetic = isSyntheticText(o.get("content"), nil)
 			}
-			return nil
 		})
 	}
 	return nil
 }
 
-func parseBedrock(m *message) error {
-	switch m.str("role") {
+func parseBedrock(m *message, ps *parser) error {
+	switch string(m.word("role")) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, "content", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
 			if o.has("toolUse") {
 				tu := o.sub("toolUse")
 				callShape(p, tu, "toolUseId", tu, tu, "input", false)
 			}
-			return nil
 		})
 	case "user":
 		m.kind = msgUser
-		return parseBlocks(m, "content", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
 			if o.has("toolResult") {
 				tr := o.sub("toolResult")
 				resultShape(p, tr, "toolUseId")
-				p.synthetic = isSyntheticText(tr.get("content"))
+				p.synthetic = isSyntheticText(tr.get("content"), nil)
 			}
-			return nil
 		})
 	}
 	return nil
 }
 
-func parseGemini(m *message) error {
-	switch m.str("role") {
+func parseGemini(m *message, ps *parser) error {
+	switch string(m.word("role")) {
 	case "model":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, "parts", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
 			if o.has("functionCall") {
 				fc := o.sub("functionCall")
 				// Gemini call ids are optional and args may be omitted for no-parameter
 				// functions; calls pair with responses by name and order then.
 				callShape(p, fc, "id", fc, fc, "", true)
 			}
-			return nil
 		})
 	case "user", "function", "tool":
 		m.kind = msgUser
-		return parseBlocks(m, "parts", func(p *part, o obj) error {
+		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
 			if o.has("functionResponse") {
 				fr := o.sub("functionResponse")
 				resultShape(p, fr, "id")
 				p.name = fr.str("name")
-				p.synthetic = isSyntheticText(fr.get("response"))
+				p.synthetic = isSyntheticText(fr.get("response"), nil)
 			}
-			return nil
 		})
 	}
 	return nil
 }
 
-// detect names the dialect from shapes that only one dialect uses. It returns "" when
-// the transcript has no such shape (so no tool calls or results either), and an error
-// when shapes of several dialects are mixed.
-func detect(msgs []message) (Dialect, error) {
+// detect names the dialect from shapes that only one dialect uses: first message-level
+// ones (roles, item types), else the first block-level one. It returns "" when there is
+// no such shape (so no tool calls or results either), and an error when message-level
+// shapes of several dialects are mixed. Blocks of a foreign dialect are caught while
+// parsing (see parser.foreign).
+func detect(msgs []message, ps *parser) (Dialect, error) {
 	seen := map[Dialect]int{}
+	var order []Dialect
 	for i := range msgs {
-		if d := signal(&msgs[i]); d != "" {
+		if d := messageSignal(&msgs[i]); d != "" {
 			if _, ok := seen[d]; !ok {
 				seen[d] = i
+				order = append(order, d)
 			}
 		}
 	}
-	switch len(seen) {
+	switch len(order) {
 	case 0:
+		for i := range msgs {
+			if d := blocksSignal(&msgs[i], ps); d != "" {
+				return d, nil
+			}
+		}
 		return "", nil
 	case 1:
-		for d := range seen {
-			return d, nil
-		}
+		return order[0], nil
 	}
 	var parts []string
-	for _, d := range Dialects() {
-		if i, ok := seen[d]; ok {
-			parts = append(parts, fmt.Sprintf("%s (message %d)", d, i))
-		}
+	for _, d := range order {
+		parts = append(parts, fmt.Sprintf("%s (message %d)", d, seen[d]))
 	}
 	return "", fmt.Errorf("shapes of several dialects are mixed: %s", strings.Join(parts, ", "))
 }
 
-func signal(m *message) Dialect {
-	role := m.str("role")
+func messageSignal(m *message) Dialect {
+	role := string(m.word("role"))
 	switch {
 	case m.has("parts") || role == "model":
 		return Gemini
@@ -521,35 +566,43 @@ func signal(m *message) Dialect {
 	case role == "assistant" && m.has("tool_calls"):
 		return OpenAIChat
 	}
-	if typ := m.str("type"); typ != "" {
-		if _, ok := responsesCalls[typ]; ok || responsesOutputs[typ] || typ == "reasoning" {
+	if typ := m.word("type"); len(typ) > 0 {
+		if _, ok := responsesCalls[string(typ)]; ok || responsesOutputs[string(typ)] || string(typ) == "reasoning" {
 			return OpenAIResponses
 		}
-		if role == "" {
-			switch typ {
+		if !m.has("role") {
+			switch string(typ) {
 			case "ai", "human", "tool", "system", "AIMessageChunk":
 				return LangChain
 			}
 		}
 	}
-	content := m.get("content")
-	if len(content) == 0 || content[0] != '[' {
-		return ""
+	return ""
+}
+
+func blocksSignal(m *message, ps *parser) Dialect {
+	blks, _ := m.blocks("content")
+	for _, blk := range blks {
+		if blk.raw[0] == '{' {
+			if d := blockSignal(obj{blk.raw, blk.ms, ps}); d != "" {
+				return d
+			}
+		}
 	}
-	for _, e := range elements(content) {
-		o, ok, _ := parseObj(e)
-		if !ok {
-			continue
-		}
-		switch {
-		case o.has("toolUse") || o.has("toolResult"):
-			return Bedrock
-		case isString(o.get("type"), "toolCall"):
-			return OpenClaw
-		case isString(o.get("type"), "tool_use"), isString(o.get("type"), "tool_result"),
-			isString(o.get("type"), "server_tool_use"), isString(o.get("type"), "redacted_thinking"):
-			return Anthropic
-		}
+	return ""
+}
+
+// blockSignal names the dialect a content block's shape belongs to, if only one uses it.
+func blockSignal(o obj) Dialect {
+	typ := o.get("type")
+	switch {
+	case typ == nil && (o.has("toolUse") || o.has("toolResult")):
+		return Bedrock
+	case isString(typ, "toolCall"):
+		return OpenClaw
+	case isString(typ, "tool_use"), isString(typ, "tool_result"),
+		isString(typ, "server_tool_use"), isString(typ, "redacted_thinking"):
+		return Anthropic
 	}
 	return ""
 }

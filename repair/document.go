@@ -24,36 +24,45 @@ type Document struct {
 	end       int
 }
 
-// ParseDocument validates b and finds its messages array.
+// ParseDocument finds b's messages array and validates the rest of b. The array itself
+// is validated by Repair or Validate, so that it is scanned once.
 func ParseDocument(b []byte) (Document, error) {
-	if err := validate(b); err != nil {
-		return Document{}, err
-	}
 	d := Document{Raw: b}
 	i := skipSpace(b, 0)
+	if i == len(b) {
+		return Document{}, &SyntaxError{i, "empty document"}
+	}
 	switch b[i] {
 	case '[':
 		d.start, d.end = i, skip(b, i)
+		if j := skipSpace(b, d.end); j != len(b) {
+			return Document{}, &SyntaxError{j, "unexpected data after the top-level value"}
+		}
 		return d, nil
 	case '{':
 	default:
+		if err := validate(b); err != nil {
+			return Document{}, err
+		}
 		return Document{}, fmt.Errorf("document is a JSON %s; want an array of messages or an object holding one", kindOf(b[i]))
 	}
-	obj := b[i:skip(b, i)]
-	ms, err := members(obj, nil)
+	ms, end, err := scanEnvelope(b, i)
 	if err != nil {
 		return Document{}, err
 	}
+	if j := skipSpace(b, end); j != len(b) {
+		return Document{}, &SyntaxError{j, "unexpected data after the top-level value"}
+	}
+	obj := b[i:end]
 	for _, key := range EnvelopeKeys {
-		m, ok := findMember(obj, ms, key)
-		if !ok {
-			continue
+		if m, ok := findMember(obj, ms, key); ok && d.Key == "" {
+			d.Key, d.start, d.end = key, i+int(m.valStart), i+int(m.valEnd)
+		} else if ok {
+			// Only the chosen array is left to the engine; validate any other one here.
+			if err := validate(m.val(obj)); err != nil {
+				return Document{}, err
+			}
 		}
-		if v := m.val(obj); v[0] != '[' {
-			return Document{}, fmt.Errorf("%q is a JSON %s, not an array of messages", key, kindOf(v[0]))
-		}
-		d.Key, d.start, d.end = key, i+m.valStart, i+m.valEnd
-		break
 	}
 	if d.Key == "" {
 		return Document{}, fmt.Errorf("object has no messages, input or contents array")
@@ -77,6 +86,64 @@ func ParseDocument(b []byte) (Document, error) {
 		}
 	}
 	return d, nil
+}
+
+// scanEnvelope is scanMembers for a document's top-level object, except that array
+// values of EnvelopeKeys are skipped rather than validated.
+func scanEnvelope(b []byte, start int) ([]member, int, error) {
+	var out []member
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return out, i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return out, i, &SyntaxError{i, "expected object key"}
+		}
+		kend, _, err := scanString(b, i)
+		if err != nil {
+			return out, kend, err
+		}
+		m := member{keyStart: int32(i - start), keyEnd: int32(kend - start)}
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return out, i, &SyntaxError{i, "expected ':' after object key"}
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return out, i, &SyntaxError{i, "unexpected end of input"}
+		}
+		var vend int
+		if b[i] == '[' && isEnvelopeKey(b[start+int(m.keyStart):kend]) {
+			vend = skip(b, i)
+		} else if vend, err = scanValue(b, i, 1); err != nil {
+			return out, vend, err
+		}
+		m.valStart, m.valEnd = int32(i-start), int32(vend-start)
+		out = append(out, m)
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return out, i, &SyntaxError{i, "unterminated object"}
+		}
+		if b[i] == '}' {
+			i++
+			break
+		}
+		if b[i] != ',' {
+			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = skipSpace(b, i+1)
+	}
+	return out, i, checkEscapedDuplicates(b[start:i], out)
+}
+
+func isEnvelopeKey(quoted []byte) bool {
+	for _, k := range EnvelopeKeys {
+		if isString(quoted, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Messages returns the messages array's bytes.

@@ -118,14 +118,29 @@ func scanNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+// plainString marks bytes that need no attention inside a string: printable ASCII other
+// than the quote and the backslash.
+var plainString = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
 // escapes.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
 	for i < len(b) {
+		for i+8 <= len(b) && plainString[b[i]] && plainString[b[i+1]] && plainString[b[i+2]] && plainString[b[i+3]] &&
+			plainString[b[i+4]] && plainString[b[i+5]] && plainString[b[i+6]] && plainString[b[i+7]] {
+			i += 8
+		}
 		c := b[i]
 		switch {
+		case plainString[c]:
+			i++
 		case c == '"':
 			return i + 1, escaped, nil
 		case c == '\\':
@@ -146,8 +161,6 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			}
 		case c < 0x20:
 			return i, escaped, &SyntaxError{i, "control character in string"}
-		case c < utf8.RuneSelf:
-			i++
 		default:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -239,6 +252,14 @@ func scanArray(b []byte, i, depth int) (int, error) {
 	}
 }
 
+// structural marks the bytes skip must look at inside a container.
+var structural = func() (t [256]bool) {
+	for _, c := range []byte(`"{}[]`) {
+		t[c] = true
+	}
+	return t
+}()
+
 // skip returns the end of the already validated value at b[i]. It only tracks strings
 // and brackets, which is all a valid value needs.
 func skip(b []byte, i int) int {
@@ -247,18 +268,25 @@ func skip(b []byte, i int) int {
 		return skipString(b, i)
 	case '{', '[':
 		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
+		for i < len(b) {
+			c := b[i]
+			if !structural[c] {
+				i++
+				continue
+			}
+			switch c {
 			case '"':
-				i = skipString(b, i) - 1
+				i = skipString(b, i)
+				continue
 			case '{', '[':
 				depth++
-			case '}', ']':
+			default:
 				depth--
 				if depth == 0 {
 					return i + 1
 				}
 			}
+			i++
 		}
 		return i
 	default:
@@ -269,85 +297,316 @@ func skip(b []byte, i int) int {
 	}
 }
 
+// skipString returns the end of the validated string at b[i]: the first quote not
+// escaped by an odd run of backslashes.
 func skipString(b []byte, i int) int {
 	i++
-	for i < len(b) {
-		j := bytes.IndexAny(b[i:], `"\`)
+	// Most strings are short keys and words, where a plain loop beats IndexByte's setup.
+	for end := min(i+16, len(b)); i < end; i++ {
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++
+		}
+	}
+	if i > len(b) {
+		return len(b)
+	}
+	for {
+		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return len(b)
 		}
 		i += j
-		if b[i] == '"' {
-			return i + 1
+		k := i - 1
+		for b[k] == '\\' {
+			k--
 		}
-		i += 2
+		i++
+		if (i-2-k)%2 == 0 {
+			return i
+		}
 	}
-	return i
 }
 
-// member is one key/value pair of a validated object, as spans into the object's bytes.
+// member is one key/value pair of a validated object, as offsets into the object's
+// bytes. It is kept small because every message keeps a list of its members.
 type member struct {
-	key        []byte // raw key between the quotes (escapes not decoded)
-	keyStart   int    // offset of the key's opening quote
-	valStart   int
-	valEnd     int
-	keyEscaped bool
+	keyStart int32 // offset of the key's opening quote
+	keyEnd   int32 // offset just past the key's closing quote
+	valStart int32
+	valEnd   int32
 }
 
 func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
 
-// members lists the members of the validated object obj. It reports duplicate keys,
-// because a message whose "id" or "role" appears twice has no single meaning.
-func members(obj []byte, buf []member) ([]member, error) {
-	out := buf[:0]
+// is reports whether the member's key is key (which must need no escaping).
+func (m member) is(obj []byte, key string) bool {
+	raw := obj[m.keyStart+1 : m.keyEnd-1]
+	if len(raw) == len(key) {
+		return string(raw) == key
+	}
+	// Only a key spelled with escapes is longer than the name it decodes to.
+	if len(raw) < len(key) || bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	k, _ := stringValue(obj[m.keyStart:m.keyEnd])
+	return k == key
+}
+
+// name returns the member's decoded key.
+func (m member) name(obj []byte) string {
+	k, _ := stringValue(obj[m.keyStart:m.keyEnd])
+	return k
+}
+
+// block is an element of a message's content, tool_calls or parts array, with its members
+// (offsets relative to raw) when it is an object.
+type block struct {
+	raw []byte
+	ms  []member
+}
+
+// blockArrays are the message members whose elements the engine looks into; their
+// blocks are collected while the message is validated, so they are scanned once.
+var blockArrays = [...]string{"content", "tool_calls", "parts"}
+
+// scanner validates messages and keeps what it found in slabs that the whole transcript
+// shares, so a transcript costs a few allocations rather than a few per message.
+type scanner struct {
+	members      []member // of messages
+	blockMembers []member // of blocks; a slab of its own, filled while members grows
+	blocks       []block
+}
+
+// scanMessage validates the object at b[start] and returns its members and the blocks
+// of its blockArrays members (indexed like blockArrays), and its end.
+func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, end int, err error) {
+	base := len(sc.members)
+	sc.members, end, err = scanMembersWith(b, start, 2, sc.members, func(key []byte, vstart int) (int, bool, error) {
+		if b[vstart] != '[' {
+			return 0, false, nil
+		}
+		for k, name := range blockArrays {
+			if string(key) == name {
+				bbase := len(sc.blocks)
+				vend, err := sc.scanBlocks(b, vstart)
+				arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
+				return vend, true, err
+			}
+		}
+		return 0, false, nil
+	})
+	return sc.members[base:len(sc.members):len(sc.members)], arrays, end, err
+}
+
+// scanBlocks validates the array at b[i] (a message member, so at depth 3) and appends
+// its elements to sc.blocks.
+func (sc *scanner) scanBlocks(b []byte, i int) (int, error) {
+	const depth = 3
+	if err := checkDepth(i, depth); err != nil {
+		return i, err
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var end int
+		var err error
+		blk := block{}
+		if i < len(b) && b[i] == '{' {
+			mbase := len(sc.blockMembers)
+			if sc.blockMembers, end, err = scanMembers(b, i, depth+1, sc.blockMembers); err != nil {
+				return end, err
+			}
+			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
+		} else if end, err = scanValue(b, i, depth); err != nil {
+			return end, err
+		}
+		blk.raw = b[i:end]
+		sc.blocks = append(sc.blocks, blk)
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return i, &SyntaxError{i, "unterminated array"}
+		}
+		if b[i] == ']' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return i, &SyntaxError{i, "expected ',' or ']' in array"}
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// scanMembers validates the object starting at b[start] and appends its members, with
+// offsets relative to start, to out. It returns the object's end. depth is the object's
+// own nesting level.
+func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error) {
+	return scanMembersWith(b, start, depth, out, nil)
+}
+
+// scanMembersWith is scanMembers where value, when it returns ok, validates a member's
+// value itself and returns its end.
+func scanMembersWith(b []byte, start, depth int, out []member, value func(key []byte, vstart int) (int, bool, error)) ([]member, int, error) {
+	if err := checkDepth(start, depth); err != nil {
+		return out, start, err
+	}
+	base := len(out)
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return out, i + 1, nil
+	}
+	escaped := false
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return out, i, &SyntaxError{i, "expected object key"}
+		}
+		kend, esc, err := scanString(b, i)
+		if err != nil {
+			return out, kend, err
+		}
+		escaped = escaped || esc
+		m := member{keyStart: int32(i - start), keyEnd: int32(kend - start)}
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return out, i, &SyntaxError{i, "expected ':' after object key"}
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return out, i, &SyntaxError{i, "unexpected end of input"}
+		}
+		var vend int
+		handled := false
+		if value != nil {
+			vend, handled, err = value(b[start+int(m.keyStart)+1:start+int(m.keyEnd)-1], i)
+		}
+		if !handled {
+			vend, err = scanValue(b, i, depth)
+		}
+		if err != nil {
+			return out, vend, err
+		}
+		m.valStart, m.valEnd = int32(i-start), int32(vend-start)
+		key := b[start+int(m.keyStart)+1 : start+int(m.keyEnd)-1]
+		for _, prev := range out[base:] {
+			if bytes.Equal(b[start+int(prev.keyStart)+1:start+int(prev.keyEnd)-1], key) {
+				return out, i, &SyntaxError{i, fmt.Sprintf("duplicate key %q", key)}
+			}
+		}
+		out = append(out, m)
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return out, i, &SyntaxError{i, "unterminated object"}
+		}
+		if b[i] == '}' {
+			i++
+			break
+		}
+		if b[i] != ',' {
+			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = skipSpace(b, i+1)
+	}
+	if escaped {
+		if err := checkEscapedDuplicates(b[start:i], out[base:]); err != nil {
+			return out, i, err
+		}
+	}
+	return out, i, nil
+}
+
+// checkEscapedDuplicates catches keys that are the same once their escapes are decoded.
+func checkEscapedDuplicates(obj []byte, ms []member) error {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		k := m.name(obj)
+		if seen[k] {
+			return &SyntaxError{int(m.keyStart), fmt.Sprintf("duplicate key %q", k)}
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// members appends the members of the validated object obj to dst and returns the new
+// members (a subslice of the result, which stays valid when dst grows later). It reports
+// duplicate keys, because a message whose "id" or "role" appears twice has no single
+// meaning.
+func members(obj []byte, dst *[]member) ([]member, error) {
+	base := len(*dst)
+	ms, err := appendMembers(obj, *dst)
+	*dst = ms
+	return ms[base:len(ms):len(ms)], err
+}
+
+func appendMembers(obj []byte, out []member) ([]member, error) {
+	base := len(out)
 	i := skipSpace(obj, 1)
 	if obj[i] == '}' {
 		return out, nil
 	}
+	escaped := false
 	for {
 		end := skipString(obj, i)
-		m := member{key: obj[i+1 : end-1], keyStart: i}
-		m.keyEscaped = bytes.IndexByte(m.key, '\\') >= 0
-		if m.keyEscaped {
-			var k string
-			if err := json.Unmarshal(obj[i:end], &k); err != nil {
-				return out, err
-			}
-			m.key = []byte(k)
-		}
+		m := member{keyStart: int32(i), keyEnd: int32(end)}
+		escaped = escaped || bytes.IndexByte(obj[i:end], '\\') >= 0
 		i = skipSpace(obj, skipSpace(obj, end)+1)
-		m.valStart = i
-		m.valEnd = skip(obj, i)
-		for _, prev := range out {
-			if bytes.Equal(prev.key, m.key) {
-				return out, &SyntaxError{m.keyStart, fmt.Sprintf("duplicate key %q", m.key)}
+		m.valStart = int32(i)
+		m.valEnd = int32(skip(obj, i))
+		key := obj[m.keyStart+1 : m.keyEnd-1]
+		for _, prev := range out[base:] {
+			if bytes.Equal(obj[prev.keyStart+1:prev.keyEnd-1], key) {
+				return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", key)}
 			}
 		}
 		out = append(out, m)
-		i = skipSpace(obj, m.valEnd)
+		i = skipSpace(obj, int(m.valEnd))
 		if obj[i] == '}' {
-			return out, nil
+			break
 		}
 		i = skipSpace(obj, i+1)
+	}
+	if escaped {
+		// Keys spelled with escapes can name the same key differently; compare decoded.
+		return out, checkEscapedDuplicates(obj, out[base:])
+	}
+	return out, nil
+}
+
+// eachElement calls fn with each element of the validated array arr until fn returns
+// false.
+func eachElement(arr []byte, fn func(e []byte) bool) {
+	i := skipSpace(arr, 1)
+	if arr[i] == ']' {
+		return
+	}
+	for {
+		end := skip(arr, i)
+		if !fn(arr[i:end]) {
+			return
+		}
+		i = skipSpace(arr, end)
+		if arr[i] == ']' {
+			return
+		}
+		i = skipSpace(arr, i+1)
 	}
 }
 
 // elements returns the element spans of the validated array arr.
 func elements(arr []byte) [][]byte {
 	var out [][]byte
-	i := skipSpace(arr, 1)
-	if arr[i] == ']' {
-		return out
-	}
-	for {
-		end := skip(arr, i)
-		out = append(out, arr[i:end])
-		i = skipSpace(arr, end)
-		if arr[i] == ']' {
-			return out
-		}
-		i = skipSpace(arr, i+1)
-	}
+	eachElement(arr, func(e []byte) bool { out = append(out, e); return true })
+	return out
+}
+
+// membersOf lists the members of the validated object obj in a fresh slice.
+func membersOf(obj []byte) ([]member, error) {
+	var ms []member
+	return members(obj, &ms)
 }
 
 // stringValue decodes a JSON string value; ok is false for any other type.
@@ -406,7 +665,7 @@ func splice(obj []byte, start, end int, repl []byte) []byte {
 
 // setMember returns obj with the value of member m replaced by val.
 func setMember(obj []byte, m member, val []byte) []byte {
-	return splice(obj, m.valStart, m.valEnd, val)
+	return splice(obj, int(m.valStart), int(m.valEnd), val)
 }
 
 // removeMember returns obj without member idx of ms (as returned by members(obj)).
@@ -416,9 +675,9 @@ func removeMember(obj []byte, ms []member, idx int) []byte {
 	case len(ms) == 1:
 		return splice(obj, 1, len(obj)-1, nil)
 	case idx == 0:
-		return splice(obj, m.keyStart, ms[1].keyStart, nil)
+		return splice(obj, int(m.keyStart), int(ms[1].keyStart), nil)
 	default:
-		return splice(obj, ms[idx-1].valEnd, m.valEnd, nil)
+		return splice(obj, int(ms[idx-1].valEnd), int(m.valEnd), nil)
 	}
 }
 
@@ -442,7 +701,7 @@ func joinArray(elems [][]byte) []byte {
 // findMember returns the member named key, if any.
 func findMember(obj []byte, ms []member, key string) (member, bool) {
 	for _, m := range ms {
-		if string(m.key) == key {
+		if m.is(obj, key) {
 			return m, true
 		}
 	}

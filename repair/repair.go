@@ -130,6 +130,8 @@ type edit struct {
 }
 
 type plan struct {
+	ps      parser
+	sc      scanner
 	opts    Options
 	msgs    []message
 	spec    *spec
@@ -168,35 +170,61 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 }
 
 func (p *plan) load(b []byte) error {
-	if err := validate(b); err != nil {
-		return p.fail(StatusUnparseable, "%v", err)
-	}
 	i := skipSpace(b, 0)
-	if b[i] != '[' {
+	if i == len(b) || b[i] != '[' {
+		if err := validate(b); err != nil {
+			return p.fail(StatusUnparseable, "%v", err)
+		}
 		return p.fail(StatusUnparseable, "transcript is a JSON %s, not an array of messages", kindOf(b[i]))
 	}
-	els := elements(b[i:])
-	p.report.MessagesIn = len(els)
-	p.msgs = make([]message, len(els))
-	for j, e := range els {
-		if e[0] != '{' {
-			return p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", j, kindOf(e[0]))
+	// Size the slabs from the input so that a typical transcript needs one allocation each.
+	p.msgs = make([]message, 0, len(b)/256+8)
+	p.sc.members = make([]member, 0, len(b)/80+16)
+	p.sc.blockMembers = make([]member, 0, len(b)/80+16)
+	p.sc.blocks = make([]block, 0, len(b)/160+16)
+	p.ps.parts = make([]part, 0, len(b)/200+16)
+	// Validate while collecting each message's members: one pass over the bytes.
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] != ']' {
+		j := len(p.msgs)
+		if b[i] != '{' {
+			if err := validate(b); err != nil {
+				return p.fail(StatusUnparseable, "%v", err)
+			}
+			return p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", j, kindOf(b[i]))
 		}
-		ms, err := members(e, nil)
+		ms, arrays, end, err := p.sc.scanMessage(b, i)
 		if err != nil {
 			return p.fail(StatusUnparseable, "message %d: %v", j, err)
 		}
-		p.msgs[j] = message{raw: e, ms: ms}
+		p.msgs = append(p.msgs, message{raw: b[i:end], ms: ms, arrays: arrays})
+		i = skipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == ']' {
+				return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected a value after ','"})
+			}
+		} else if i < len(b) && b[i] != ']' {
+			return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected ',' or ']' in array"})
+		}
 	}
+	if i >= len(b) {
+		return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "unterminated array"})
+	}
+	if k := skipSpace(b, i+1); k != len(b) {
+		return p.fail(StatusUnparseable, "%v", &SyntaxError{k, "unexpected data after the top-level value"})
+	}
+	p.report.MessagesIn = len(p.msgs)
 	d := p.opts.Dialect
 	if d == "" {
 		var err error
-		if d, err = detect(p.msgs); err != nil {
+		if d, err = detect(p.msgs, &p.ps); err != nil {
 			return p.fail(StatusUnknownDialect, "%v", err)
 		}
 		if d == "" {
 			return nil // no tool calls or results of any dialect: nothing to repair
 		}
+		p.ps.detected = d
 	}
 	p.spec = specs[d]
 	if p.spec == nil {
@@ -204,9 +232,15 @@ func (p *plan) load(b []byte) error {
 	}
 	p.report.Dialect = d
 	for j := range p.msgs {
-		if err := p.spec.parse(&p.msgs[j]); err != nil {
+		p.ps.msg = j
+		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
 			return p.fail(StatusUnparseable, "message %d: %v", j, err)
 		}
+	}
+	if p.ps.foreign != "" {
+		p.report.Dialect = ""
+		return p.fail(StatusUnknownDialect, "shapes of several dialects are mixed: %s, and %s (message %d)",
+			d, p.ps.foreign, p.ps.foreignMsg)
 	}
 	return nil
 }
@@ -618,7 +652,7 @@ func (p *plan) dropOrphanedReasoning() {
 		for ; j < len(p.msgs) && p.edits[j].drop; j++ {
 			gap = gap || len(p.after[j]) > 0
 		}
-		if !gap && j < len(p.msgs) && (p.msgs[j].kind == msgCall || p.msgs[j].str("role") == "assistant") {
+		if !gap && j < len(p.msgs) && (p.msgs[j].kind == msgCall || string(p.msgs[j].word("role")) == "assistant") {
 			continue
 		}
 		p.edits[i].drop, p.edits[i].stage = true, p.edits[i+1].stage
@@ -689,7 +723,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		return nil, false
 	}
 	for idx := range m.ms {
-		if string(m.ms[idx].key) == m.partsKey {
+		if m.ms[idx].is(m.raw, m.partsKey) {
 			return removeMember(m.raw, m.ms, idx), true
 		}
 	}

@@ -315,7 +315,7 @@ func TestUnrepairableInputIsLeftAlone(t *testing.T) {
 		{"TooDeep", "[" + strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 600) + "]", repair.StatusUnparseable, "nesting deeper"},
 		{"Trailing", `[] []`, repair.StatusUnparseable, "after the top-level value"},
 		{"Mixed", `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]`,
-			repair.StatusUnknownDialect, "anthropic (message 0), openclaw (message 1)"},
+			repair.StatusUnknownDialect, "openclaw, and anthropic (message 0)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -26,13 +27,16 @@ var (
 	}
 )
 
-// isSyntheticText reports whether a result's content (a string, an array holding one
-// text block, or a Gemini response object) is one of the known inserted texts.
-func isSyntheticText(v []byte) bool {
-	if len(v) == 0 || len(v) > 512 {
+// isSyntheticText reports whether a result's content is one of the known inserted texts.
+// v is the content: a string, an array holding one text block (whose parsed blocks are
+// blks, when known), or a Gemini response object.
+func isSyntheticText(v []byte, blks []block) bool {
+	q := textValue(v, blks)
+	// Every known text is short, and the long ones start with '[' or say "cancelled".
+	if len(q) < 2 || len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.Contains(q, []byte("cancelled")) {
 		return false
 	}
-	s, ok := resultText(v)
+	s, ok := stringValue(q)
 	if !ok {
 		return false
 	}
@@ -54,32 +58,54 @@ func isSyntheticText(v []byte) bool {
 	return false
 }
 
-func resultText(v []byte) (string, bool) {
+// textValue returns the quoted JSON string holding a result's text, or nil.
+func textValue(v []byte, blks []block) []byte {
+	if len(v) == 0 || len(v) > 1024 {
+		return nil
+	}
 	switch v[0] {
 	case '"':
-		return stringValue(v)
+		return v
 	case '[':
-		els := elements(v)
-		if len(els) != 1 {
-			return "", false
+		if blks == nil {
+			blks = parseBlockList(v)
 		}
-		o, ok, _ := parseObj(els[0])
-		if !ok {
-			return stringValue(els[0])
+		if len(blks) != 1 {
+			return nil
 		}
-		return stringValue(o.get("text"))
+		if blks[0].ms == nil {
+			return blks[0].raw
+		}
+		if m, ok := findMember(blks[0].raw, blks[0].ms, "text"); ok {
+			return m.val(blks[0].raw)
+		}
 	case '{':
-		o, ok, _ := parseObj(v)
-		if !ok {
-			return "", false
+		ms, err := membersOf(v)
+		if err != nil {
+			return nil
 		}
 		for _, k := range []string{"error", "output", "content", "result"} {
-			if s, ok := stringValue(o.get(k)); ok {
-				return s, true
+			if m, ok := findMember(v, ms, k); ok && m.val(v)[0] == '"' {
+				return m.val(v)
 			}
 		}
 	}
-	return "", false
+	return nil
+}
+
+// parseBlockList splits a validated array into blocks, for content found below a
+// message's own members.
+func parseBlockList(v []byte) []block {
+	var out []block
+	eachElement(v, func(e []byte) bool {
+		blk := block{raw: e}
+		if e[0] == '{' {
+			blk.ms, _ = membersOf(e)
+		}
+		out = append(out, blk)
+		return true
+	})
+	return out
 }
 
 // objectBuilder writes a JSON object with members in the order added, so synthetic

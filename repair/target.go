@@ -168,7 +168,7 @@ func (p *plan) isIncoming(ri int) bool {
 // setPath returns obj with the string at path (nested object keys) replaced by val. A
 // path that does not exist leaves obj as it is.
 func setPath(obj []byte, path []string, val []byte) []byte {
-	ms, err := members(obj, nil)
+	ms, err := membersOf(obj)
 	if err != nil {
 		return obj
 	}

@@ -87,17 +87,25 @@ type jsonHandler struct{ enc *json.Encoder }
 func (h jsonHandler) Session(s *Session) error { s.Type = "session"; return h.enc.Encode(s) }
 func (h jsonHandler) Summary(s *Summary) error { s.Type = "summary"; return h.enc.Encode(s) }
 
-// NewText writes a line per session that is not clean (with its actions when verbose),
-// then an aligned summary.
-func NewText(w io.Writer, verbose bool) Handler { return &textHandler{w: w, verbose: verbose} }
+// Detail says how much the text handler shows of each session.
+type Detail int
+
+const (
+	SummaryOnly  Detail = iota // only the summary
+	ProblemLines               // a line per session that is not clean
+	EveryAction                // that line and each action under it
+)
+
+// NewText writes session lines as detail asks, then an aligned summary.
+func NewText(w io.Writer, detail Detail) Handler { return &textHandler{w: w, detail: detail} }
 
 type textHandler struct {
-	w       io.Writer
-	verbose bool
+	w      io.Writer
+	detail Detail
 }
 
 func (h *textHandler) Session(s *Session) error {
-	if s.Status == string(repair.StatusClean) {
+	if s.Status == string(repair.StatusClean) || h.detail == SummaryOnly {
 		return nil
 	}
 	var b strings.Builder
@@ -118,7 +126,7 @@ func (h *textHandler) Session(s *Session) error {
 		fmt.Fprintf(&b, "\t%d pending calls", s.PendingCalls)
 	}
 	b.WriteByte('\n')
-	if h.verbose {
+	if h.detail == EveryAction {
 		for _, a := range s.Actions {
 			fmt.Fprintf(&b, "  %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/report"
 )
 
 // Statuses for records the engine never saw.
@@ -108,7 +108,7 @@ func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
 	o.repairFlags.register(fs)
 	o.registerNow(fs)
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every action in the text report")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
 	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
 	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
@@ -240,7 +240,15 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 	if o.json {
 		handlers = append(handlers, report.NewJSON(rbuf))
 	} else {
-		handlers = append(handlers, report.NewText(rbuf, o.verbose))
+		// check lists each problem; fix, whose output is the transcripts, sums up unless -v.
+		detail := report.ProblemLines
+		switch {
+		case o.verbose:
+			detail = report.EveryAction
+		case fix:
+			detail = report.SummaryOnly
+		}
+		handlers = append(handlers, report.NewText(rbuf, detail))
 	}
 	var reportFile *atomicFile
 	var reportBuf *bufio.Writer
@@ -425,6 +433,11 @@ type atomicFile struct {
 func createAtomic(dest string) (*atomicFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
 	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", dest, err)
+	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 is for secrets, not output
+		f.Close()
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("create %s: %w", dest, err)
 	}
 	return &atomicFile{f: f, dest: dest}, nil

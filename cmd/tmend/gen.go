@@ -110,4 +110,3 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
 	return cmd
 }
-

@@ -199,14 +199,14 @@ func conversation(rng *rand.Rand, n, session int) []event {
 	callN := 0
 	count := 0
 	for count < n {
-		evs = append(evs, event{kind: evUser, text: sentence(rng, 4, 30)})
+		evs = append(evs, event{kind: evUser, text: sentence(rng, 4, 20)})
 		count++
 		for steps := 1 + rng.IntN(4); steps > 0 && count < n; steps-- {
 			k := 1 + rng.IntN(3)
 			if rng.IntN(3) > 0 {
 				k = 1
 			}
-			a := event{kind: evAssistant, text: sentence(rng, 0, 20)}
+			a := event{kind: evAssistant, text: sentence(rng, 0, 10)}
 			r := event{kind: evResults}
 			for j := 0; j < k; j++ {
 				callN++
@@ -214,12 +214,12 @@ func conversation(rng *rand.Rand, n, session int) []event {
 				id := fmt.Sprintf("call_%d_%d_%x", session, callN, rng.Uint32())
 				args := fmt.Sprintf(`{"path":"/src/%s.go","line":%d,"limit":1.5e3}`, words[rng.IntN(len(words))], rng.IntN(900))
 				a.calls = append(a.calls, gcall{id: id, name: name, args: args})
-				r.results = append(r.results, gresult{id: id, name: name, text: sentence(rng, 5, 60)})
+				r.results = append(r.results, gresult{id: id, name: name, text: sentence(rng, 3, 25)})
 			}
 			evs = append(evs, a, r)
 			count += 1 + k
 		}
-		evs = append(evs, event{kind: evAssistant, text: sentence(rng, 5, 40)})
+		evs = append(evs, event{kind: evAssistant, text: sentence(rng, 5, 25)})
 		count++
 	}
 	return evs

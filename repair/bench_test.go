@@ -1,0 +1,70 @@
+package repair_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+)
+
+var benchSizes = []struct {
+	name     string
+	messages int
+}{{"small", 10}, {"medium", 45}, {"large", 400}}
+
+// benchCorpus is 64 OpenClaw sessions of the given size, broken or clean.
+func benchCorpus(b *testing.B, messages int, broken bool) [][]byte {
+	b.Helper()
+	cfg := gen.Config{Seed: 42, Dialect: repair.OpenClaw, Sessions: 64, Messages: messages}
+	if broken {
+		cfg.FaultRate = 1
+	}
+	var out [][]byte
+	if err := gen.Generate(cfg, func(s gen.Session) error { out = append(out, arrayOf(s.Messages)); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func benchEach(b *testing.B, fn func(in []byte)) {
+	for _, size := range benchSizes {
+		for _, broken := range []bool{false, true} {
+			name := fmt.Sprintf("%s/clean", size.name)
+			if broken {
+				name = fmt.Sprintf("%s/broken", size.name)
+			}
+			b.Run(name, func(b *testing.B) {
+				corpus := benchCorpus(b, size.messages, broken)
+				var bytes int64
+				for _, c := range corpus {
+					bytes += int64(len(c))
+				}
+				b.SetBytes(bytes / int64(len(corpus)))
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					fn(corpus[n%len(corpus)])
+					n++
+				}
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sessions/s")
+			})
+		}
+	}
+}
+
+func BenchmarkRepair(b *testing.B) {
+	benchEach(b, func(in []byte) {
+		if _, err := repair.Repair(in, repair.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkValidate(b *testing.B) {
+	benchEach(b, func(in []byte) {
+		if _, err := repair.Validate(in, repair.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
