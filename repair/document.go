@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// EnvelopeKeys are the object members a transcript may sit under, in the order they are
-// looked for: "messages" (most dialects), "input" (OpenAI Responses), "contents" (Gemini).
+// EnvelopeKeys are the object members a transcript may sit under: "messages" (most
+// dialects), "input" (OpenAI Responses), "contents" (Gemini). The first one holding an
+// array is the transcript.
 var EnvelopeKeys = []string{"messages", "input", "contents"}
 
 // Document is one transcript as stored or sent: either a bare JSON array of messages or an
@@ -25,8 +26,71 @@ type Document struct {
 }
 
 // ParseDocument finds b's messages array and validates the rest of b. The array itself
-// is validated by Repair or Validate, so that it is scanned once.
+// is validated by Repair or Validate; RepairDocument and ValidateDocument do both in one
+// pass over the bytes.
 func ParseDocument(b []byte) (Document, error) {
+	return parseDocument(b, func(b []byte, i int) (int, error) { return skip(b, i), nil })
+}
+
+// RepairDocument parses and repairs the document b (see ParseDocument). The document's
+// updated_at, if any, overrides opts.UpdatedAt. The result's Messages is the repaired
+// array; doc.With(res.Messages) is the repaired document.
+func RepairDocument(b []byte, opts Options) (Document, Result, error) {
+	doc, p, err := documentPlan(b, opts)
+	defer p.release()
+	if err != nil {
+		return doc, Result{Messages: doc.messagesOr(b), Report: p.report}, err
+	}
+	res := Result{Messages: doc.Messages(), Report: p.report}
+	res.Report.MessagesOut = res.Report.MessagesIn
+	if len(p.report.Actions) > 0 {
+		out := p.assemble()
+		res.Report.MessagesOut = len(out)
+		res.Messages = joinArray(out)
+	}
+	return doc, res, nil
+}
+
+// ValidateDocument is Validate for a document (see RepairDocument).
+func ValidateDocument(b []byte, opts Options) (Document, Report, error) {
+	doc, p, err := documentPlan(b, opts)
+	defer p.release()
+	r := p.report
+	if err == nil {
+		r.MessagesOut = r.MessagesIn
+		if len(r.Issues) > 0 {
+			r.Status = StatusBroken
+		}
+	}
+	return doc, r, err
+}
+
+func documentPlan(b []byte, opts Options) (Document, *plan, error) {
+	p := plans.Get().(*plan)
+	p.opts = opts
+	doc, err := parseDocument(b, p.scan)
+	if err != nil {
+		if p.report.Status == "" {
+			err = p.fail(StatusUnparseable, "%v", err)
+		}
+		return doc, p, err
+	}
+	if !doc.UpdatedAt.IsZero() {
+		p.opts.UpdatedAt = doc.UpdatedAt
+	}
+	return doc, p, p.analyze()
+}
+
+func (d Document) messagesOr(b []byte) []byte {
+	if d.Raw == nil {
+		return b
+	}
+	return d.Messages()
+}
+
+// parseDocument validates b's envelope and hands its messages array to scanArray, which
+// returns the array's end (and validates it, or not).
+func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Document, error) {
 	d := Document{Raw: b}
 	i := skipSpace(b, 0)
 	if i == len(b) {
@@ -34,10 +98,14 @@ func ParseDocument(b []byte) (Document, error) {
 	}
 	switch b[i] {
 	case '[':
-		d.start, d.end = i, skip(b, i)
-		if j := skipSpace(b, d.end); j != len(b) {
+		end, err := scanArray(b, i)
+		if err != nil {
+			return Document{}, err
+		}
+		if j := skipSpace(b, end); j != len(b) {
 			return Document{}, &SyntaxError{j, "unexpected data after the top-level value"}
 		}
+		d.start, d.end = i, end
 		return d, nil
 	case '{':
 	default:
@@ -46,7 +114,20 @@ func ParseDocument(b []byte) (Document, error) {
 		}
 		return Document{}, fmt.Errorf("document is a JSON %s; want an array of messages or an object holding one", kindOf(b[i]))
 	}
-	ms, end, err := scanEnvelope(b, i)
+	var chosen []byte
+	ms, end, err := scanMembersWith(b, i, 1, nil, func(key []byte, vstart int) (int, bool, error) {
+		if chosen != nil || b[vstart] != '[' {
+			return 0, false, nil
+		}
+		for _, k := range EnvelopeKeys {
+			if string(key) == k {
+				chosen = key
+				vend, err := scanArray(b, vstart)
+				return vend, true, err
+			}
+		}
+		return 0, false, nil
+	})
 	if err != nil {
 		return Document{}, err
 	}
@@ -54,19 +135,18 @@ func ParseDocument(b []byte) (Document, error) {
 		return Document{}, &SyntaxError{j, "unexpected data after the top-level value"}
 	}
 	obj := b[i:end]
-	for _, key := range EnvelopeKeys {
-		if m, ok := findMember(obj, ms, key); ok && d.Key == "" {
-			d.Key, d.start, d.end = key, i+int(m.valStart), i+int(m.valEnd)
-		} else if ok {
-			// Only the chosen array is left to the engine; validate any other one here.
-			if err := validate(m.val(obj)); err != nil {
-				return Document{}, err
+	if chosen == nil {
+		for _, key := range EnvelopeKeys {
+			if m, ok := findMember(obj, ms, key); ok {
+				return Document{}, fmt.Errorf("%q is a JSON %s, not an array of messages", key, kindOf(m.val(obj)[0]))
 			}
 		}
-	}
-	if d.Key == "" {
 		return Document{}, fmt.Errorf("object has no messages, input or contents array")
 	}
+	// The first envelope member holding an array, in document order, is the transcript.
+	d.Key = string(chosen)
+	m, _ := findMember(obj, ms, d.Key)
+	d.start, d.end = i+int(m.valStart), i+int(m.valEnd)
 	if m, ok := findMember(obj, ms, "id"); ok {
 		v := m.val(obj)
 		if s, ok := stringValue(v); ok {
@@ -86,64 +166,6 @@ func ParseDocument(b []byte) (Document, error) {
 		}
 	}
 	return d, nil
-}
-
-// scanEnvelope is scanMembers for a document's top-level object, except that array
-// values of EnvelopeKeys are skipped rather than validated.
-func scanEnvelope(b []byte, start int) ([]member, int, error) {
-	var out []member
-	i := skipSpace(b, start+1)
-	if i < len(b) && b[i] == '}' {
-		return out, i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return out, i, &SyntaxError{i, "expected object key"}
-		}
-		kend, _, err := scanString(b, i)
-		if err != nil {
-			return out, kend, err
-		}
-		m := member{keyStart: int32(i - start), keyEnd: int32(kend - start)}
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return out, i, &SyntaxError{i, "expected ':' after object key"}
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return out, i, &SyntaxError{i, "unexpected end of input"}
-		}
-		var vend int
-		if b[i] == '[' && isEnvelopeKey(b[start+int(m.keyStart):kend]) {
-			vend = skip(b, i)
-		} else if vend, err = scanValue(b, i, 1); err != nil {
-			return out, vend, err
-		}
-		m.valStart, m.valEnd = int32(i-start), int32(vend-start)
-		out = append(out, m)
-		i = skipSpace(b, vend)
-		if i >= len(b) {
-			return out, i, &SyntaxError{i, "unterminated object"}
-		}
-		if b[i] == '}' {
-			i++
-			break
-		}
-		if b[i] != ',' {
-			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
-		}
-		i = skipSpace(b, i+1)
-	}
-	return out, i, checkEscapedDuplicates(b[start:i], out)
-}
-
-func isEnvelopeKey(quoted []byte) bool {
-	for _, k := range EnvelopeKeys {
-		if isString(quoted, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // Messages returns the messages array's bytes.

@@ -11,6 +11,7 @@ package repair
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -63,6 +64,7 @@ func (r *Result) Changed() bool { return r.Report.Status == StatusRepaired }
 // an *UnrepairableError whose status and reason the report repeats.
 func Repair(msgs []byte, opts Options) (Result, error) {
 	p, err := newPlan(msgs, opts)
+	defer p.release()
 	if err != nil {
 		return Result{Messages: msgs, Report: p.report}, err
 	}
@@ -82,6 +84,7 @@ const StatusBroken Status = "broken"
 // are what Repair would do. Status is clean, pending, broken, or as for Repair.
 func Validate(msgs []byte, opts Options) (Report, error) {
 	p, err := newPlan(msgs, opts)
+	defer p.release()
 	if err != nil {
 		return p.report, err
 	}
@@ -138,29 +141,94 @@ type plan struct {
 	calls   []callRef
 	results []resultRef
 	turns   []turnRef
-	slotOf  map[int]int // message index -> turn whose slot it is
+	slotOf  []int32 // message index -> turn whose slot it is, or -1
+	byKey   map[string][]int
+	seenID  map[string]bool
+	removed []bool // the edits' removed flags, in one slab
 	edits   []edit
 	after   [][][]byte
 	report  Report
 }
 
+var plans = sync.Pool{New: func() any {
+	return &plan{byKey: map[string][]int{}, seenID: map[string]bool{}}
+}}
+
+// newPlan analyses b. Plans are pooled, with their slabs, because repairing many
+// transcripts is allocation-bound otherwise; call release when done, and keep nothing of
+// the plan but its report.
 func newPlan(b []byte, opts Options) (*plan, error) {
-	p := &plan{opts: opts}
-	if err := p.load(b); err != nil {
+	p := plans.Get().(*plan)
+	p.opts = opts
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '[' {
+		if err := validate(b); err != nil {
+			return p, p.fail(StatusUnparseable, "%v", err)
+		}
+		return p, p.fail(StatusUnparseable, "transcript is a JSON %s, not an array of messages", kindOf(b[i]))
+	}
+	end, err := p.scan(b, i)
+	if err != nil {
 		return p, err
+	}
+	if k := skipSpace(b, end); k != len(b) {
+		return p, p.fail(StatusUnparseable, "%v", &SyntaxError{k, "unexpected data after the top-level value"})
+	}
+	return p, p.analyze()
+}
+
+// analyze runs everything after scanning: dialect, parse, pairing and the stages.
+func (p *plan) analyze() error {
+	if err := p.parse(); err != nil {
+		return err
 	}
 	if p.spec == nil {
 		p.report.Status = StatusClean
-		return p, nil
+		return nil
 	}
 	p.findTurns()
 	p.pair()
 	p.decide()
-	if opts.Target != "" {
+	if p.opts.Target != "" {
 		p.retarget()
 	}
 	p.finish()
-	return p, nil
+	return nil
+}
+
+// release clears the plan, keeping its slabs' capacity, and returns it to the pool.
+func (p *plan) release() {
+	clear(p.msgs)
+	clear(p.sc.members)
+	clear(p.sc.blockMembers)
+	clear(p.sc.blocks)
+	clear(p.ps.parts)
+	clear(p.calls)
+	clear(p.results)
+	clear(p.turns)
+	clear(p.edits)
+	clear(p.after)
+	clear(p.removed)
+	clear(p.byKey)
+	clear(p.seenID)
+	*p = plan{
+		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0],
+		byKey: p.byKey, seenID: p.seenID,
+		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
+	}
+	plans.Put(p)
+}
+
+// grow returns s resized to n zero elements, reusing its capacity.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 func (p *plan) fail(status Status, format string, args ...any) error {
@@ -169,51 +237,41 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 	return &UnrepairableError{Status: status, Reason: p.report.Reason}
 }
 
-func (p *plan) load(b []byte) error {
-	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '[' {
-		if err := validate(b); err != nil {
-			return p.fail(StatusUnparseable, "%v", err)
-		}
-		return p.fail(StatusUnparseable, "transcript is a JSON %s, not an array of messages", kindOf(b[i]))
-	}
-	// Size the slabs from the input so that a typical transcript needs one allocation each.
-	p.msgs = make([]message, 0, len(b)/256+8)
-	p.sc.members = make([]member, 0, len(b)/80+16)
-	p.sc.blockMembers = make([]member, 0, len(b)/80+16)
-	p.sc.blocks = make([]block, 0, len(b)/160+16)
-	p.ps.parts = make([]part, 0, len(b)/200+16)
-	// Validate while collecting each message's members: one pass over the bytes.
+// scan validates the array of messages at b[i] while collecting each message's members
+// (one pass over the bytes), and returns the array's end.
+func (p *plan) scan(b []byte, i int) (int, error) {
 	i = skipSpace(b, i+1)
 	for i < len(b) && b[i] != ']' {
 		j := len(p.msgs)
 		if b[i] != '{' {
-			if err := validate(b); err != nil {
-				return p.fail(StatusUnparseable, "%v", err)
+			if end, err := scanValue(b, i, 2); err != nil {
+				return end, p.fail(StatusUnparseable, "%v", err)
 			}
-			return p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", j, kindOf(b[i]))
+			return i, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", j, kindOf(b[i]))
 		}
 		ms, arrays, end, err := p.sc.scanMessage(b, i)
 		if err != nil {
-			return p.fail(StatusUnparseable, "message %d: %v", j, err)
+			return end, p.fail(StatusUnparseable, "message %d: %v", j, err)
 		}
 		p.msgs = append(p.msgs, message{raw: b[i:end], ms: ms, arrays: arrays})
 		i = skipSpace(b, end)
 		if i < len(b) && b[i] == ',' {
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == ']' {
-				return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected a value after ','"})
+				return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected a value after ','"})
 			}
 		} else if i < len(b) && b[i] != ']' {
-			return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected ',' or ']' in array"})
+			return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected ',' or ']' in array"})
 		}
 	}
 	if i >= len(b) {
-		return p.fail(StatusUnparseable, "%v", &SyntaxError{i, "unterminated array"})
+		return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "unterminated array"})
 	}
-	if k := skipSpace(b, i+1); k != len(b) {
-		return p.fail(StatusUnparseable, "%v", &SyntaxError{k, "unexpected data after the top-level value"})
-	}
+	return i + 1, nil
+}
+
+// parse detects the dialect (unless forced) and finds each message's calls and results.
+func (p *plan) parse() error {
 	p.report.MessagesIn = len(p.msgs)
 	d := p.opts.Dialect
 	if d == "" {
@@ -264,7 +322,10 @@ func kindOf(c byte) string {
 // findTurns finds each call turn and the slot right after it where its results belong.
 func (p *plan) findTurns() {
 	n := len(p.msgs)
-	p.slotOf = map[int]int{}
+	p.slotOf = grow(p.slotOf, n)
+	for i := range p.slotOf {
+		p.slotOf[i] = -1
+	}
 	hasCall := func(m *message) bool {
 		for _, pt := range m.parts {
 			if pt.kind == partCall {
@@ -293,12 +354,12 @@ func (p *plan) findTurns() {
 			if j < n && p.msgs[j].kind == msgUser && p.msgs[j].partsKey != "" &&
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
 				t.slotMsg = j
-				p.slotOf[j] = ti
+				p.slotOf[j] = int32(ti)
 			}
 			t.slotLast = t.last
 		} else {
 			for j < n && p.msgs[j].kind == msgResult {
-				p.slotOf[j] = ti
+				p.slotOf[j] = int32(ti)
 				j++
 			}
 			t.slotLast = j - 1
@@ -346,7 +407,7 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it.
 func (p *plan) pair() {
-	byKey := map[string][]int{}
+	byKey := p.byKey
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		if p.part(c.msg, c.part).malformed == "" {
@@ -362,7 +423,7 @@ func (p *plan) pair() {
 				continue
 			}
 			r := resultRef{msg: mi, part: pi, call: -1, key: pt.id}
-			ti, inSlot := p.slotOf[mi]
+			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
 				r.key = ""
 				if inSlot {
@@ -447,11 +508,13 @@ func (p *plan) quiet() bool {
 
 // decide runs the stages over the pairing and records edits, actions and issues.
 func (p *plan) decide() {
-	p.edits = make([]edit, len(p.msgs))
+	p.edits = grow(p.edits, len(p.msgs))
+	p.after = grow(p.after, len(p.msgs))
 	for i := range p.msgs {
-		p.edits[i].removed = make([]bool, len(p.msgs[i].parts))
+		start := len(p.removed)
+		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
+		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
 	}
-	p.after = make([][][]byte, len(p.msgs))
 
 	lastTurn := -1
 	for _, c := range p.calls {
@@ -460,7 +523,7 @@ func (p *plan) decide() {
 		}
 	}
 	quiet := p.quiet()
-	seenID := map[string]bool{}
+	seenID := p.seenID
 
 	// Stage order matters only for attribution: every stage acts on the same pairing.
 	for ci := range p.calls {
@@ -687,7 +750,7 @@ func (p *plan) assemble() [][]byte {
 
 // turnSlotMsg returns i when message i is a block slot receiving parts, else -1.
 func (p *plan) turnSlotMsg(i int) int {
-	if ti, ok := p.slotOf[i]; ok && p.turns[ti].slotMsg == i {
+	if ti := p.slotOf[i]; ti >= 0 && p.turns[ti].slotMsg == i {
 		return i
 	}
 	return -1

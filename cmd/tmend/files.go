@@ -395,26 +395,20 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 // input itself unless a repair changed it.
 func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
 	s := &report.Session{Line: line, BytesIn: len(data), BytesOut: len(data)}
-	doc, err := repair.ParseDocument(data)
-	if err != nil {
-		s.Status, s.Reason = string(repair.StatusUnparseable), err.Error()
-		return data, s
-	}
-	s.Session = doc.ID
-	if !doc.UpdatedAt.IsZero() {
-		opts.UpdatedAt = doc.UpdatedAt
-	}
 	out := data
+	var doc repair.Document
 	var rep repair.Report
 	if fix {
-		res, _ := repair.Repair(doc.Messages(), opts)
+		var res repair.Result
+		doc, res, _ = repair.RepairDocument(data, opts)
 		rep = res.Report
 		if res.Changed() {
 			out = doc.With(res.Messages)
 		}
 	} else {
-		rep, _ = repair.Validate(doc.Messages(), opts)
+		doc, rep, _ = repair.ValidateDocument(data, opts)
 	}
+	s.Session = doc.ID
 	s.Status, s.Reason, s.Dialect = string(rep.Status), rep.Reason, rep.Dialect
 	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
 	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
