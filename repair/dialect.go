@@ -234,6 +234,14 @@ func (o obj) get(key string) []byte {
 
 func (o obj) has(key string) bool { _, ok := findMember(o.raw, o.ms, key); return ok }
 
+func (o obj) lookup(key string) ([]byte, bool) {
+	m, ok := findMember(o.raw, o.ms, key)
+	if !ok {
+		return nil, false
+	}
+	return m.val(o.raw), true
+}
+
 func (o obj) str(key string) string {
 	s, _ := stringValue(o.get(key))
 	return s
@@ -256,36 +264,55 @@ func failedTurn(m *message) bool {
 }
 
 // callShape fills a call part's id and name and says why it is malformed, if it is.
-// argsKey names the arguments member (checked on args, which may be a sub-object).
+// The id, the partial markers and status are members of o; the name is in nameObj and
+// the arguments member argsKey in args (either may be o itself).
 func callShape(p *part, o obj, idKey string, nameObj obj, args obj, argsKey string, idOptional bool) {
 	p.kind = partCall
-	idv := o.get(idKey)
-	if idv != nil && string(idv) != "null" {
-		p.id, _ = stringValue(idv)
-		p.hasID = true
+	partial, incomplete, hasArgs := false, false, argsKey == ""
+	for _, m := range o.ms {
+		v := m.val(o.raw)
+		switch key := o.raw[m.keyStart+1 : m.keyEnd-1]; string(key) {
+		case idKey:
+			if string(v) != "null" {
+				p.id, _ = inputString(v)
+				p.hasID = true
+			}
+		case "partialJson", "partialArgs":
+			partial = true
+		case "partial", "incomplete":
+			partial = partial || isTrue(v)
+		case "status":
+			incomplete = isString(v, "incomplete")
+		}
 	}
-	p.name = nameObj.str("name")
+	if nv, ok := nameObj.lookup("name"); ok {
+		p.name, _ = inputString(nv)
+	}
+	if !hasArgs {
+		_, hasArgs = args.lookup(argsKey)
+	}
 	switch {
-	case o.has("partialJson") || o.has("partialArgs") || isTrue(o.get("partial")) || isTrue(o.get("incomplete")):
+	case partial:
 		p.malformed = "streaming leftover (partial)"
-	case isString(o.get("status"), "incomplete"):
+	case incomplete:
 		p.malformed = "streaming leftover (status incomplete)"
-	case !idOptional && strings.TrimSpace(p.id) == "":
+	case !idOptional && isBlank(p.id):
 		p.malformed = "missing or blank id"
-	case idOptional && p.hasID && strings.TrimSpace(p.id) == "":
+	case idOptional && p.hasID && isBlank(p.id):
 		p.malformed = "blank id"
-	case strings.TrimSpace(p.name) == "":
+	case isBlank(p.name):
 		p.malformed = "missing or blank name"
-	case argsKey != "" && !args.has(argsKey):
+	case !hasArgs:
 		p.malformed = "arguments missing"
 	}
 }
 
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
 func resultShape(p *part, o obj, idKey string) {
 	p.kind = partResult
-	idv := o.get(idKey)
-	if idv != nil && string(idv) != "null" {
-		p.id, _ = stringValue(idv)
+	if idv, ok := o.lookup(idKey); ok && string(idv) != "null" {
+		p.id, _ = inputString(idv)
 		p.hasID = true
 	}
 }
@@ -351,7 +378,7 @@ func parseOpenAIChat(m *message, ps *parser) error {
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
-		p.name = m.str("name")
+		p.name, _ = inputString(m.get("name"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
@@ -371,7 +398,7 @@ func parseLangChain(m *message, ps *parser) error {
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
-		p.name = m.str("name")
+		p.name, _ = inputString(m.get("name"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
@@ -392,7 +419,7 @@ func parseOpenClaw(m *message, ps *parser) error {
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		resultShape(&p, obj{m.raw, m.ms, ps}, "toolCallId")
-		p.name = m.str("toolName")
+		p.name, _ = inputString(m.get("toolName"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
 		m.parts = []part{p}
 	}
@@ -512,7 +539,7 @@ func parseGemini(m *message, ps *parser) error {
 			if o.has("functionResponse") {
 				fr := o.sub("functionResponse")
 				resultShape(p, fr, "id")
-				p.name = fr.str("name")
+				p.name, _ = inputString(fr.get("name"))
 				p.synthetic = isSyntheticText(fr.get("response"), nil)
 			}
 		})

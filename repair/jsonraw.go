@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file is a small JSON scanner that works on the original bytes. tmend must write
@@ -622,6 +623,20 @@ func stringValue(v []byte) (s string, ok bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// inputString is stringValue without a copy: for a string with no escapes it returns a
+// string sharing v's bytes. The engine keeps such strings only while it works on the
+// input; everything it hands back (actions, issues) is cloned first.
+func inputString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		return stringValue(v)
+	}
+	return unsafe.String(unsafe.SliceData(inner), len(inner)), true
 }
 
 // isString reports whether v is the JSON string s (s must need no escaping).

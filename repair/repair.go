@@ -11,6 +11,7 @@ package repair
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -488,12 +489,12 @@ func (p *plan) hasSlotResult(ci int) bool {
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
 	p.report.Actions = append(p.report.Actions, Action{Stage: st, Action: kind, MessageIndex: msg,
-		CallID: pt.id, ToolName: pt.name, Detail: detail})
+		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 	p.report.Issues = append(p.report.Issues, Issue{Code: code, MessageIndex: msg,
-		CallID: pt.id, ToolName: pt.name, Detail: detail})
+		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 // quiet reports whether the session changed within the quiet period.
