@@ -32,23 +32,37 @@ func ParseDocument(b []byte) (Document, error) {
 	return parseDocument(b, func(b []byte, i int) (int, error) { return skip(b, i), nil })
 }
 
-// RepairDocument parses and repairs the document b (see ParseDocument). The document's
-// updated_at, if any, overrides opts.UpdatedAt. The result's Messages is the repaired
-// array; doc.With(res.Messages) is the repaired document.
-func RepairDocument(b []byte, opts Options) (Document, Result, error) {
+// DocumentResult is a repaired document.
+type DocumentResult struct {
+	Document
+	// Output is the whole repaired document; b itself when nothing changed.
+	Output []byte
+	Report Report
+}
+
+// Changed reports whether Output differs from the input.
+func (r *DocumentResult) Changed() bool { return r.Report.Status == StatusRepaired }
+
+// RepairDocument parses and repairs the document b (see ParseDocument), validating it
+// in one pass. The document's updated_at, if any, overrides opts.UpdatedAt.
+func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
 	doc, p, err := documentPlan(b, opts)
 	defer p.release()
+	res := DocumentResult{Document: doc, Output: b, Report: p.report}
 	if err != nil {
-		return doc, Result{Messages: doc.messagesOr(b), Report: p.report}, err
+		return res, err
 	}
-	res := Result{Messages: doc.Messages(), Report: p.report}
 	res.Report.MessagesOut = res.Report.MessagesIn
 	if len(p.report.Actions) > 0 {
-		out := p.assemble()
-		res.Report.MessagesOut = len(out)
-		res.Messages = joinArray(out)
+		msgs := p.assemble()
+		res.Report.MessagesOut = len(msgs)
+		n := len(b) - (doc.end - doc.start) + arrayLen(msgs)
+		out := make([]byte, 0, n)
+		out = append(out, b[:doc.start]...)
+		out = appendArray(out, msgs)
+		res.Output = append(out, b[doc.end:]...)
 	}
-	return doc, res, nil
+	return res, nil
 }
 
 // ValidateDocument is Validate for a document (see RepairDocument).
@@ -79,13 +93,6 @@ func documentPlan(b []byte, opts Options) (Document, *plan, error) {
 		p.opts.UpdatedAt = doc.UpdatedAt
 	}
 	return doc, p, p.analyze()
-}
-
-func (d Document) messagesOr(b []byte) []byte {
-	if d.Raw == nil {
-		return b
-	}
-	return d.Messages()
 }
 
 // parseDocument validates b's envelope and hands its messages array to scanArray, which

@@ -698,11 +698,19 @@ func removeMember(obj []byte, ms []member, idx int) []byte {
 
 // joinArray builds a compact JSON array from element bytes.
 func joinArray(elems [][]byte) []byte {
-	n := 2
+	return appendArray(make([]byte, 0, arrayLen(elems)), elems)
+}
+
+// arrayLen is the length of joinArray(elems).
+func arrayLen(elems [][]byte) int {
+	n := 1 + len(elems)
 	for _, e := range elems {
-		n += len(e) + 1
+		n += len(e)
 	}
-	out := make([]byte, 0, n)
+	return max(n, 2)
+}
+
+func appendArray(out []byte, elems [][]byte) []byte {
 	out = append(out, '[')
 	for i, e := range elems {
 		if i > 0 {

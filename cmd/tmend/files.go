@@ -399,12 +399,8 @@ func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte
 	var doc repair.Document
 	var rep repair.Report
 	if fix {
-		var res repair.Result
-		doc, res, _ = repair.RepairDocument(data, opts)
-		rep = res.Report
-		if res.Changed() {
-			out = doc.With(res.Messages)
-		}
+		res, _ := repair.RepairDocument(data, opts)
+		doc, rep, out = res.Document, res.Report, res.Output
 	} else {
 		doc, rep, _ = repair.ValidateDocument(data, opts)
 	}
