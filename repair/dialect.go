@@ -582,22 +582,36 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 }
 
 func messageSignal(m *message) Dialect {
-	role := string(m.word("role"))
+	var role, typ []byte
+	var hasParts, hasRole, hasToolCallID, hasToolCalls bool
+	for _, mb := range m.ms {
+		switch string(m.raw[mb.keyStart+1 : mb.keyEnd-1]) {
+		case "role":
+			hasRole = true
+			role = m.word("role")
+		case "type":
+			typ = m.word("type")
+		case "parts":
+			hasParts = true
+		case "tool_call_id":
+			hasToolCallID = true
+		case "tool_calls":
+			hasToolCalls = true
+		}
+	}
 	switch {
-	case m.has("parts") || role == "model":
+	case hasParts || string(role) == "model":
 		return Gemini
-	case role == "toolResult":
+	case string(role) == "toolResult":
 		return OpenClaw
-	case role == "tool" && m.has("tool_call_id"):
-		return OpenAIChat
-	case role == "assistant" && m.has("tool_calls"):
+	case string(role) == "tool" && hasToolCallID, string(role) == "assistant" && hasToolCalls:
 		return OpenAIChat
 	}
-	if typ := m.word("type"); len(typ) > 0 {
+	if len(typ) > 0 {
 		if _, ok := responsesCalls[string(typ)]; ok || responsesOutputs[string(typ)] || string(typ) == "reasoning" {
 			return OpenAIResponses
 		}
-		if !m.has("role") {
+		if !hasRole {
 			switch string(typ) {
 			case "ai", "human", "tool", "system", "AIMessageChunk":
 				return LangChain
