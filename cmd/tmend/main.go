@@ -84,7 +84,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	if jsonOutput(root, args) {
-		_ = json.NewEncoder(stdout).Encode(struct {
+		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
+		to := stdout
+		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
+			to = stderr
+		}
+		_ = json.NewEncoder(to).Encode(struct {
 			Error string `json:"error"`
 			Code  int    `json:"code"`
 		}{err.Error(), code})

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// genJSONL runs `tmend gen` and returns its output.
+func genJSONL(t *testing.T, args ...string) string {
+	t.Helper()
+	r := runCLI(t, "", nil, append([]string{"gen"}, args...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	return r.stdout
+}
+
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), sc.Text())
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestGenIsDeterministic(t *testing.T) {
+	t.Parallel()
+	a := genJSONL(t, "--sessions", "20", "--seed", "7", "--dialect", "anthropic")
+	b := genJSONL(t, "--sessions", "20", "--seed", "7", "--dialect", "anthropic")
+	c := genJSONL(t, "--sessions", "20", "--seed", "8", "--dialect", "anthropic")
+	require.Equal(t, a, b)
+	require.NotEqual(t, a, c)
+	require.Len(t, jsonLines(t, a), 20)
+
+	r := runCLI(t, "", nil, "gen", "--faults", "nope")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, `unknown fault "nope"`)
+}
+
+func TestCheckAndFixRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			in := genJSONL(t, "--sessions", "40", "--dialect", string(d), "--fault-rate", "0.5", "--seed", "3")
+
+			r := runCLI(t, in, nil, "check", "--json")
+			require.Equal(t, exitProblems, r.code, r.stderr)
+			lines := jsonLines(t, r.stdout)
+			require.Len(t, lines, 41, "one line per session and a summary")
+			sum := lines[40]
+			require.Equal(t, "summary", sum["type"])
+			broken := sum["by_status"].(map[string]any)["broken"].(float64)
+			require.Positive(t, broken)
+
+			fixed := runCLI(t, in, nil, "fix")
+			require.Equal(t, exitOK, fixed.code, fixed.stderr)
+			require.Contains(t, fixed.stderr, "repaired")
+
+			// Clean sessions come out byte for byte; the whole output now checks clean.
+			inLines, outLines := strings.Split(in, "\n"), strings.Split(fixed.stdout, "\n")
+			require.Equal(t, len(inLines), len(outLines))
+			for i, l := range lines[:40] {
+				if l["status"] == "clean" {
+					require.Equal(t, inLines[i], outLines[i])
+				} else {
+					require.NotEqual(t, inLines[i], outLines[i])
+				}
+			}
+			again := runCLI(t, fixed.stdout, nil, "check")
+			require.Equal(t, exitOK, again.code, again.stdout)
+		})
+	}
+}
+
+func TestSingleDocuments(t *testing.T) {
+	t.Parallel()
+	broken := `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
+	t.Run("Array", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, broken, nil, "fix", "-")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, `"role":"tool","tool_call_id":"c1"`)
+		require.True(t, json.Valid([]byte(r.stdout)))
+	})
+	t.Run("PrettyEnvelope", func(t *testing.T) {
+		t.Parallel()
+		doc := "{\n  \"model\": \"gpt-4.1\",\n  \"temperature\": 0.70,\n  \"messages\": " + broken + ",\n  \"id\": 42\n}\n"
+		r := runCLI(t, doc, nil, "fix", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.True(t, strings.HasPrefix(r.stdout, "{\n  \"model\": \"gpt-4.1\",\n  \"temperature\": 0.70,\n  \"messages\": ["))
+		require.True(t, strings.HasSuffix(r.stdout, "],\n  \"id\": 42\n}\n"))
+		rep := jsonLines(t, r.stderr)
+		require.Equal(t, "42", rep[0]["session"])
+		require.Equal(t, "repaired", rep[0]["status"])
+	})
+	t.Run("CheckExitCode", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, broken, nil, "check")
+		require.Equal(t, exitProblems, r.code)
+		require.Contains(t, r.stdout, "tool_call_without_result")
+	})
+}
+
+func TestQuietPeriodFlags(t *testing.T) {
+	t.Parallel()
+	line := `{"id":"s1","updated_at":"2026-11-21T10:00:00Z","messages":[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
+	r := runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:05:00Z")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, line, r.stdout, "the call may still be running")
+	require.Contains(t, r.stderr, "pending")
+
+	r = runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:05:00Z", "--force")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, repair.SyntheticResultText)
+
+	r = runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:20:00Z")
+	require.Contains(t, r.stdout, repair.SyntheticResultText)
+
+	r = runCLI(t, line, nil, "fix", "--now", "yesterday")
+	require.Equal(t, exitUsage, r.code)
+}
+
+func TestBadLinesDoNotStopTheRest(t *testing.T) {
+	t.Parallel()
+	good := strings.TrimSpace(genJSONL(t, "--sessions", "1", "--dialect", "openai-chat", "--fault-rate", "1", "--seed", "9"))
+	bad := []struct{ line, reason string }{
+		{`{"id":"trunc","messages":[{"role":"user"`, "unterminated"},
+		{`not json at all`, "invalid JSON"},
+		{`{"id":"utf8","messages":[{"role":"user","content":"` + "\xff\xfe" + `"}]}`, "invalid UTF-8"},
+		{`{"id":"dup","messages":[{"role":"user","role":"assistant"}]}`, "duplicate key"},
+		{`{"id":"deep","messages":[` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `]}`, "nesting deeper"},
+		{`{"id":"obj","messages":{"role":"user"}}`, "not an array"},
+		{`["x"]`, "not an object"},
+		{`{"id":"mixed","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]}`, "mixed"},
+	}
+	var in strings.Builder
+	for _, b := range bad {
+		in.WriteString(good + "\n" + b.line + "\n")
+	}
+	in.WriteString(good + "\n")
+
+	r := runCLI(t, in.String(), nil, "fix", "--json")
+	require.Equal(t, exitRuntime, r.code)
+	require.Contains(t, r.stderr, "8 of 17 sessions could not be processed")
+	out := strings.Split(r.stdout, "\n")
+	rep := jsonLines(t, r.stderr[:strings.Index(r.stderr, "{\"type\":\"summary\"")])
+	for i, b := range bad {
+		lineNo := 2*i + 2
+		require.Equal(t, b.line, out[lineNo-1], "bad line %d must pass through unchanged", lineNo)
+		require.EqualValues(t, lineNo, rep[lineNo-1]["line"])
+		require.Contains(t, rep[lineNo-1]["reason"], b.reason)
+		require.Equal(t, "repaired", rep[lineNo-2]["status"], "the good line before it is still repaired")
+	}
+}
+
+// patternReader yields n bytes of 'a' without holding them.
+type patternReader struct{ n int64 }
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.n == 0 {
+		return 0, io.EOF
+	}
+	k := int64(len(b))
+	if k > p.n {
+		k = p.n
+	}
+	for i := range b[:k] {
+		b[i] = 'a'
+	}
+	p.n -= k
+	return int(k), nil
+}
+
+func TestHugeLineIsPassedThroughUnread(t *testing.T) {
+	t.Parallel()
+	const huge = 100 << 20
+	head := `{"id":"big","messages":[{"role":"user","content":"`
+	tail := `"}]}` + "\n"
+	next := `{"id":"after","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
+	in := io.MultiReader(strings.NewReader(head), &patternReader{n: huge}, strings.NewReader(tail+next))
+
+	want := sha256.New()
+	io.Copy(want, io.MultiReader(strings.NewReader(head), &patternReader{n: huge}, strings.NewReader(tail)))
+	got := sha256.New()
+	var rest bytes.Buffer
+	// Everything up to the first newline goes to the hash, the rest to a buffer.
+	w := writerFunc(func(b []byte) (int, error) {
+		if rest.Len() == 0 {
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				got.Write(b[:i+1])
+				rest.Write(b[i+1:])
+				return len(b), nil
+			}
+			got.Write(b)
+			return len(b), nil
+		}
+		return rest.Write(b)
+	})
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"fix", "--json"}, in, w, &stderr, func(string) string { return "" })
+	require.Equal(t, exitRuntime, code, stderr.String())
+	require.Equal(t, want.Sum(nil), got.Sum(nil), "the huge line must come out unchanged")
+	require.Contains(t, rest.String(), repair.SyntheticResultText, "the line after it is still repaired")
+	require.Contains(t, stderr.String(), `"status":"too_large"`)
+	require.Contains(t, stderr.String(), "over --max-bytes")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func TestOutputAndReportFilesAreAtomic(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	out := filepath.Join(dir, "out.jsonl")
+	rep := filepath.Join(dir, "report.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(genJSONL(t, "--sessions", "10", "--fault-rate", "1")), 0o644))
+
+	r := runCLI(t, "", nil, "fix", in, "-o", out, "--report", rep)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Empty(t, r.stdout)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Len(t, jsonLines(t, string(b)), 10)
+	b, err = os.ReadFile(rep)
+	require.NoError(t, err)
+	require.Len(t, jsonLines(t, string(b)), 11)
+	fi, err := os.Stat(out)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+
+	// A failed run leaves no temp files and does not replace the destination.
+	r = runCLI(t, "", nil, "fix", filepath.Join(dir, "missing.jsonl"), "-o", out)
+	require.Equal(t, exitRuntime, r.code)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+}
+
+func TestUsageErrorsAsJSON(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "check", "--json", "--dialect", "klingon", "x.json")
+	require.Equal(t, exitUsage, r.code)
+	var e struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &e))
+	require.Equal(t, exitUsage, e.Code)
+	require.Contains(t, e.Error, `unknown dialect "klingon"`)
+
+	r = runCLI(t, "", nil, "fix")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "input is empty")
+}
