@@ -21,6 +21,7 @@ import (
 
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
 )
 
 // EnvURL names the variable holding the server tests create their databases on.
@@ -176,4 +177,22 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Sessions inserts sessions into tmend's own sessions table.
+func Sessions(t testing.TB, pool *pgxpool.Pool, sessions ...model.Session) {
+	t.Helper()
+	if _, err := store.Import(t.Context(), pool, sessions); err != nil {
+		t.Fatalf("insert sessions: %v", err)
+	}
+}
+
+// Content returns a session's stored messages as text.
+func Content(t testing.TB, pool *pgxpool.Pool, id string) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(t.Context(), "SELECT messages::text FROM sessions WHERE id = $1", id).Scan(&s); err != nil {
+		t.Fatalf("read session %q: %v", id, err)
+	}
+	return s
 }

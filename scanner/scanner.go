@@ -1,0 +1,446 @@
+// Package scanner runs repairs over stored sessions: it streams candidates page by page,
+// repairs them on a bounded worker pool, writes the changed ones, and records the run.
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
+)
+
+// Store is what the scanner needs from the database.
+type Store interface {
+	Sessions(ctx context.Context, q model.Query) ([]model.Session, error)
+	Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
+	InsertReport(ctx context.Context, r model.Report) error
+	StartRun(ctx context.Context, r model.Run) (int64, time.Time, error)
+	FinishRun(ctx context.Context, f model.Finish) error
+	ScanPosition(ctx context.Context, source string) (time.Time, bool, error)
+	HasUpdatedAt() bool
+}
+
+// Config tunes every run of a Scanner.
+type Config struct {
+	Source    string // the source's name, for runs and scan state
+	Workers   int    // sessions repaired and written at once; default GOMAXPROCS
+	BatchSize int    // sessions per page; default 500
+	MaxBytes  int    // larger sessions are reported too_large and left alone; default 64 MiB
+	// Overlap re-reads the end of the previous incremental window, for rows committed
+	// late and for sessions left pending; default 15m, at least the quiet period.
+	Overlap time.Duration
+	// BatchPause is a jittered pause between pages, to go easy on a busy database.
+	BatchPause time.Duration
+	// Repair options; Now, UpdatedAt and Force are set per session and run.
+	Repair repair.Options
+	// Retries bounds how often an unavailable database is retried, with exponential
+	// backoff from RetryBase (defaults 6 and 500ms: about 30s in all).
+	Retries   int
+	RetryBase time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Workers < 1 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.BatchSize < 1 {
+		c.BatchSize = 500
+	}
+	if c.MaxBytes < 1 {
+		c.MaxBytes = 64 << 20
+	}
+	q := c.Repair.QuietPeriod
+	if q == 0 {
+		q = repair.DefaultQuietPeriod
+	}
+	if c.Overlap <= 0 {
+		c.Overlap = 15 * time.Minute
+	}
+	c.Overlap = max(c.Overlap, q)
+	if c.Retries < 1 {
+		c.Retries = 6
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = 500 * time.Millisecond
+	}
+}
+
+// Scanner runs repairs against a Store.
+type Scanner struct {
+	store Store
+	log   zerolog.Logger
+	cfg   Config
+}
+
+// New returns a Scanner; cfg's zero fields take their defaults.
+func New(store Store, log zerolog.Logger, cfg Config) *Scanner {
+	cfg.defaults()
+	return &Scanner{store: store, log: log.With().Str("component", "scanner").Logger(), cfg: cfg}
+}
+
+// RunOptions say what one run does.
+type RunOptions struct {
+	Trigger   model.Trigger
+	Mode      model.Mode
+	SessionID string // ModeSession
+	DryRun    bool   // report what would change; write no content
+	Limit     int    // stop after this many sessions (0: no limit)
+	Force     bool   // repair calls still within the quiet period
+	// Progress, if set, is called after each session from one goroutine.
+	Progress func(Progress)
+	// KeepOutcomes keeps every non-clean session's outcome in the result (for on-demand
+	// repairs, which print them).
+	KeepOutcomes bool
+}
+
+// Progress is a run's state so far.
+type Progress struct {
+	Counts  model.RunCounts
+	Elapsed time.Duration
+}
+
+// Outcome is what happened to one session.
+type Outcome struct {
+	SessionID   string        `json:"session_id"`
+	Status      string        `json:"status"`
+	Reason      string        `json:"reason,omitempty"`
+	Report      repair.Report `json:"report"`
+	BytesBefore int           `json:"bytes_before"`
+	BytesAfter  int           `json:"bytes_after"`
+	FromVersion int           `json:"from_version,omitempty"`
+	ToVersion   int           `json:"to_version,omitempty"`
+}
+
+// RunResult sums up a run.
+type RunResult struct {
+	RunID          int64                `json:"run_id"`
+	Trigger        model.Trigger        `json:"trigger"`
+	Mode           model.Mode           `json:"mode"`
+	DryRun         bool                 `json:"dry_run"`
+	Status         string               `json:"status"` // completed, failed, cancelled
+	Error          string               `json:"error,omitempty"`
+	Counts         model.RunCounts      `json:"counts"`
+	ByStatus       map[string]int       `json:"by_status"`
+	ByStage        map[repair.Stage]int `json:"by_stage"`
+	ByIssue        map[string]int       `json:"by_issue"`
+	StartedAt      time.Time            `json:"started_at"`
+	Duration       time.Duration        `json:"duration_ns"`
+	ScannedFrom    time.Time            `json:"scanned_from,omitzero"`
+	ScannedThrough time.Time            `json:"scanned_through,omitzero"`
+	Outcomes       []Outcome            `json:"outcomes,omitempty"`
+}
+
+// Problems reports whether the run found sessions needing repair or failing (for a dry
+// run's exit code).
+func (r *RunResult) Problems() bool {
+	c := r.Counts
+	return c.Repaired+c.Conflict+c.Failed+c.Skipped > 0
+}
+
+// Run performs one run. A session that cannot be handled is reported and counted, and
+// the run goes on; only a database that stays unavailable (or ctx) ends it early, with
+// everything committed so far kept. The error is nil when the run completed.
+func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
+	res := RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
+		ByStatus: map[string]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}}
+	if o.Mode == model.ModeSession && o.SessionID == "" {
+		return res, errors.New("a session run needs a session id")
+	}
+	if o.Mode == model.ModeIncremental && !s.store.HasUpdatedAt() {
+		s.log.Info().Msg("source has no updated-at column; running a full scan")
+		res.Mode, o.Mode = model.ModeFull, model.ModeFull
+	}
+	var from time.Time
+	if o.Mode == model.ModeIncremental {
+		err := s.retry(ctx, "read scan state", func() error {
+			pos, ok, err := s.store.ScanPosition(ctx, s.cfg.Source)
+			if ok {
+				from = pos.Add(-s.cfg.Overlap)
+			}
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		if from.IsZero() {
+			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
+			res.Mode, o.Mode = model.ModeFull, model.ModeFull
+		}
+	}
+
+	err := s.retry(ctx, "start run", func() error {
+		var err error
+		res.RunID, res.StartedAt, err = s.store.StartRun(ctx, model.Run{Trigger: o.Trigger, Mode: o.Mode,
+			DryRun: o.DryRun, Source: s.cfg.Source, Options: s.options(o)})
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	log := s.log.With().Int64("run_id", res.RunID).Str("mode", string(o.Mode)).Bool("dry_run", o.DryRun).Logger()
+	log.Debug().Msg("run started")
+	res.ScannedFrom, res.ScannedThrough = from, res.StartedAt
+
+	runErr := s.stream(ctx, &res, o, start, log)
+	res.Duration = time.Since(start)
+	switch {
+	case runErr == nil:
+		res.Status = "completed"
+	case errors.Is(runErr, context.Canceled):
+		res.Status, res.Error = "cancelled", "cancelled before the run completed"
+	default:
+		res.Status, res.Error = "failed", runErr.Error()
+	}
+	fin := model.Finish{RunID: res.RunID, Status: res.Status, Counts: res.Counts, Error: res.Error,
+		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source,
+		AdvanceScanState: runErr == nil && !o.DryRun && o.Limit == 0 && o.Mode != model.ModeSession}
+	// Record the outcome even when ctx was cancelled; a database that is gone for good is
+	// only logged.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.retry(fctx, "finish run", func() error { return s.store.FinishRun(fctx, fin) }); err != nil {
+		log.Error().Err(err).Msg("could not record the run's outcome; it stays marked running")
+		if runErr == nil {
+			runErr = err
+		}
+	}
+	ev := log.Info()
+	if res.Counts.Repaired+res.Counts.Conflict+res.Counts.Failed == 0 {
+		ev = log.Debug()
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		ev = log.Error().Err(runErr)
+	}
+	ev.Str("status", res.Status).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
+		Int("num_conflict", res.Counts.Conflict).Int("num_failed", res.Counts.Failed).
+		Int64("duration_ms", res.Duration.Milliseconds()).Msg("run finished")
+	return res, runErr
+}
+
+func (s *Scanner) options(o RunOptions) map[string]any {
+	m := map[string]any{"limit": o.Limit, "force": o.Force, "max_bytes": s.cfg.MaxBytes,
+		"overlap": s.cfg.Overlap.String(), "failed_turns": s.cfg.Repair.FailedTurns}
+	if o.SessionID != "" {
+		m["session_id"] = o.SessionID
+	}
+	if s.cfg.Repair.Target != "" {
+		m["target"] = s.cfg.Repair.Target
+	}
+	if s.cfg.Repair.Dialect != "" {
+		m["dialect"] = s.cfg.Repair.Dialect
+	}
+	return m
+}
+
+// stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
+// counts here, so reading, repairing and writing overlap.
+func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan model.Session, s.cfg.Workers*2)
+	done := make(chan Outcome, s.cfg.Workers*2)
+
+	var readErr error
+	go func() {
+		defer close(work)
+		readErr = s.read(ctx, res, o, work, log)
+		if readErr != nil {
+			cancel(readErr)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range s.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sess := range work {
+				out, err := s.handle(ctx, res, o, sess)
+				if err != nil {
+					cancel(err)
+					continue // drain work so the reader can stop
+				}
+				done <- out
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	for out := range done {
+		c := &res.Counts
+		c.Scanned++
+		res.ByStatus[out.Status]++
+		switch out.Status {
+		case string(repair.StatusClean):
+			c.Clean++
+		case string(repair.StatusRepaired), model.StatusWouldRepair:
+			c.Repaired++
+		case string(repair.StatusPending):
+			c.Pending++
+		case model.StatusConflict:
+			c.Conflict++
+		case model.StatusFailed:
+			c.Failed++
+		default:
+			c.Skipped++
+		}
+		for st, n := range out.Report.StageCounts {
+			res.ByStage[st] += n
+		}
+		for _, code := range out.Report.IssueCodeSet() {
+			res.ByIssue[code]++
+		}
+		if o.KeepOutcomes && out.Status != string(repair.StatusClean) {
+			res.Outcomes = append(res.Outcomes, out)
+		}
+		if o.Progress != nil {
+			o.Progress(Progress{Counts: *c, Elapsed: time.Since(start)})
+		}
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
+}
+
+// read sends sessions page by page in keyset order until the last page or the limit.
+func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work chan<- model.Session, log zerolog.Logger) error {
+	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
+		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes}
+	sent := 0
+	for {
+		if o.Limit > 0 {
+			q.Limit = min(s.cfg.BatchSize, o.Limit-sent)
+		}
+		var page []model.Session
+		err := s.retry(ctx, "read sessions", func() error {
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			var err error
+			page, err = s.store.Sessions(qctx, q)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		log.Debug().Int("num_sessions", len(page)).Msg("page read")
+		if o.Mode == model.ModeSession && len(page) == 0 {
+			return fmt.Errorf("session %q not found", o.SessionID)
+		}
+		for _, sess := range page {
+			select {
+			case work <- sess:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		sent += len(page)
+		if o.Mode == model.ModeSession || len(page) < q.Limit || o.Limit > 0 && sent >= o.Limit {
+			return nil
+		}
+		last := page[len(page)-1]
+		q.After = model.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Started: true}
+		if s.cfg.BatchPause > 0 {
+			d := s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(d):
+			}
+		}
+	}
+}
+
+// handle repairs one session and writes or reports the result. Its error is only ever
+// a database that stayed unavailable, which ends the run.
+func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess model.Session) (Outcome, error) {
+	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
+	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
+	if sess.Messages == nil {
+		out.Status = model.StatusTooLarge
+		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)
+		report.Status, report.Reason = out.Status, out.Reason
+		return out, s.record(ctx, report)
+	}
+	opts := s.cfg.Repair
+	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
+	r, err := repair.Repair(sess.Messages, opts)
+	out.Report = r.Report
+	out.Status, out.Reason = string(r.Report.Status), r.Report.Reason
+	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
+	report.IssueCodes, report.StageCounts, report.Actions = r.Report.IssueCodeSet(), r.Report.StageCounts, r.Report.Actions
+	if err != nil {
+		return out, s.record(ctx, report) // unparseable or unknown_dialect, left alone
+	}
+	switch r.Report.Status {
+	case repair.StatusClean:
+		return out, nil // counted on the run, no row of its own
+	case repair.StatusPending:
+		return out, s.record(ctx, report)
+	}
+	out.BytesAfter = len(r.Messages)
+	if o.DryRun {
+		out.Status, report.Status = model.StatusWouldRepair, model.StatusWouldRepair
+		report.AfterBytes = len(r.Messages)
+		return out, s.record(ctx, report)
+	}
+	var oc model.Outcome
+	err = s.retry(ctx, "write session", func() error {
+		var err error
+		oc, err = s.store.Apply(ctx, model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
+			NewMessages: r.Messages, Report: report})
+		return err
+	})
+	switch {
+	case errors.Is(err, model.ErrUnavailable) || ctx.Err() != nil:
+		return out, err
+	case err != nil:
+		out.Status, out.Reason = model.StatusFailed, err.Error()
+		report.Status, report.Reason = out.Status, out.Reason
+		s.log.Error().Err(err).Str("session_id", sess.ID).Int64("run_id", res.RunID).Msg("session not repaired")
+		return out, s.record(ctx, report)
+	case oc.Conflict:
+		out.Status, out.Reason = model.StatusConflict, "the session changed while it was repaired; left for the next run"
+		out.BytesAfter = sess.Size
+	default:
+		out.FromVersion, out.ToVersion = oc.FromVersion, oc.ToVersion
+	}
+	return out, nil
+}
+
+func (s *Scanner) record(ctx context.Context, r model.Report) error {
+	return s.retry(ctx, "record report", func() error { return s.store.InsertReport(ctx, r) })
+}
+
+// retry runs fn until it succeeds, fails for a reason other than an unavailable
+// database, or has failed cfg.Retries times, backing off exponentially with jitter.
+func (s *Scanner) retry(ctx context.Context, what string, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !errors.Is(err, model.ErrUnavailable) || attempt >= s.cfg.Retries {
+			if err != nil && errors.Is(err, model.ErrUnavailable) {
+				return fmt.Errorf("%s: database still unavailable after %d attempts: %w", what, attempt, err)
+			}
+			return err
+		}
+		d := s.cfg.RetryBase << (attempt - 1)
+		d = d/2 + rand.N(d)
+		s.log.Warn().Err(err).Str("operation", what).Int("attempt", attempt).Dur("retry_in", d).Msg("database unavailable; retrying")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}

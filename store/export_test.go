@@ -1,0 +1,9 @@
+package store
+
+import "context"
+
+// CheckSourceForTest runs checkSource on a given connection (to test privileges under
+// another role).
+func CheckSourceForTest(ctx context.Context, q querier, s Source, readOnly bool) (sourceTypes, error) {
+	return checkSource(ctx, q, s, readOnly)
+}

@@ -1,0 +1,135 @@
+// Package model holds the plain records the scanner and the store exchange. It has no
+// database code, so the scanner can depend on it (and tests can fake the store) without
+// importing pgx; the store implements the scanner's interface with these types.
+package model
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// ErrUnavailable marks failures of the database itself (connection lost, server shutting
+// down), as opposed to an error about one statement: worth retrying with backoff.
+var ErrUnavailable = errors.New("database unavailable")
+
+// Session is one stored transcript as read for a run.
+type Session struct {
+	ID string
+	// Messages is the column's text; nil when the session is larger than the run's limit.
+	Messages  []byte
+	Size      int
+	UpdatedAt time.Time // zero when the source has no updated-at column
+}
+
+// Mode is what a run scans.
+type Mode string
+
+// The run modes.
+const (
+	ModeIncremental Mode = "incremental" // changed since the last completed run, with an overlap
+	ModeFull        Mode = "full"
+	ModeSession     Mode = "session"
+)
+
+// Trigger is who started a run.
+type Trigger string
+
+// The triggers.
+const (
+	TriggerCron Trigger = "cron"
+	TriggerCLI  Trigger = "cli"
+	TriggerAPI  Trigger = "api"
+)
+
+// Cursor is a keyset position: after (UpdatedAt, ID) in incremental runs, after ID in
+// full runs. The zero Cursor is the start.
+type Cursor struct {
+	UpdatedAt time.Time
+	ID        string
+	Started   bool
+}
+
+// Query selects one page of sessions.
+type Query struct {
+	Mode      Mode
+	SessionID string    // ModeSession
+	From, To  time.Time // ModeIncremental: From <= updated_at < To
+	After     Cursor
+	Limit     int
+	MaxBytes  int // sessions larger than this come without Messages
+}
+
+// Report statuses the store records besides the engine's.
+const (
+	StatusWouldRepair = "would_repair" // dry run
+	StatusConflict    = "conflict"     // the session changed between read and write
+	StatusFailed      = "failed"
+	StatusTooLarge    = "too_large"
+	StatusRolledBack  = "rolled_back"
+)
+
+// Report is one audit row.
+type Report struct {
+	RunID       int64
+	SessionID   string
+	Status      string
+	Trigger     Trigger
+	Dialect     string
+	Reason      string
+	IssueCodes  []string
+	StageCounts map[repair.Stage]int
+	Actions     []repair.Action
+	BeforeHash  string
+	AfterHash   string
+	BeforeBytes int
+	AfterBytes  int
+	FromVersion int
+	ToVersion   int
+}
+
+// Apply asks the store to replace a session's content with a repaired one, provided the
+// content is still what was read.
+type Apply struct {
+	RunID       int64
+	Trigger     Trigger
+	Session     Session // as read: its Messages are the expected current content
+	NewMessages []byte
+	Report      Report
+}
+
+// Outcome is what became of an Apply.
+type Outcome struct {
+	Applied     bool
+	Conflict    bool // not applied: the content changed since it was read; a conflict row was recorded
+	FromVersion int  // the saved prior content
+	ToVersion   int  // the saved repaired content
+}
+
+// Run is a repair_runs row being started.
+type Run struct {
+	Trigger Trigger
+	Mode    Mode
+	DryRun  bool
+	Source  string
+	Options map[string]any
+}
+
+// RunCounts are a run's totals.
+type RunCounts struct {
+	Scanned, Clean, Repaired, Pending, Conflict, Skipped, Failed int
+}
+
+// Finish closes a run.
+type Finish struct {
+	RunID          int64
+	Status         string // completed, failed, cancelled
+	Counts         RunCounts
+	ScannedFrom    time.Time
+	ScannedThrough time.Time
+	Error          string
+	// AdvanceScanState moves the source's incremental position to ScannedThrough.
+	AdvanceScanState bool
+	Source           string
+}

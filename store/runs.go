@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
+)
+
+// StartRun inserts a running repair_runs row and returns its id and the database time it
+// started, which bounds what the run scans.
+func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, error) {
+	opts, err := json.Marshal(r.Options)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("encode run options: %w", err)
+	}
+	var id int64
+	var started time.Time
+	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options)
+VALUES ($1, $2, $3, $4, $5) RETURNING id, started_at`, r.Trigger, r.Mode, r.DryRun, r.Source, opts).Scan(&id, &started)
+	if err != nil {
+		return 0, time.Time{}, classify(fmt.Errorf("start run: %w", err))
+	}
+	return id, started, nil
+}
+
+// FinishRun records a run's outcome and, for a completed run that asks for it, moves the
+// source's incremental position, in one transaction.
+func (s *Store) FinishRun(ctx context.Context, f model.Finish) error {
+	c := f.Counts
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
+  scanned_from = $3, scanned_through = $4, error = nullif($5, ''),
+  num_scanned = $6, num_clean = $7, num_repaired = $8, num_pending = $9, num_conflict = $10,
+  num_skipped = $11, num_failed = $12
+WHERE id = $1`, f.RunID, f.Status, nullTime(f.ScannedFrom), nullTime(f.ScannedThrough), f.Error,
+			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+		if err != nil {
+			return fmt.Errorf("finish run %d: %w", f.RunID, err)
+		}
+		if f.AdvanceScanState {
+			_, err = tx.Exec(ctx, `INSERT INTO scan_state (source, last_run_id, scanned_through) VALUES ($1, $2, $3)
+ON CONFLICT (source) DO UPDATE SET last_run_id = excluded.last_run_id,
+  scanned_through = excluded.scanned_through, updated_at = now()`, f.Source, f.RunID, f.ScannedThrough)
+			if err != nil {
+				return fmt.Errorf("advance scan state of %q: %w", f.Source, err)
+			}
+		}
+		return nil
+	})
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ScanPosition returns where the source's last completed run stopped; ok is false when
+// no run has completed yet.
+func (s *Store) ScanPosition(ctx context.Context, source string) (time.Time, bool, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, "SELECT scanned_through FROM scan_state WHERE source = $1", source).Scan(&t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, classify(fmt.Errorf("read scan state: %w", err))
+	}
+	return t, true, nil
+}
+
+// InsertReport records one audit row outside any repair transaction (dry runs, pending,
+// skipped and failed sessions).
+func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
+	return classify(insertReport(ctx, s.pool, r))
+}
+
+func insertReport(ctx context.Context, q querier, r model.Report) error {
+	actions := r.Actions
+	if actions == nil {
+		actions = []repair.Action{}
+	}
+	acts, err := json.Marshal(actions)
+	if err != nil {
+		return fmt.Errorf("encode actions: %w", err)
+	}
+	counts := r.StageCounts
+	if counts == nil {
+		counts = map[repair.Stage]int{}
+	}
+	sc, err := json.Marshal(counts)
+	if err != nil {
+		return fmt.Errorf("encode stage counts: %w", err)
+	}
+	codes := r.IssueCodes
+	if codes == nil {
+		codes = []string{}
+	}
+	var runID *int64
+	if r.RunID != 0 {
+		runID = &r.RunID
+	}
+	_, err = q.Exec(ctx, `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
+VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
+  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0))`,
+		runID, r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
+		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion)
+	if err != nil {
+		return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
+	}
+	return nil
+}
+
+// TryLock takes the session-level advisory lock that lets one scheduled run go at a time
+// across replicas. ok is false when another process holds it. release frees it; the lock
+// also goes away with the connection if the process dies.
+func (s *Store) TryLock(ctx context.Context, name string) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, classify(fmt.Errorf("acquire connection for lock: %w", err))
+	}
+	key := lockKey(name)
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		return nil, false, classify(err)
+	}
+	return func() {
+		_, err := conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", key)
+		if err != nil {
+			// The connection is broken; closing it drops the lock with it.
+			conn.Conn().Close(context.Background()) //nolint:errcheck
+		}
+		conn.Release()
+	}, true, nil
+}
+
+func lockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("tmend:" + name))
+	return int64(h.Sum64())
+}

@@ -1,0 +1,195 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// sessionSQL holds the statements for one source, built once from quoted identifiers and
+// the column types found by checkSource.
+type sessionSQL struct {
+	full, fullAfter, incr, incrAfter, one string
+	lock, update, saveVersion            string
+	hasUpdatedAt                         bool
+}
+
+func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
+	id := "t." + pgx.Identifier{src.IDColumn}.Sanitize()
+	msgs := "t." + pgx.Identifier{src.MessagesColumn}.Sanitize()
+	ua := "NULL::timestamptz"
+	if src.UpdatedAtColumn != "" {
+		ua = "t." + pgx.Identifier{src.UpdatedAtColumn}.Sanitize()
+	}
+	// The lateral subquery (kept apart by OFFSET 0) turns the column into text once per
+	// row; sessions over the size limit ($1 bytes) come back without their content.
+	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s
+FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
+	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
+	s := sessionSQL{
+		full:         sel + fmt.Sprintf("ORDER BY %s LIMIT $2", id),
+		fullAfter:    sel + fmt.Sprintf("WHERE %s > %s ORDER BY %[1]s LIMIT $2", id, idParam(3)),
+		one:          sel + fmt.Sprintf("WHERE %s = %s", id, idParam(2)),
+		hasUpdatedAt: src.UpdatedAtColumn != "",
+	}
+	if s.hasUpdatedAt {
+		s.incr = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 ORDER BY %[1]s, %[2]s LIMIT $2", ua, id)
+		s.incrAfter = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 AND (%[1]s, %[2]s) > ($5, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $2",
+			ua, id, idParam(6))
+	}
+	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
+		msgs, t.ident, id, idParam(1))
+	s.update = fmt.Sprintf(`UPDATE %s t SET %s = $2::%s WHERE %s = %s`,
+		t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, idParam(1))
+	// Versions are copied from the row itself, so what is saved is exactly what is stored.
+	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
+FROM %[1]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x WHERE %[3]s = %[4]s
+RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
+	return s
+}
+
+// HasUpdatedAt reports whether the source supports incremental runs.
+func (s *Store) HasUpdatedAt() bool { return s.sql.hasUpdatedAt }
+
+// Sessions returns one page of sessions in keyset order.
+func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	var rows pgx.Rows
+	var err error
+	switch {
+	case q.Mode == model.ModeSession:
+		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, q.SessionID)
+	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
+		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, q.Limit, q.From, q.To)
+	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
+		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, q.Limit, q.From, q.To, q.After.UpdatedAt, q.After.ID)
+	case !q.After.Started:
+		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, q.Limit)
+	default:
+		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, q.Limit, q.After.ID)
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("read sessions: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
+		var ss model.Session
+		var msgs *string
+		var ua *time.Time
+		if err := r.Scan(&ss.ID, &msgs, &ss.Size, &ua); err != nil {
+			return ss, err
+		}
+		if msgs != nil {
+			ss.Messages = []byte(*msgs)
+		}
+		if ua != nil {
+			ss.UpdatedAt = *ua
+		}
+		return ss, nil
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("read sessions: %w", err))
+	}
+	return out, nil
+}
+
+// Hash is the content hash tmend records: hex SHA-256 of the column's text.
+func Hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// conflictError aborts an Apply transaction that must not write.
+type conflictError struct{ reason string }
+
+func (e *conflictError) Error() string { return e.reason }
+
+// Apply writes a repaired session in one transaction: lock the row, check it still holds
+// what was read, save that content as a version unless the latest version already is it,
+// write the repaired content, save it as a version, and insert the report. When the
+// content changed (or the row is locked or gone) it writes nothing but a conflict report.
+func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
+	var out model.Outcome
+	want := Hash(a.Session.Messages)
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		out = model.Outcome{}
+		// A live agent holding the row must not stall a run; it is retried next run.
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
+			return err
+		}
+		var cur string
+		err := tx.QueryRow(ctx, s.sql.lock, a.Session.ID).Scan(&cur)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return &conflictError{"the session was deleted after it was read"}
+		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
+			return &conflictError{"the session was locked by another writer for over 5s"}
+		case err != nil:
+			return err
+		case cur != want:
+			return &conflictError{"the session changed after it was read"}
+		}
+		var last int
+		var lastHash *string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0),
+  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM session_versions WHERE session_id = $1`, a.Session.ID).Scan(&last, &lastHash); err != nil {
+			return fmt.Errorf("read versions: %w", err)
+		}
+		out.FromVersion = last
+		var beforeHash string
+		var beforeSize int
+		if lastHash == nil || *lastHash != cur {
+			out.FromVersion = last + 1
+			if err := tx.QueryRow(ctx, s.sql.saveVersion, a.Session.ID, a.Session.ID, out.FromVersion, "original", a.RunID).
+				Scan(&beforeHash, &beforeSize); err != nil {
+				return fmt.Errorf("save prior content: %w", err)
+			}
+		} else {
+			beforeHash, beforeSize = cur, a.Session.Size
+		}
+		if _, err := tx.Exec(ctx, s.sql.update, a.Session.ID, string(a.NewMessages)); err != nil {
+			return fmt.Errorf("write repaired content: %w", err)
+		}
+		out.ToVersion = out.FromVersion + 1
+		var afterHash string
+		var afterSize int
+		if err := tx.QueryRow(ctx, s.sql.saveVersion, a.Session.ID, a.Session.ID, out.ToVersion, "repaired", a.RunID).
+			Scan(&afterHash, &afterSize); err != nil {
+			return fmt.Errorf("save repaired content: %w", err)
+		}
+		r := a.Report
+		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
+		r.BeforeHash, r.BeforeBytes, r.AfterHash, r.AfterBytes = beforeHash, beforeSize, afterHash, afterSize
+		r.FromVersion, r.ToVersion = out.FromVersion, out.ToVersion
+		if err := insertReport(ctx, tx, r); err != nil {
+			return err
+		}
+		out.Applied = true
+		return nil
+	})
+	var ce *conflictError
+	if errors.As(err, &ce) {
+		r := a.Report
+		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
+		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
+		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
+		if err := insertReport(ctx, s.pool, r); err != nil {
+			return model.Outcome{}, classify(err)
+		}
+		return model.Outcome{Conflict: true}, nil
+	}
+	if err != nil {
+		return model.Outcome{}, fmt.Errorf("repair session %q: %w", a.Session.ID, err)
+	}
+	return out, nil
+}

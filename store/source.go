@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Source says where the sessions are: tmend's own sessions table, or the user's table
+// with its own column names.
+type Source struct {
+	// Table is "table" or "schema.table". An unqualified name is looked up on the
+	// search_path, where tmend's schema comes first.
+	Table           string
+	IDColumn        string
+	MessagesColumn  string
+	UpdatedAtColumn string // optional; without it every run is a full run
+}
+
+// DefaultSource is tmend's own sessions table.
+var DefaultSource = Source{Table: "sessions", IDColumn: "id", MessagesColumn: "messages", UpdatedAtColumn: "updated_at"}
+
+// Name identifies the source in runs and scan state.
+func (s Source) Name() string {
+	return fmt.Sprintf("%s(%s,%s,%s)", s.Table, s.IDColumn, s.MessagesColumn, s.UpdatedAtColumn)
+}
+
+// ErrSource reports a source mapping that does not fit the database.
+var ErrSource = errors.New("session source")
+
+// sourceTypes are the SQL types a checked source's columns have, used to cast parameters
+// so that comparisons use the columns' indexes. They come from a fixed list, never from
+// user input.
+type sourceTypes struct {
+	id       string // text, uuid, bigint, integer
+	messages string // jsonb, json, text
+	ident    string // the quoted table name
+}
+
+var idTypes = map[string]string{"text": "text", "varchar": "text", "bpchar": "text", "uuid": "uuid",
+	"int8": "bigint", "int4": "integer", "int2": "smallint"}
+
+var messagesTypes = map[string]string{"jsonb": "jsonb", "json": "json", "text": "text", "varchar": "text"}
+
+var updatedAtTypes = map[string]bool{"timestamptz": true, "timestamp": true}
+
+func (s Source) identifier() pgx.Identifier {
+	return pgx.Identifier(strings.Split(s.Table, "."))
+}
+
+// checkSource verifies that the table and columns exist with usable types and that this
+// role may read (and, unless readOnly, update) the table.
+func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourceTypes, error) {
+	var t sourceTypes
+	switch {
+	case s.Table == "" || s.IDColumn == "" || s.MessagesColumn == "":
+		return t, fmt.Errorf("%w: table, id column and messages column are required", ErrSource)
+	case strings.Count(s.Table, ".") > 1:
+		return t, fmt.Errorf("%w: table %q: want table or schema.table", ErrSource, s.Table)
+	}
+	t.ident = s.identifier().Sanitize()
+	var oid *uint32
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", t.ident).Scan(&oid); err != nil {
+		return t, fmt.Errorf("look up table %q: %w", s.Table, err)
+	}
+	if oid == nil {
+		return t, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	}
+	const columnsSQL = `SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
+	rows, err := q.Query(ctx, columnsSQL, *oid)
+	if err != nil {
+		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var c [2]string
+		return c, r.Scan(&c[0], &c[1])
+	})
+	if err != nil {
+		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
+	}
+	typeOf := map[string]string{}
+	for _, c := range cols {
+		typeOf[c[0]] = c[1]
+	}
+	col := func(name, role string, allowed func(string) bool, want string) (string, error) {
+		typ, ok := typeOf[name]
+		if !ok {
+			return "", fmt.Errorf("%w: table %q has no %s column %q", ErrSource, s.Table, role, name)
+		}
+		if !allowed(typ) {
+			return "", fmt.Errorf("%w: %s column %q of %q is %s; want %s", ErrSource, role, name, s.Table, typ, want)
+		}
+		return typ, nil
+	}
+	typ, err := col(s.IDColumn, "id", func(t string) bool { return idTypes[t] != "" }, "text, uuid or an integer type")
+	if err != nil {
+		return t, err
+	}
+	t.id = idTypes[typ]
+	if typ, err = col(s.MessagesColumn, "messages", func(t string) bool { return messagesTypes[t] != "" }, "jsonb, json or text"); err != nil {
+		return t, err
+	}
+	t.messages = messagesTypes[typ]
+	if s.UpdatedAtColumn != "" {
+		if _, err := col(s.UpdatedAtColumn, "updated-at", func(t string) bool { return updatedAtTypes[t] }, "timestamptz or timestamp"); err != nil {
+			return t, err
+		}
+	}
+	privs := []string{"SELECT"}
+	if !readOnly {
+		privs = append(privs, "UPDATE")
+	}
+	for _, p := range privs {
+		var ok bool
+		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1::oid, $2)", *oid, p).Scan(&ok); err != nil {
+			return t, fmt.Errorf("check privileges on %q: %w", s.Table, err)
+		}
+		if !ok {
+			return t, fmt.Errorf("%w: this role may not %s table %q (GRANT %s ON %s TO ...)", ErrSource, p, s.Table, p, t.ident)
+		}
+	}
+	return t, nil
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// ErrUnavailable wraps failures of the database itself (connection lost, server shutting
+// down), as opposed to an error about one statement; callers retry those.
+var ErrUnavailable = model.ErrUnavailable
+
+// querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Store reads and repairs sessions of one source and keeps tmend's audit tables.
+type Store struct {
+	pool *pgxpool.Pool
+	src  Source
+	sql  sessionSQL
+}
+
+// Open checks the source mapping against the database (table, column types and
+// privileges; readOnly skips the UPDATE privilege) and prepares its queries.
+func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*Store, error) {
+	t, err := checkSource(ctx, pool, src, readOnly)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &Store{pool: pool, src: src, sql: buildSessionSQL(src, t)}, nil
+}
+
+// Source returns the store's source.
+func (s *Store) Source() Source { return s.src }
+
+// Pool returns the pool, for the few callers that run their own statements (health checks).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// classify wraps failures of the database itself in ErrUnavailable: errors the server
+// sends about the connection or its shutdown, and every error that is not the server's
+// answer at all (network, connect, closed connection).
+func classify(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrSource) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgerrcode.IsConnectionException(pgErr.Code),
+			pgErr.Code == pgerrcode.AdminShutdown, pgErr.Code == pgerrcode.CrashShutdown,
+			pgErr.Code == pgerrcode.CannotConnectNow, pgErr.Code == pgerrcode.TooManyConnections:
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// withTx runs fn in a transaction, retrying serialization failures and deadlocks with a
+// short jittered, ctx-aware backoff. The rollback after a failure runs even when ctx is
+// cancelled, so nothing is left half-written.
+func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.tryTx(ctx, fn)
+		var pgErr *pgconn.PgError
+		retry := errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.SerializationFailure || pgErr.Code == pgerrcode.DeadlockDetected)
+		if !retry || attempt >= 4 {
+			return classify(err)
+		}
+		d := time.Duration(10<<attempt)*time.Millisecond + rand.N(10*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Now returns the database's clock, which updated_at values come from.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&t)
+	return t, classify(err)
+}

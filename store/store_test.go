@@ -1,0 +1,239 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+var _ scanner.Store = (*store.Store)(nil)
+
+const broken = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
+
+type testBundle struct {
+	pool  *pgxpool.Pool
+	store *store.Store
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	return &testBundle{pool: pool, store: st}
+}
+
+func TestSourceChecks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.convs (conv_id uuid PRIMARY KEY, payload json, modified timestamptz, n int)`)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		src  store.Source
+		want string
+	}{
+		{"MissingTable", store.Source{Table: "nope", IDColumn: "id", MessagesColumn: "m"}, `table "nope" does not exist`},
+		{"MissingColumn", store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload"}, `has no id column "id"`},
+		{"WrongMessagesType", store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "n"}, `is int4; want jsonb, json or text`},
+		{"WrongUpdatedAtType", store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "payload", UpdatedAtColumn: "n"}, "want timestamptz or timestamp"},
+		{"InjectionIsJustAName", store.Source{Table: `convs"; DROP TABLE sessions; --`, IDColumn: "id", MessagesColumn: "m"}, "does not exist"},
+	}
+	for _, tt := range tests {
+		_, err := store.Open(ctx, b.pool, tt.src, false)
+		require.ErrorIs(t, err, store.ErrSource, tt.name)
+		require.ErrorContains(t, err, tt.want, tt.name)
+	}
+	_, err = store.Open(ctx, b.pool, store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "payload", UpdatedAtColumn: "modified"}, false)
+	require.NoError(t, err)
+
+	// A role that may read but not update passes only read-only.
+	_, err = b.pool.Exec(ctx, `CREATE ROLE tmend_reader_`+fmt.Sprint(time.Now().UnixNano())+` ; `)
+	require.NoError(t, err)
+	var role string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT rolname FROM pg_roles WHERE rolname LIKE 'tmend_reader_%' ORDER BY oid DESC LIMIT 1`).Scan(&role))
+	t.Cleanup(func() { b.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) }) //nolint:errcheck
+	_, err = b.pool.Exec(ctx, fmt.Sprintf(`GRANT USAGE ON SCHEMA tmend TO %[1]s; GRANT SELECT ON tmend.sessions TO %[1]s`, role))
+	require.NoError(t, err)
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET ROLE "+role)
+	require.NoError(t, err)
+	defer conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+	_, err = store.CheckSourceForTest(ctx, conn, store.DefaultSource, false)
+	require.ErrorContains(t, err, "may not UPDATE")
+	_, err = store.CheckSourceForTest(ctx, conn, store.DefaultSource, true)
+	require.NoError(t, err)
+}
+
+func TestPagesVisitEverySessionOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var sessions []model.Session
+	for i := range 1234 {
+		// Many share an updated_at, so the keyset must break ties by id.
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%05d", i), Messages: []byte(`[]`),
+			UpdatedAt: base.Add(time.Duration(i/10) * time.Second)})
+	}
+	storetest.Sessions(t, b.pool, sessions...)
+
+	for _, q := range []model.Query{
+		{Mode: model.ModeFull},
+		{Mode: model.ModeIncremental, From: base, To: base.Add(time.Hour)},
+	} {
+		q.Limit, q.MaxBytes = 100, 1<<20
+		seen := map[string]bool{}
+		var last string
+		for {
+			page, err := b.store.Sessions(ctx, q)
+			require.NoError(t, err)
+			for _, s := range page {
+				require.False(t, seen[s.ID], "%s read twice", s.ID)
+				require.Greater(t, s.ID, last, "out of keyset order")
+				seen[s.ID], last = true, s.ID
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			l := page[len(page)-1]
+			q.After = model.Cursor{UpdatedAt: l.UpdatedAt, ID: l.ID, Started: true}
+		}
+		require.Len(t, seen, 1234, q.Mode)
+	}
+
+	// The incremental window bounds what is read.
+	page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeIncremental, From: base.Add(100 * time.Second),
+		To: base.Add(110 * time.Second), Limit: 1000, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	require.Len(t, page, 100)
+
+	// Sessions over the size limit come without content.
+	page, err = b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: "s00001", MaxBytes: 1})
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	require.Nil(t, page[0].Messages)
+	require.Equal(t, 2, page[0].Size)
+}
+
+func TestApplyKeepsVersionsAndReport(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	storetest.Sessions(t, b.pool, model.Session{ID: "a", Messages: []byte(broken)})
+	page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: "a", MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	sess := page[0]
+	before := string(sess.Messages)
+
+	res, err := repair.Repair(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	runID, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeSession, Source: "x"})
+	require.NoError(t, err)
+	out, err := b.store.Apply(ctx, model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		Report: model.Report{Status: "repaired", Dialect: "openai-chat", IssueCodes: res.Report.IssueCodeSet(),
+			StageCounts: res.Report.StageCounts, Actions: res.Report.Actions}})
+	require.NoError(t, err)
+	require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, out)
+
+	after := storetest.Content(t, b.pool, "a")
+	require.Contains(t, after, repair.SyntheticResultText)
+	type version struct {
+		Version int
+		Kind    string
+		Content string
+		Hash    string
+	}
+	rows, err := b.pool.Query(ctx, `SELECT version, kind, content, content_hash FROM session_versions WHERE session_id = 'a' ORDER BY version`)
+	require.NoError(t, err)
+	var vs []version
+	for rows.Next() {
+		var v version
+		require.NoError(t, rows.Scan(&v.Version, &v.Kind, &v.Content, &v.Hash))
+		vs = append(vs, v)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []version{
+		{1, "original", before, store.Hash([]byte(before))},
+		{2, "repaired", after, store.Hash([]byte(after))},
+	}, vs)
+
+	var status, beforeHash, afterHash string
+	var codes []string
+	var actions json.RawMessage
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status, before_hash, after_hash, issue_codes, actions FROM repair_reports WHERE session_id = 'a'`).
+		Scan(&status, &beforeHash, &afterHash, &codes, &actions))
+	require.Equal(t, "repaired", status)
+	require.Equal(t, vs[0].Hash, beforeHash)
+	require.Equal(t, vs[1].Hash, afterHash)
+	require.Equal(t, []string{"tool_call_without_result"}, codes)
+	require.Contains(t, string(actions), `"synthesize_missing_results"`)
+}
+
+func TestApplyNeverOverwritesAConcurrentWrite(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	storetest.Sessions(t, b.pool, model.Session{ID: "a", Messages: []byte(broken)})
+	page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: "a", MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	res, err := repair.Repair(page[0].Messages, repair.Options{})
+	require.NoError(t, err)
+
+	// A live agent appends between tmend's read and its write.
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET messages = messages || '[{"role":"tool","tool_call_id":"c1","content":"late"}]'::jsonb WHERE id = 'a'`)
+	require.NoError(t, err)
+	appended := storetest.Content(t, b.pool, "a")
+
+	out, err := b.store.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
+		Report: model.Report{Status: "repaired"}})
+	require.NoError(t, err)
+	require.Equal(t, model.Outcome{Conflict: true}, out)
+	require.Equal(t, appended, storetest.Content(t, b.pool, "a"), "the writer's append must survive")
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM session_versions`).Scan(&n))
+	require.Zero(t, n)
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM repair_reports WHERE session_id = 'a'`).Scan(&status))
+	require.Equal(t, model.StatusConflict, status)
+}
+
+func TestOneLockHolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	release, ok, err := b.store.TryLock(ctx, "scheduled")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = b.store.TryLock(ctx, "scheduled")
+	require.NoError(t, err)
+	require.False(t, ok, "a second holder must be refused")
+	release()
+	release2, ok, err := b.store.TryLock(ctx, "scheduled")
+	require.NoError(t, err)
+	require.True(t, ok)
+	release2()
+}
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.pool.Close()
+	_, err := b.store.Sessions(context.Background(), model.Query{Mode: model.ModeFull, Limit: 1, MaxBytes: 1})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+}
