@@ -19,8 +19,8 @@ import (
 // the column types found by checkSource.
 type sessionSQL struct {
 	full, fullAfter, incr, incrAfter, one string
-	lock, update, saveVersion            string
-	hasUpdatedAt                         bool
+	lock, update, saveVersion             string
+	hasUpdatedAt                          bool
 }
 
 func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
