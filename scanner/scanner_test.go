@@ -1,0 +1,338 @@
+package scanner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
+}
+
+type testBundle struct {
+	pool  *pgxpool.Pool
+	store *store.Store
+	// broken lists the ids of loaded sessions that a repair changes.
+	broken map[string]bool
+}
+
+var old = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// setup loads n generated sessions of several dialects, updated long ago.
+func setup(t *testing.T, n int) *testBundle {
+	t.Helper()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	b := &testBundle{pool: pool, store: st, broken: map[string]bool{}}
+	var sessions []model.Session
+	dialects := repair.Dialects()
+	for i, d := range dialects {
+		cfg := gen.Config{Seed: uint64(i), Dialect: d, Sessions: n / len(dialects), Messages: 20, FaultRate: 0.3, Start: old}
+		require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+			msgs, _ := json.Marshal(s.Messages)
+			id := fmt.Sprintf("%s-%s", d, s.ID)
+			sessions = append(sessions, model.Session{ID: id, Messages: msgs, UpdatedAt: s.UpdatedAt})
+			return nil
+		}))
+	}
+	storetest.Sessions(t, pool, sessions...)
+	// What the database stores (jsonb) is what a run reads; decide brokenness on that.
+	rows, err := pool.Query(t.Context(), "SELECT id, messages::text FROM sessions")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, msgs string
+		require.NoError(t, rows.Scan(&id, &msgs))
+		if res, _ := repair.Repair([]byte(msgs), repair.Options{}); res.Changed() {
+			b.broken[id] = true
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, b.broken)
+	return b
+}
+
+func newScanner(st scanner.Store) *scanner.Scanner {
+	return scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name(), BatchSize: 37, RetryBase: time.Millisecond})
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), sql, args...).Scan(&n))
+	return n
+}
+
+func TestFullRunRepairsAndRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 210)
+	ctx := t.Context()
+	res, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+	require.NoError(t, err)
+	require.Equal(t, model.ModeFull, res.Mode, "the first incremental run scans everything")
+	require.Equal(t, "completed", res.Status)
+	require.Equal(t, 210, res.Counts.Scanned)
+	require.Equal(t, len(b.broken), res.Counts.Repaired)
+	require.Equal(t, 210-len(b.broken), res.Counts.Clean)
+
+	// Every repaired session has its two versions and a report; clean ones have nothing.
+	require.Equal(t, 2*len(b.broken), count(t, b.pool, "SELECT count(*) FROM session_versions"))
+	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE status = 'repaired' AND run_id = $1", res.RunID))
+	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT count(DISTINCT session_id) FROM session_versions"))
+	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT num_repaired FROM repair_runs WHERE id = $1 AND status = 'completed'", res.RunID))
+	rows, err := b.pool.Query(ctx, "SELECT messages::text FROM sessions")
+	require.NoError(t, err)
+	for rows.Next() {
+		var msgs string
+		require.NoError(t, rows.Scan(&msgs))
+		v, err := repair.Validate([]byte(msgs), repair.Options{})
+		require.NoError(t, err)
+		require.Empty(t, v.Issues)
+	}
+	require.NoError(t, rows.Err())
+
+	// The next incremental run reads nothing: nothing changed since.
+	res2, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+	require.NoError(t, err)
+	require.Equal(t, model.ModeIncremental, res2.Mode)
+	require.Zero(t, res2.Counts.Scanned)
+}
+
+func TestDryRunWritesNoContent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 70)
+	ctx := t.Context()
+	before := count(t, b.pool, "SELECT hashtext(string_agg(messages::text, ',' ORDER BY id)) FROM sessions")
+	res, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, len(b.broken), res.Counts.Repaired)
+	require.True(t, res.Problems())
+	require.Equal(t, before, count(t, b.pool, "SELECT hashtext(string_agg(messages::text, ',' ORDER BY id)) FROM sessions"))
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM session_versions"))
+	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE status = 'would_repair'"))
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM scan_state"), "a dry run must not move the incremental position")
+}
+
+// interfering wraps the store to act between a run's read and its write.
+type interfering struct {
+	*store.Store
+	beforeApply func(id string) error
+	sessions    func() error
+}
+
+func (s *interfering) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
+	if s.beforeApply != nil {
+		if err := s.beforeApply(a.Session.ID); err != nil {
+			return model.Outcome{}, err
+		}
+	}
+	return s.Store.Apply(ctx, a)
+}
+
+func (s *interfering) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	if s.sessions != nil {
+		if err := s.sessions(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Sessions(ctx, q)
+}
+
+func TestAWriterAppendingDuringARunLosesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 35)
+	ctx := t.Context()
+	var victim string
+	for id := range b.broken {
+		victim = id
+		break
+	}
+	const appendSQL = `UPDATE sessions SET messages = messages || '[{"role":"user","content":"appended by the agent"}]'::jsonb, updated_at = now() WHERE id = $1`
+	wrapped := &interfering{Store: b.store, beforeApply: func(id string) error {
+		if id == victim {
+			_, err := b.pool.Exec(ctx, appendSQL, id)
+			return err
+		}
+		return nil
+	}}
+	res, err := newScanner(wrapped).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Conflict)
+	require.Equal(t, len(b.broken)-1, res.Counts.Repaired)
+	require.Contains(t, storetest.Content(t, b.pool, victim), "appended by the agent")
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM session_versions WHERE session_id = $1", victim))
+
+	// The next run repairs it, append included.
+	res, err = newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Repaired)
+	content := storetest.Content(t, b.pool, victim)
+	require.Contains(t, content, "appended by the agent")
+	v, err := repair.Validate([]byte(content), repair.Options{})
+	require.NoError(t, err)
+	require.Empty(t, v.Issues)
+	require.Equal(t, 2, count(t, b.pool, "SELECT count(*) FROM session_versions WHERE session_id = $1", victim))
+}
+
+func TestQuietPeriodLeavesRunningCallsAlone(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	ctx := t.Context()
+	// Updated just now, last turn's call without a result: it may still be running.
+	_, err = pool.Exec(ctx, `INSERT INTO sessions (id, messages) VALUES ('live', $1::jsonb)`,
+		`[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`)
+	require.NoError(t, err)
+	before := storetest.Content(t, pool, "live")
+
+	res, err := newScanner(st).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Pending)
+	require.Equal(t, before, storetest.Content(t, pool, "live"))
+
+	res, err = newScanner(st).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession, SessionID: "live", Force: true, KeepOutcomes: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Repaired)
+	require.Len(t, res.Outcomes, 1)
+	require.Equal(t, 2, res.Outcomes[0].ToVersion)
+	require.Contains(t, storetest.Content(t, pool, "live"), "[tmend]")
+}
+
+func TestUserTableWithItsOwnShape(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ctx := t.Context()
+	_, err := pool.Exec(ctx, `CREATE TABLE public.conversations (conv_id uuid PRIMARY KEY, "Payload" json NOT NULL, modified timestamp NOT NULL DEFAULT '2026-01-01')`)
+	require.NoError(t, err)
+	for i := range 30 {
+		msgs := `[{"role":"user","content":"n=12345678901234567890"}]`
+		if i%3 == 0 {
+			msgs = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"still there?"}]`
+		}
+		_, err := pool.Exec(ctx, `INSERT INTO public.conversations (conv_id, "Payload") VALUES (gen_random_uuid(), $1)`, msgs)
+		require.NoError(t, err)
+	}
+	src := store.Source{Table: "public.conversations", IDColumn: "conv_id", MessagesColumn: "Payload", UpdatedAtColumn: "modified"}
+	st, err := store.Open(ctx, pool, src, false)
+	require.NoError(t, err)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name(), BatchSize: 7})
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+	require.NoError(t, err)
+	require.Equal(t, 30, res.Counts.Scanned)
+	require.Equal(t, 10, res.Counts.Repaired)
+	require.Equal(t, 10, count(t, pool, `SELECT count(*) FROM public.conversations WHERE "Payload"::text LIKE '%[tmend]%'`))
+	// json keeps the exact text of what was not touched.
+	require.Equal(t, 20, count(t, pool, `SELECT count(*) FROM public.conversations WHERE "Payload"::text = '[{"role":"user","content":"n=12345678901234567890"}]'`))
+}
+
+func TestIncrementalRunReadsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 350)
+	ctx := t.Context()
+	_, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET updated_at = now() WHERE id IN (SELECT id FROM sessions ORDER BY id LIMIT 4)`)
+	require.NoError(t, err)
+	var reads atomic.Int64
+	counting := &interfering{Store: b.store}
+	res, err := newScanner(countingStore{counting, &reads}).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+	require.NoError(t, err)
+	require.Equal(t, model.ModeIncremental, res.Mode)
+	require.Equal(t, 4, res.Counts.Scanned)
+	require.EqualValues(t, 4, reads.Load())
+}
+
+type countingStore struct {
+	*interfering
+	reads *atomic.Int64
+}
+
+func (s countingStore) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	page, err := s.interfering.Sessions(ctx, q)
+	s.reads.Add(int64(len(page)))
+	return page, err
+}
+
+func TestDatabaseLostMidRun(t *testing.T) {
+	t.Parallel()
+	t.Run("Transient", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 35)
+		var fails atomic.Int64
+		flaky := &interfering{Store: b.store, beforeApply: func(string) error {
+			if fails.Add(1) <= 3 {
+				return fmt.Errorf("%w: connection reset", model.ErrUnavailable)
+			}
+			return nil
+		}}
+		res, err := newScanner(flaky).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+		require.NoError(t, err)
+		require.Equal(t, len(b.broken), res.Counts.Repaired)
+	})
+	t.Run("Permanent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 70)
+		var applies atomic.Int64
+		gone := &interfering{Store: b.store, beforeApply: func(string) error {
+			if applies.Add(1) > 3 {
+				return fmt.Errorf("%w: connection refused", model.ErrUnavailable)
+			}
+			return nil
+		}}
+		res, err := newScanner(gone).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+		require.Error(t, err)
+		require.True(t, errors.Is(err, model.ErrUnavailable))
+		require.Equal(t, "failed", res.Status)
+		require.Contains(t, res.Error, "still unavailable")
+		// The three sessions committed before stay whole; nothing else was touched.
+		require.Equal(t, 3, count(t, b.pool, "SELECT count(DISTINCT session_id) FROM session_versions"))
+		require.Equal(t, 6, count(t, b.pool, "SELECT count(*) FROM session_versions"))
+		require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM repair_runs WHERE status = 'failed' AND error LIKE '%unavailable%'"))
+		require.Zero(t, count(t, b.pool, "SELECT count(*) FROM scan_state"))
+	})
+}
+
+func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	ctx := t.Context()
+	storetest.Sessions(t, pool,
+		model.Session{ID: "big", Messages: []byte(`[{"role":"user","content":"` + strings.Repeat("x", 300) + `"}]`), UpdatedAt: old},
+		model.Session{ID: "mixed", Messages: []byte(`[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]`), UpdatedAt: old},
+		model.Session{ID: "notarray", Messages: []byte(`{"messages":[]}`), UpdatedAt: old},
+		model.Session{ID: "fine", Messages: []byte(`[{"role":"user","content":"hi"}]`), UpdatedAt: old},
+	)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 250})
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Status)
+	require.Equal(t, 3, res.Counts.Skipped)
+	require.Equal(t, 1, res.Counts.Clean)
+	for id, status := range map[string]string{"big": "too_large", "mixed": "unknown_dialect", "notarray": "unparseable"} {
+		var got, reason string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT status, reason FROM repair_reports WHERE session_id = $1", id).Scan(&got, &reason))
+		require.Equal(t, status, got, id)
+		require.NotEmpty(t, reason, id)
+	}
+}
