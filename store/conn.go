@@ -14,18 +14,6 @@ import (
 // DefaultSchema is the schema tmend's own tables live in.
 const DefaultSchema = "tmend"
 
-// ResolveURL picks the database URL by precedence: the flag value, TMEND_DATABASE_URL,
-// DATABASE_URL. An empty result means libpq's PG* variables (PGHOST, PGDATABASE, ...)
-// decide, which pgx reads itself.
-func ResolveURL(flagValue string, getenv func(string) string) string {
-	for _, v := range []string{flagValue, getenv("TMEND_DATABASE_URL"), getenv("DATABASE_URL")} {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // ParseConfig builds a pool configuration with tmend's session defaults: search_path set
 // to schema, application_name=tmend, and statement and idle-in-transaction timeouts, each
 // unless the URL already sets it.

@@ -152,6 +152,9 @@ func newRootCmd(e *env) *cobra.Command {
 		newCheckCmd(e),
 		newFixCmd(e),
 		newGenCmd(e),
+		newScanCmd(e),
+		newRepairCmd(e),
+		newImportCmd(e),
 		newMigrateCmd(e),
 		newVersionCmd(e),
 	)

@@ -8,45 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/store"
 )
 
-// dbOpts are the database flags shared by every command that needs Postgres.
-type dbOpts struct {
-	url    string
-	schema string
-}
-
-func (o *dbOpts) register(fs *pflag.FlagSet) {
-	fs.StringVar(&o.url, "database-url", "",
-		"Postgres URL (default: TMEND_DATABASE_URL, DATABASE_URL, then PG* variables)")
-	fs.StringVar(&o.schema, "schema", "", "schema for tmend's own tables (default: TMEND_SCHEMA or \"tmend\")")
-}
-
-// Validate checks the settings up front, so configuration errors exit 2 before any work.
-func (o *dbOpts) Validate(e *env) error {
-	o.url = store.ResolveURL(o.url, e.getenv)
-	if o.schema == "" {
-		o.schema = e.getenv("TMEND_SCHEMA")
-	}
-	if o.schema == "" {
-		o.schema = store.DefaultSchema
-	}
-	if _, err := store.ParseConfig(o.url, o.schema); err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	return nil
-}
-
-func (o *dbOpts) connect(ctx context.Context) (*pgxpool.Pool, error) {
-	return store.Connect(ctx, o.url, o.schema)
-}
-
 func newMigrateCmd(e *env) *cobra.Command {
-	var db dbOpts
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or update tmend's tables (up, down, version, force)",
@@ -59,14 +26,21 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
   tmend migrate down 1
   tmend migrate force 1`,
 	}
-	db.register(cmd.PersistentFlags())
+	registerDBFlags(cmd.PersistentFlags())
 
+	var schema string
 	withPool := func(fn func(ctx context.Context, pool *pgxpool.Pool) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
-			if err := db.Validate(e); err != nil {
+			s, err := loadSettings(e, cmd)
+			if err != nil {
 				return err
 			}
-			pool, err := db.connect(cmd.Context())
+			url := s.get("database-url")
+			schema = s.get("schema")
+			if _, err := store.ParseConfig(url, schema); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			pool, err := store.Connect(cmd.Context(), url, schema)
 			if err != nil {
 				return err
 			}
@@ -81,10 +55,10 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 		Example: "  tmend migrate up",
 		Args:    noArgs,
 		RunE: withPool(func(ctx context.Context, pool *pgxpool.Pool) error {
-			if err := migrations.Up(ctx, pool, db.schema); err != nil {
+			if err := migrations.Up(ctx, pool, schema); err != nil {
 				return fmt.Errorf("migrate up: %w", err)
 			}
-			return printVersion(ctx, e, pool, db.schema)
+			return printVersion(ctx, e, pool, schema)
 		}),
 	}
 
@@ -113,10 +87,10 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 		return nil
 	}
 	down.RunE = withPool(func(ctx context.Context, pool *pgxpool.Pool) error {
-		if err := migrations.Down(ctx, pool, db.schema, downSteps); err != nil {
+		if err := migrations.Down(ctx, pool, schema, downSteps); err != nil {
 			return fmt.Errorf("migrate down: %w", err)
 		}
-		return printVersion(ctx, e, pool, db.schema)
+		return printVersion(ctx, e, pool, schema)
 	})
 
 	ver := &cobra.Command{
@@ -125,7 +99,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 		Example: "  tmend migrate version",
 		Args:    noArgs,
 		RunE: withPool(func(ctx context.Context, pool *pgxpool.Pool) error {
-			return printVersion(ctx, e, pool, db.schema)
+			return printVersion(ctx, e, pool, schema)
 		}),
 	}
 
@@ -149,10 +123,10 @@ dirty.`,
 			return nil
 		},
 		RunE: withPool(func(ctx context.Context, pool *pgxpool.Pool) error {
-			if err := migrations.Force(ctx, pool, db.schema, forceVersion); err != nil {
+			if err := migrations.Force(ctx, pool, schema, forceVersion); err != nil {
 				return fmt.Errorf("migrate force: %w", err)
 			}
-			return printVersion(ctx, e, pool, db.schema)
+			return printVersion(ctx, e, pool, schema)
 		}),
 	}
 
