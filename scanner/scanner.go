@@ -99,6 +99,11 @@ type RunOptions struct {
 	// KeepOutcomes keeps every non-clean session's outcome in the result (for on-demand
 	// repairs, which print them).
 	KeepOutcomes bool
+	// Stop, when closed, ends the run softly: no more sessions are read, and those already
+	// handed to workers are finished and committed. Cancelling ctx is the hard stop.
+	Stop <-chan struct{}
+	// OnStart, if set, is called with the run's id once its row exists.
+	OnStart func(runID int64)
 }
 
 // Progress is a run's state so far.
@@ -185,6 +190,9 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if o.OnStart != nil {
+		o.OnStart(res.RunID)
+	}
 	start := time.Now()
 	log := s.log.With().Int64("run_id", res.RunID).Str("mode", string(o.Mode)).Bool("dry_run", o.DryRun).Logger()
 	log.Debug().Msg("run started")
@@ -195,8 +203,8 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	switch {
 	case runErr == nil:
 		res.Status = "completed"
-	case errors.Is(runErr, context.Canceled):
-		res.Status, res.Error = "cancelled", "cancelled before the run completed"
+	case errors.Is(runErr, context.Canceled), errors.Is(runErr, errStopped):
+		res.Status, res.Error = "cancelled", "stopped before the run completed"
 	default:
 		res.Status, res.Error = "failed", runErr.Error()
 	}
@@ -217,7 +225,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if res.Counts.Repaired+res.Counts.Conflict+res.Counts.Failed == 0 {
 		ev = log.Debug()
 	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, errStopped) {
 		ev = log.Error().Err(runErr)
 	}
 	ev.Str("status", res.Status).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
@@ -241,6 +249,9 @@ func (s *Scanner) options(o RunOptions) map[string]any {
 	return m
 }
 
+// errStopped ends a run that was stopped softly through RunOptions.Stop.
+var errStopped = errors.New("run stopped")
+
 // stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
 // counts here, so reading, repairing and writing overlap.
 func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
@@ -253,8 +264,8 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 	go func() {
 		defer close(work)
 		readErr = s.read(ctx, res, o, work, log)
-		if readErr != nil {
-			cancel(readErr)
+		if readErr != nil && !errors.Is(readErr, errStopped) {
+			cancel(readErr) // a soft stop lets the workers finish what they have
 		}
 	}()
 	var wg sync.WaitGroup
@@ -341,6 +352,8 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 		for _, sess := range page {
 			select {
 			case work <- sess:
+			case <-o.Stop:
+				return errStopped
 			case <-ctx.Done():
 				return nil
 			}
@@ -351,16 +364,23 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 		}
 		last := page[len(page)-1]
 		q.After = model.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Started: true}
+		var pause <-chan time.Time
 		if s.cfg.BatchPause > 0 {
-			d := s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(d):
-			}
+			pause = time.After(s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause))
+		} else {
+			pause = closedTime
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.Stop:
+			return errStopped
+		case <-pause:
 		}
 	}
 }
+
+var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // handle repairs one session and writes or reports the result. Its error is only ever
 // a database that stayed unavailable, which ends the run.

@@ -149,3 +149,25 @@ func lockKey(name string) int64 {
 	h.Write([]byte("tmend:" + name))
 	return int64(h.Sum64())
 }
+
+// ErrNotFound is returned for a run or session that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Run returns a recorded run.
+func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
+	var r model.RunRow
+	var errText *string
+	err := s.pool.QueryRow(ctx, `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
+  scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
+  num_failed, error
+FROM repair_runs WHERE id = $1`, id).Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
+		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
+		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &errText)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	if errText != nil {
+		r.Error = *errText
+	}
+	return r, classify(err)
+}

@@ -154,6 +154,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newGenCmd(e),
 		newScanCmd(e),
 		newRepairCmd(e),
+		newServeCmd(e),
 		newImportCmd(e),
 		newMigrateCmd(e),
 		newVersionCmd(e),

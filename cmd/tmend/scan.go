@@ -18,10 +18,11 @@ import (
 
 // runner is a scanner wired to the database from a command's settings.
 type runner struct {
-	sc    *scanner.Scanner
-	store *store.Store
-	log   zerolog.Logger
-	close func()
+	sc     *scanner.Scanner
+	store  *store.Store
+	log    zerolog.Logger
+	schema string
+	close  func()
 }
 
 func openRunner(ctx context.Context, e *env, cmd *cobra.Command, rf *repairFlags, readOnly bool) (*runner, error) {
@@ -38,7 +39,7 @@ func openRunner(ctx context.Context, e *env, cmd *cobra.Command, rf *repairFlags
 	if err != nil {
 		return nil, err
 	}
-	pool, _, err := s.openDB(ctx, log)
+	pool, schema, err := s.openDB(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func openRunner(ctx context.Context, e *env, cmd *cobra.Command, rf *repairFlags
 	}
 	log.Info().Str("source", src.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
 		Str("target", string(cfg.Repair.Target)).Msg("configured")
-	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: pool.Close}, nil
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, schema: schema, close: pool.Close}, nil
 }
 
 // progress shows a bar on a terminal and a log line every 10s otherwise.

@@ -118,7 +118,13 @@ type Run struct {
 
 // RunCounts are a run's totals.
 type RunCounts struct {
-	Scanned, Clean, Repaired, Pending, Conflict, Skipped, Failed int
+	Scanned  int `json:"scanned"`
+	Clean    int `json:"clean"`
+	Repaired int `json:"repaired"`
+	Pending  int `json:"pending"`
+	Conflict int `json:"conflict"`
+	Skipped  int `json:"skipped"`
+	Failed   int `json:"failed"`
 }
 
 // Finish closes a run.
@@ -132,4 +138,21 @@ type Finish struct {
 	// AdvanceScanState moves the source's incremental position to ScannedThrough.
 	AdvanceScanState bool
 	Source           string
+}
+
+// RunRow is a recorded run.
+type RunRow struct {
+	ID             int64          `json:"id"`
+	Trigger        Trigger        `json:"trigger"`
+	Mode           Mode           `json:"mode"`
+	DryRun         bool           `json:"dry_run"`
+	Source         string         `json:"source"`
+	Options        map[string]any `json:"options"`
+	Status         string         `json:"status"`
+	StartedAt      time.Time      `json:"started_at"`
+	FinishedAt     *time.Time     `json:"finished_at"`
+	ScannedFrom    *time.Time     `json:"scanned_from"`
+	ScannedThrough *time.Time     `json:"scanned_through"`
+	Counts         RunCounts      `json:"counts"`
+	Error          string         `json:"error,omitempty"`
 }

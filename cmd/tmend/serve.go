@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	var rf repairFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: scheduled scans, the HTTP API, /metrics, /healthz and /readyz",
+		Long: `Run scheduled incremental scans (--schedule, cron syntax, in --time-zone) and serve the
+HTTP API. Several replicas may run: a Postgres advisory lock lets one scheduled or API run
+go at a time; the others skip it.
+
+API (JSON; POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN,
+and are refused when no token is set):
+  POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
+  POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0}
+  GET  /v1/runs/{id}              a run's status and counts
+  GET  /metrics                   Prometheus metrics
+  GET  /healthz, /readyz          liveness; readiness (database reachable, schema current)
+
+On SIGTERM or SIGINT it stops taking work, lets a running scan finish the sessions it
+has in hand (up to --shutdown-timeout), then cancels the rest: every session is either
+written whole or not at all.
+
+` + configHelp,
+		Example: `  TMEND_API_TOKEN=s3cret tmend serve --schedule '0 3 * * *' --time-zone Europe/Berlin
+  tmend serve --listen 127.0.0.1:9090 --schedule '@every 1h'
+  curl -X POST -H "Authorization: Bearer $TMEND_API_TOKEN" localhost:8080/v1/sessions/7f3e2a/repair`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, e, &rf) },
+	}
+	f := cmd.Flags()
+	registerDBFlags(f)
+	registerSourceFlags(f)
+	registerScanFlags(f, &rf)
+	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
+	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
+	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
+	f.String("api-token", "", "bearer token required by the API's POST endpoints (prefer TMEND_API_TOKEN)")
+	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
+	return cmd
+}
+
+// daemon holds what the scheduled job and the API share.
+type daemon struct {
+	r        *runner
+	log      zerolog.Logger
+	metrics  *metrics
+	token    string
+	lockName string
+	// work is cancelled last, on a hard stop; stop is closed first, on a soft stop.
+	work context.Context
+	stop chan struct{}
+	runs sync.WaitGroup
+}
+
+func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
+	s, err := loadSettings(e, cmd)
+	if err != nil {
+		return err
+	}
+	loc, err := time.LoadLocation(s.get("time-zone"))
+	if err != nil {
+		return usageErrorf("--time-zone: %v", err)
+	}
+	spec := s.get("schedule")
+	if _, err := cron.ParseStandard(spec); err != nil {
+		return usageErrorf("--schedule %q: %v", spec, err)
+	}
+	shutdownTimeout, err := s.duration("shutdown-timeout")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.get("listen"))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.get("listen"), err)
+	}
+	defer ln.Close()
+
+	// The root context ends on a signal; work outlives it until the hard stop.
+	work, hardStop := context.WithCancel(context.WithoutCancel(cmd.Context()))
+	defer hardStop()
+	r, err := openRunner(work, e, cmd, rf, false)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	d := &daemon{r: r, log: r.log.With().Str("component", "daemon").Logger(), metrics: newMetrics(),
+		token: s.get("api-token"), lockName: "runs:" + r.store.Source().Name(), work: work, stop: make(chan struct{})}
+	if d.token == "" {
+		d.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
+	}
+
+	cl := cronLogger{d.log}
+	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
+	if _, err := c.AddFunc(spec, d.scheduled); err != nil {
+		return usageErrorf("--schedule %q: %v", spec, err)
+	}
+	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	c.Start()
+	d.log.Info().Str("listen", ln.Addr().String()).Str("schedule", spec).Str("time_zone", loc.String()).
+		Str("next_run", c.Entries()[0].Next.Format(time.RFC3339)).Msg("serving")
+
+	select {
+	case <-cmd.Context().Done():
+		d.log.Info().Msg("stopping")
+	case err := <-serveErr:
+		d.log.Error().Err(err).Msg("http server failed")
+	}
+	// Soft stop: no new HTTP requests or scheduled runs; running scans finish the
+	// sessions they hold. Then the hard stop cancels whatever is left.
+	close(d.stop)
+	deadline, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	_ = srv.Shutdown(deadline)
+	done := make(chan struct{})
+	go func() { <-c.Stop().Done(); d.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-deadline.Done():
+		d.log.Warn().Msg("shutdown timeout: cancelling the running scan; its open transactions roll back")
+		hardStop()
+		<-done
+	}
+	d.log.Info().Msg("stopped")
+	return nil
+}
+
+// scheduled is the cron job: one incremental run, if no other replica is running one.
+func (d *daemon) scheduled() {
+	_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil)
+	switch {
+	case errors.Is(err, errBusy):
+		d.metrics.skipped.Inc()
+		d.log.Debug().Msg("another replica is running a scan; skipping this one")
+	case err != nil && !errors.Is(err, context.Canceled):
+		d.log.Error().Err(err).Msg("scheduled run failed")
+	}
+}
+
+var errBusy = errors.New("a run is already in progress")
+
+// runLocked runs under the advisory lock; errBusy when another process holds it.
+func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
+	release, ok, err := d.r.store.TryLock(d.work, d.lockName)
+	if err != nil {
+		return scanner.RunResult{}, err
+	}
+	if !ok {
+		return scanner.RunResult{}, errBusy
+	}
+	defer release()
+	return d.run(o, started)
+}
+
+func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
+	o.Stop = d.stop
+	if started != nil {
+		o.OnStart = func(id int64) { started <- id }
+	}
+	res, err := d.r.sc.Run(d.work, o)
+	if res.RunID != 0 {
+		d.metrics.observe(&res)
+	}
+	return res, err
+}
+
+func (d *daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /readyz", d.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /v1/sessions/{id}/repair", d.auth(d.repairSession))
+	mux.HandleFunc("POST /v1/runs", d.auth(d.startRun))
+	mux.HandleFunc("GET /v1/runs/{id}", d.getRun)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+// auth requires the bearer token; without a configured token, writes are refused.
+func (d *daemon) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if d.token == "" {
+			writeError(w, http.StatusForbidden, "no API token is configured; set --api-token or TMEND_API_TOKEN to enable writes")
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tmend"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		select {
+		case <-d.stop:
+			writeError(w, http.StatusServiceUnavailable, "shutting down")
+			return
+		default:
+		}
+		d.runs.Add(1)
+		defer d.runs.Done()
+		next(w, r)
+	}
+}
+
+func (d *daemon) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	pool := d.r.store.Pool()
+	if err := pool.Ping(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "database unreachable: %v", err)
+		return
+	}
+	if err := checkSchema(ctx, pool, d.r.schema); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	writeJSON(w, 200, map[string]string{"status": "ready"})
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	return strconv.ParseBool(v)
+}
+
+func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
+	dry, err1 := boolParam(r, "dry_run")
+	force, err2 := boolParam(r, "force")
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusBadRequest, "dry_run and force take true or false")
+		return
+	}
+	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil)
+	switch {
+	case err != nil && res.Counts.Scanned == 0 && strings.Contains(err.Error(), "not found"):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Mode   model.Mode `json:"mode"`
+		DryRun bool       `json:"dry_run"`
+		Limit  int        `json:"limit"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	if body.Mode == "" {
+		body.Mode = model.ModeIncremental
+	}
+	if body.Mode != model.ModeIncremental && body.Mode != model.ModeFull || body.Limit < 0 {
+		writeError(w, http.StatusBadRequest, `mode must be "incremental" or "full", and limit not negative`)
+		return
+	}
+	started := make(chan int64, 1)
+	finished := make(chan error, 1)
+	d.runs.Add(1)
+	go func() {
+		defer d.runs.Done()
+		_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode, DryRun: body.DryRun, Limit: body.Limit}, started)
+		finished <- err
+	}()
+	select {
+	case id := <-started:
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": "running", "url": fmt.Sprintf("/v1/runs/%d", id)})
+	case err := <-finished:
+		if errors.Is(err, errBusy) {
+			writeError(w, http.StatusConflict, "%v", err)
+			return
+		}
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	}
+}
+
+func (d *daemon) getRun(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "run id must be a number")
+		return
+	}
+	run, err := d.r.store.Run(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, run)
+	}
+}
+
+// metrics are the daemon's Prometheus metrics, on a registry of its own.
+type metrics struct {
+	reg      *prometheus.Registry
+	runs     *prometheus.CounterVec
+	sessions *prometheus.CounterVec
+	actions  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	lastRun  *prometheus.GaugeVec
+	skipped  prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_runs_total",
+			Help: "Runs by trigger, mode and outcome."}, []string{"trigger", "mode", "status"}),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_sessions_total",
+			Help: "Sessions scanned, by what happened to them."}, []string{"status"}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_stage_actions_total",
+			Help: "Repair actions by stage."}, []string{"stage"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tmend_run_duration_seconds",
+			Help: "How long runs take.", Buckets: prometheus.ExponentialBuckets(0.1, 4, 10)}, []string{"trigger"}),
+		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tmend_last_run_timestamp_seconds",
+			Help: "When the last run of each outcome finished."}, []string{"status"}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "tmend_scheduled_runs_skipped_total",
+			Help: "Scheduled runs skipped because another replica held the lock."}),
+	}
+	m.reg.MustRegister(m.runs, m.sessions, m.actions, m.duration, m.lastRun, m.skipped,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	for _, st := range repair.Stages() {
+		m.actions.WithLabelValues(string(st)) // export zeros, so rates work from the start
+	}
+	return m
+}
+
+func (m *metrics) observe(r *scanner.RunResult) {
+	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), r.Status).Inc()
+	for status, n := range r.ByStatus {
+		m.sessions.WithLabelValues(status).Add(float64(n))
+	}
+	for st, n := range r.ByStage {
+		m.actions.WithLabelValues(string(st)).Add(float64(n))
+	}
+	m.duration.WithLabelValues(string(r.Trigger)).Observe(r.Duration.Seconds())
+	m.lastRun.WithLabelValues(r.Status).SetToCurrentTime()
+}
+
+// cronLogger adapts zerolog to cron's logger, with key/value pairs as fields.
+type cronLogger struct{ log zerolog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug().Fields(kv).Msg(msg) }
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error().Err(err).Fields(kv).Msg(msg)
+}
