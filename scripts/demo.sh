@@ -1,12 +1,56 @@
 #!/usr/bin/env bash
-# `make demo`: tmend end to end on a throwaway PostgreSQL. Grows with the scanner.
+# `make demo`: tmend's main job end to end on a throwaway PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/pg.sh
-trap pg_stop EXIT
+# KEEP=1 leaves the cluster running for a look around afterwards.
+[ "${KEEP:-}" = 1 ] || trap pg_stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 pg_start
-export TMEND_DATABASE_URL=$TMEND_PG_URL
+export TMEND_DATABASE_URL=$TMEND_PG_URL TMEND_LOG_LEVEL=warn
+tmend=bin/tmend
+
 echo "== throwaway PostgreSQL at $TMEND_PG_DIR"
-bin/tmend migrate up
+$tmend migrate up
+
+echo
+echo "== loading 4,000 generated sessions in four dialects, 10% of them broken"
+for d in openclaw anthropic openai-chat gemini; do
+  $tmend gen --dialect "$d" --sessions 1000 --fault-rate 0.1 --seed 7 | sed "s/\"id\":\"s-/\"id\":\"$d-/"
+done | $tmend import -
+
+echo
+echo "== tmend scan --dry-run (reports only, exit 3: there is work to do)"
+$tmend scan --dry-run || [ $? -eq 3 ]
+
+echo
+echo "== tmend scan"
+$tmend scan
+
+echo
+echo "== tmend scan again: incremental, nothing changed since"
+$tmend scan
+
+id=$(psql "$TMEND_DATABASE_URL" -Atc "SELECT session_id FROM tmend.repair_reports WHERE status = 'repaired' ORDER BY id LIMIT 1")
+echo
+echo "== what happened to session $id (the audit table)"
+psql "$TMEND_DATABASE_URL" -c "SELECT run_id, status, dialect, issue_codes, stage_counts, from_version, to_version
+  FROM tmend.repair_reports WHERE session_id = '$id'"
+psql "$TMEND_DATABASE_URL" -c "SELECT version, kind, size_bytes, left(content_hash, 12) AS hash
+  FROM tmend.session_versions WHERE session_id = '$id' ORDER BY version"
+
+if [ "${KEEP:-}" = 1 ]; then
+  cat <<TXT
+
+The cluster keeps running. Look around with
+  export TMEND_DATABASE_URL='$TMEND_DATABASE_URL'
+  psql "\$TMEND_DATABASE_URL" -c 'SELECT id, trigger, mode, status, num_scanned, num_repaired FROM tmend.repair_runs'
+  bin/tmend repair --session $id --dry-run
+and stop it with
+  $TMEND_PG_BINDIR/pg_ctl -D $TMEND_PG_DIR/data stop$( [ "$(id -u)" = 0 ] && echo " (as the postgres user: runuser -u postgres -- ...)")
+TXT
+else
+  echo
+  echo "(KEEP=1 make demo leaves the database running to look around.)"
+fi

@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if code == exitProblems {
 		return code
 	}
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted; the run's open transactions were rolled back")
+	}
 	if jsonOutput(root, args) {
 		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
 		to := stdout
