@@ -11,7 +11,7 @@ import (
 	"github.com/tmend/tmend/store/storetest"
 )
 
-var tables = []string{"sessions", "session_versions", "repair_runs", "repair_reports", "scan_state"}
+var tables = []string{"sessions", "session_versions", "repair_runs", "repair_reports", "scan_state", "session_holds"}
 
 func countTables(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()

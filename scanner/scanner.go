@@ -136,6 +136,7 @@ type RunResult struct {
 	ByStatus       map[string]int       `json:"by_status"`
 	ByStage        map[repair.Stage]int `json:"by_stage"`
 	ByIssue        map[string]int       `json:"by_issue"`
+	ByDialect      map[string]int       `json:"by_dialect"`
 	StartedAt      time.Time            `json:"started_at"`
 	Duration       time.Duration        `json:"duration_ns"`
 	ScannedFrom    time.Time            `json:"scanned_from,omitzero"`
@@ -144,10 +145,18 @@ type RunResult struct {
 }
 
 // Problems reports whether the run found sessions needing repair or failing (for a dry
-// run's exit code).
+// run's exit code). Sessions held after a rollback are not problems.
 func (r *RunResult) Problems() bool {
 	c := r.Counts
-	return c.Repaired+c.Conflict+c.Failed+c.Skipped > 0
+	return c.Repaired+c.Conflict+c.Failed+c.Skipped-r.ByStatus[model.StatusHeld] > 0
+}
+
+func (r *RunResult) summary() model.Summary {
+	stages := map[string]int{}
+	for st, n := range r.ByStage {
+		stages[string(st)] = n
+	}
+	return model.Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue}
 }
 
 // Run performs one run. A session that cannot be handled is reported and counted, and
@@ -155,7 +164,7 @@ func (r *RunResult) Problems() bool {
 // everything committed so far kept. The error is nil when the run completed.
 func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	res := RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
-		ByStatus: map[string]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}}
+		ByStatus: map[string]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
 	if o.Mode == model.ModeSession && o.SessionID == "" {
 		return res, errors.New("a session run needs a session id")
 	}
@@ -209,7 +218,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		res.Status, res.Error = "failed", runErr.Error()
 	}
 	fin := model.Finish{RunID: res.RunID, Status: res.Status, Counts: res.Counts, Error: res.Error,
-		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source,
+		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.summary(),
 		AdvanceScanState: runErr == nil && !o.DryRun && o.Limit == 0 && o.Mode != model.ModeSession}
 	// Record the outcome even when ctx was cancelled; a database that is gone for good is
 	// only logged.
@@ -309,6 +318,9 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		for _, code := range out.Report.IssueCodeSet() {
 			res.ByIssue[code]++
 		}
+		if out.Report.Dialect != "" && out.Status != string(repair.StatusClean) {
+			res.ByDialect[string(out.Report.Dialect)]++
+		}
 		if o.KeepOutcomes && out.Status != string(repair.StatusClean) {
 			res.Outcomes = append(res.Outcomes, out)
 		}
@@ -392,6 +404,11 @@ func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess
 		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)
 		report.Status, report.Reason = out.Status, out.Reason
 		return out, s.record(ctx, report)
+	}
+	if sess.HoldHash != "" && o.Mode != model.ModeSession && model.ContentHash(sess.Messages) == sess.HoldHash {
+		// Rolled back and unchanged since: only an on-demand repair touches it again.
+		out.Status = model.StatusHeld
+		return out, nil
 	}
 	opts := s.cfg.Repair
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force

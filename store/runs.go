@@ -14,6 +14,9 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
+// ErrNotFound is returned for a run, session or version that does not exist.
+var ErrNotFound = errors.New("not found")
+
 // StartRun inserts a running repair_runs row and returns its id and the database time it
 // started, which bounds what the run scans.
 func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, error) {
@@ -35,13 +38,17 @@ VALUES ($1, $2, $3, $4, $5) RETURNING id, started_at`, r.Trigger, r.Mode, r.DryR
 // source's incremental position, in one transaction.
 func (s *Store) FinishRun(ctx context.Context, f model.Finish) error {
 	c := f.Counts
+	summary, err := json.Marshal(f.Summary)
+	if err != nil {
+		return fmt.Errorf("encode run summary: %w", err)
+	}
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
   scanned_from = $3, scanned_through = $4, error = nullif($5, ''),
   num_scanned = $6, num_clean = $7, num_repaired = $8, num_pending = $9, num_conflict = $10,
-  num_skipped = $11, num_failed = $12
+  num_skipped = $11, num_failed = $12, summary = $13
 WHERE id = $1`, f.RunID, f.Status, nullTime(f.ScannedFrom), nullTime(f.ScannedThrough), f.Error,
-			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary)
 		if err != nil {
 			return fmt.Errorf("finish run %d: %w", f.RunID, err)
 		}
@@ -150,24 +157,28 @@ func lockKey(name string) int64 {
 	return int64(h.Sum64())
 }
 
-// ErrNotFound is returned for a run or session that does not exist.
-var ErrNotFound = errors.New("not found")
-
 // Run returns a recorded run.
 func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
-	var r model.RunRow
-	var errText *string
-	err := s.pool.QueryRow(ctx, `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
-  scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
-  num_failed, error
-FROM repair_runs WHERE id = $1`, id).Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
-		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
-		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &errText)
+	rows, err := s.pool.Query(ctx, runSelect+" WHERE id = $1", id)
+	if err != nil {
+		return model.RunRow{}, classify(fmt.Errorf("read run %d: %w", id, err))
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
-	if errText != nil {
-		r.Error = *errText
-	}
 	return r, classify(err)
+}
+
+const runSelect = `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
+  scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
+  num_failed, coalesce(error, ''), summary
+FROM repair_runs`
+
+func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
+	var r model.RunRow
+	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
+		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
+		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary)
+	return r, err
 }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +17,7 @@ import (
 // the column types found by checkSource.
 type sessionSQL struct {
 	full, fullAfter, incr, incrAfter, one string
-	lock, update, saveVersion             string
+	lock, update, saveVersion, restore    string
 	hasUpdatedAt                          bool
 }
 
@@ -32,7 +30,8 @@ func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	}
 	// The lateral subquery (kept apart by OFFSET 0) turns the column into text once per
 	// row; sessions over the size limit ($1 bytes) come back without their content.
-	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s
+	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s,
+  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text)
 FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
@@ -50,6 +49,8 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 		msgs, t.ident, id, idParam(1))
 	s.update = fmt.Sprintf(`UPDATE %s t SET %s = $2::%s WHERE %s = %s`,
 		t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, idParam(1))
+	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1 AND version = $2)::%s
+WHERE %s = $1::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
 	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
 SELECT $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
@@ -82,10 +83,13 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
 		var ss model.Session
-		var msgs *string
+		var msgs, hold *string
 		var ua *time.Time
-		if err := r.Scan(&ss.ID, &msgs, &ss.Size, &ua); err != nil {
+		if err := r.Scan(&ss.ID, &msgs, &ss.Size, &ua, &hold); err != nil {
 			return ss, err
+		}
+		if hold != nil {
+			ss.HoldHash = *hold
 		}
 		if msgs != nil {
 			ss.Messages = []byte(*msgs)
@@ -102,10 +106,7 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 }
 
 // Hash is the content hash tmend records: hex SHA-256 of the column's text.
-func Hash(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func Hash(b []byte) string { return model.ContentHash(b) }
 
 // conflictError aborts an Apply transaction that must not write.
 type conflictError struct{ reason string }
@@ -166,6 +167,10 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID).Scan(&last, &lastHas
 		if err := tx.QueryRow(ctx, s.sql.saveVersion, a.Session.ID, a.Session.ID, out.ToVersion, "repaired", a.RunID).
 			Scan(&afterHash, &afterSize); err != nil {
 			return fmt.Errorf("save repaired content: %w", err)
+		}
+		// Repairing ends a rollback's hold: the content changed, or someone asked for it.
+		if _, err := tx.Exec(ctx, "DELETE FROM session_holds WHERE session_id = $1", a.Session.ID); err != nil {
+			return fmt.Errorf("clear hold: %w", err)
 		}
 		r := a.Report
 		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger

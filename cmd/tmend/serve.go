@@ -39,7 +39,13 @@ API (JSON; POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_A
 and are refused when no token is set):
   POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
   POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0}
-  GET  /v1/runs/{id}              a run's status and counts
+  GET  /v1/runs                   runs, newest first (?since, ?until, ?status, ?limit, ?cursor)
+  GET  /v1/runs/{id}              a run's status, counts and totals by status, stage, dialect, issue
+  GET  /v1/reports                audit rows (?run, ?since, ?until, ?status, ?stage, ?issue, ?dialect,
+                                  ?limit, ?cursor); lists answer {"items": [...], "next_cursor": "..."}
+  GET  /v1/sessions/{id}/reports  a session's audit rows (same filters)
+  GET  /v1/sessions/{id}/versions/{n}  a saved version with its content
+  POST /v1/sessions/{id}/rollback {"to_version": 0, "force": false, "dry_run": false}; 409 when refused
   GET  /metrics                   Prometheus metrics
   GET  /healthz, /readyz          liveness; readiness (database reachable, schema current)
 
@@ -63,6 +69,8 @@ written whole or not at all.
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
 	f.String("api-token", "", "bearer token required by the API's POST endpoints (prefer TMEND_API_TOKEN)")
 	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
+	f.String("prune-schedule", "", "when to prune old versions and reports, in cron syntax (default: never)")
+	f.String("prune-older-than", "90d", "what the scheduled prune deletes (see 'tmend prune')")
 	return cmd
 }
 
@@ -121,6 +129,15 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	if _, err := c.AddFunc(spec, d.scheduled); err != nil {
 		return usageErrorf("--schedule %q: %v", spec, err)
 	}
+	if ps := s.get("prune-schedule"); ps != "" {
+		age, err := parseDuration(s.get("prune-older-than"))
+		if err != nil || age <= 0 {
+			return usageErrorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
+		}
+		if _, err := c.AddFunc(ps, func() { d.prune(age) }); err != nil {
+			return usageErrorf("--prune-schedule %q: %v", ps, err)
+		}
+	}
 	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -167,6 +184,21 @@ func (d *daemon) scheduled() {
 
 var errBusy = errors.New("a run is already in progress")
 
+// prune is the optional cron job that deletes old versions and reports, on one replica.
+func (d *daemon) prune(age time.Duration) {
+	release, ok, err := d.r.store.TryLock(d.work, "prune")
+	if err != nil || !ok {
+		return
+	}
+	defer release()
+	versions, reports, err := d.r.store.Prune(d.work, time.Now().Add(-age), false, false)
+	if err != nil {
+		d.log.Error().Err(err).Msg("prune failed")
+		return
+	}
+	d.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
+}
+
 // runLocked runs under the advisory lock; errBusy when another process holds it.
 func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
 	release, ok, err := d.r.store.TryLock(d.work, d.lockName)
@@ -199,7 +231,12 @@ func (d *daemon) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /v1/sessions/{id}/repair", d.auth(d.repairSession))
 	mux.HandleFunc("POST /v1/runs", d.auth(d.startRun))
+	mux.HandleFunc("GET /v1/runs", d.listRuns)
 	mux.HandleFunc("GET /v1/runs/{id}", d.getRun)
+	mux.HandleFunc("GET /v1/reports", d.listReports)
+	mux.HandleFunc("GET /v1/sessions/{id}/reports", d.listReports)
+	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", d.getVersion)
+	mux.HandleFunc("POST /v1/sessions/{id}/rollback", d.auth(d.rollbackSession))
 	return mux
 }
 
@@ -333,6 +370,119 @@ func (d *daemon) getRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 	default:
 		writeJSON(w, http.StatusOK, run)
+	}
+}
+
+// page writes a list with the cursor for the next page (the last row's id).
+func page[T any](w http.ResponseWriter, items []T, limit int, last func(T) int64) {
+	out := map[string]any{"items": items}
+	if len(items) > 0 && len(items) == limit {
+		out["next_cursor"] = strconv.FormatInt(last(items[len(items)-1]), 10)
+	}
+	if items == nil {
+		out["items"] = []T{}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listParams reads the filters shared with 'tmend report'.
+func listParams(r *http.Request) (model.ReportFilter, error) {
+	q := r.URL.Query()
+	f := model.ReportFilter{Status: q.Get("status"), Stage: q.Get("stage"), Issue: q.Get("issue"),
+		Dialect: q.Get("dialect"), SessionID: r.PathValue("id")}
+	var err error
+	now := time.Now()
+	if f.Since, err = parseSince(q.Get("since"), now); err != nil {
+		return f, fmt.Errorf("since: %w", err)
+	}
+	if f.Until, err = parseSince(q.Get("until"), now); err != nil {
+		return f, fmt.Errorf("until: %w", err)
+	}
+	for name, dst := range map[string]*int64{"run": &f.RunID, "cursor": &f.Cursor} {
+		if v := q.Get(name); v != "" {
+			if *dst, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return f, fmt.Errorf("%s must be a number", name)
+			}
+		}
+	}
+	f.Limit = 50
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 || f.Limit > 10000 {
+			return f, errors.New("limit must be between 1 and 10000")
+		}
+	}
+	return f, nil
+}
+
+func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
+	f, err := listParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	rows, err := d.r.store.ListReports(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	page(w, rows, f.Limit, func(r model.ReportRow) int64 { return r.ID })
+}
+
+func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
+	f, err := listParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	runs, err := d.r.store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
+		Status: f.Status, Cursor: f.Cursor, Limit: f.Limit})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	page(w, runs, f.Limit, func(r model.RunRow) int64 { return r.ID })
+}
+
+func (d *daemon) getVersion(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "version must be a number")
+		return
+	}
+	v, err := d.r.store.Version(r.Context(), r.PathValue("id"), n)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ToVersion int  `json:"to_version"`
+		Force     bool `json:"force"`
+		DryRun    bool `json:"dry_run"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	res, err := d.r.store.Rollback(d.work, store.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
+		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	case !res.Restored:
+		writeJSON(w, http.StatusConflict, res)
+	default:
+		writeJSON(w, http.StatusOK, res)
 	}
 }
 

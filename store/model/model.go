@@ -4,6 +4,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -21,6 +23,15 @@ type Session struct {
 	Messages  []byte
 	Size      int
 	UpdatedAt time.Time // zero when the source has no updated-at column
+	// HoldHash is set when a rollback asked scheduled runs to leave the session alone
+	// while its content hashes to this.
+	HoldHash string
+}
+
+// ContentHash is the hash tmend records for a content: hex SHA-256 of its text.
+func ContentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Mode is what a run scans.
@@ -31,6 +42,7 @@ const (
 	ModeIncremental Mode = "incremental" // changed since the last completed run, with an overlap
 	ModeFull        Mode = "full"
 	ModeSession     Mode = "session"
+	ModeRollback    Mode = "rollback"
 )
 
 // Trigger is who started a run.
@@ -68,6 +80,8 @@ const (
 	StatusFailed      = "failed"
 	StatusTooLarge    = "too_large"
 	StatusRolledBack  = "rolled_back"
+	StatusRefused     = "rollback_refused"
+	StatusHeld        = "held" // rolled back earlier; not counted as a problem, no report row
 )
 
 // Report is one audit row.
@@ -138,6 +152,16 @@ type Finish struct {
 	// AdvanceScanState moves the source's incremental position to ScannedThrough.
 	AdvanceScanState bool
 	Source           string
+	// Summary is kept on the run row: totals by status, stage, dialect and issue code.
+	Summary Summary
+}
+
+// Summary is a run's totals by category.
+type Summary struct {
+	ByStatus  map[string]int `json:"by_status"`
+	ByStage   map[string]int `json:"by_stage"`
+	ByDialect map[string]int `json:"by_dialect"`
+	ByIssue   map[string]int `json:"by_issue"`
 }
 
 // RunRow is a recorded run.
@@ -154,5 +178,62 @@ type RunRow struct {
 	ScannedFrom    *time.Time     `json:"scanned_from"`
 	ScannedThrough *time.Time     `json:"scanned_through"`
 	Counts         RunCounts      `json:"counts"`
+	Summary        Summary        `json:"summary"`
 	Error          string         `json:"error,omitempty"`
+}
+
+// ReportRow is a recorded audit row.
+type ReportRow struct {
+	ID          int64           `json:"id"`
+	RunID       *int64          `json:"run_id"`
+	SessionID   string          `json:"session_id"`
+	Status      string          `json:"status"`
+	Trigger     Trigger         `json:"trigger"`
+	Dialect     string          `json:"dialect,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	IssueCodes  []string        `json:"issue_codes"`
+	StageCounts map[string]int  `json:"stage_counts"`
+	Actions     []repair.Action `json:"actions"`
+	BeforeHash  string          `json:"before_hash,omitempty"`
+	AfterHash   string          `json:"after_hash,omitempty"`
+	BeforeBytes int             `json:"before_bytes,omitempty"`
+	AfterBytes  int             `json:"after_bytes,omitempty"`
+	FromVersion int             `json:"from_version,omitempty"`
+	ToVersion   int             `json:"to_version,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// VersionRow is a saved content; Content is empty in listings.
+type VersionRow struct {
+	SessionID   string    `json:"session_id"`
+	Version     int       `json:"version"`
+	Kind        string    `json:"kind"`
+	ContentHash string    `json:"content_hash"`
+	SizeBytes   int       `json:"size_bytes"`
+	RunID       *int64    `json:"run_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	Content     string    `json:"content,omitempty"`
+}
+
+// ReportFilter selects audit rows; zero fields do not filter. Results come newest first,
+// after Cursor (an id from a previous page's last row) when set.
+type ReportFilter struct {
+	RunID     int64
+	SessionID string
+	Since     time.Time
+	Until     time.Time
+	Status    string
+	Stage     string
+	Issue     string
+	Dialect   string
+	Cursor    int64
+	Limit     int
+}
+
+// RunFilter selects runs, newest first.
+type RunFilter struct {
+	Since, Until time.Time
+	Status       string
+	Cursor       int64
+	Limit        int
 }

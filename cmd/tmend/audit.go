@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+)
+
+// openStore connects and opens the source, for commands that need no scanner.
+func openStore(ctx context.Context, e *env, cmd *cobra.Command, readOnly bool) (*store.Store, *settings, zerolog.Logger, func(), error) {
+	s, err := loadSettings(e, cmd)
+	if err != nil {
+		return nil, nil, zerolog.Nop(), nil, err
+	}
+	log, err := s.logger()
+	if err != nil {
+		return nil, nil, log, nil, err
+	}
+	pool, _, err := s.openDB(ctx, log)
+	if err != nil {
+		return nil, nil, log, nil, err
+	}
+	st, err := store.Open(ctx, pool, s.source(), readOnly)
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, store.ErrSource) {
+			return nil, nil, log, nil, &exitError{code: exitUsage, err: err}
+		}
+		return nil, nil, log, nil, err
+	}
+	return st, s, log, pool.Close, nil
+}
+
+// parseSince accepts an RFC 3339 time or a duration back from now (90m, 24h, 7d).
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h or 7d, got %q", v)
+	}
+	return now.Add(-d), nil
+}
+
+// parseDuration is time.ParseDuration with days ("7d", "1d12h").
+func parseDuration(v string) (time.Duration, error) {
+	if days, rest, ok := strings.Cut(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("bad duration %q", v)
+		}
+		d := time.Duration(n) * 24 * time.Hour
+		if rest == "" {
+			return d, nil
+		}
+		r, err := time.ParseDuration(rest)
+		return d + r, err
+	}
+	return time.ParseDuration(v)
+}
+
+func newReportCmd(e *env) *cobra.Command {
+	var f model.ReportFilter
+	var since, until, runStatus string
+	var runID int64
+	var session string
+	var diff, asJSON bool
+	var version int
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Show what tmend did: runs, a run's totals, a session's history and diffs, audit rows",
+		Long: `Answer audit questions from tmend's tables.
+
+  tmend report                          recent runs (newest first)
+  tmend report --run ID                 one run: counts by status, stage, dialect, issue code
+  tmend report --session ID             everything tmend did to a session: reports and versions
+  tmend report --session ID --diff      what a repair (or rollback) changed, message by message
+  tmend report --status repaired --issue misplaced_tool_result --since 24h
+                                        audit rows matching filters (also with --run)
+
+Lists are newest first, --limit rows at a time; pass the last row's id as --cursor for
+the next page. --json writes JSON Lines (one object per row) with the same fields as the
+tables. Colour only on a terminal.
+
+` + configHelp,
+		Example: `  tmend report
+  tmend report --run 42 --json
+  tmend report --session 7f3e2a --diff --version 4
+  tmend report --stage drop_orphan_results --dialect anthropic --since 7d --limit 100`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			var err error
+			if f.Since, err = parseSince(since, now); err != nil {
+				return usageErrorf("--since: %v", err)
+			}
+			if f.Until, err = parseSince(until, now); err != nil {
+				return usageErrorf("--until: %v", err)
+			}
+			if diff && session == "" {
+				return usageErrorf("--diff needs --session")
+			}
+			if version != 0 && !diff {
+				return usageErrorf("--version goes with --diff")
+			}
+			st, _, _, closeDB, err := openStore(cmd.Context(), e, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeDB()
+			ctx := cmd.Context()
+			filtered := f.Status != "" || f.Stage != "" || f.Issue != "" || f.Dialect != "" || !f.Since.IsZero() || !f.Until.IsZero() || f.Cursor > 0
+			switch {
+			case session != "" && diff:
+				return showDiff(ctx, e, st, session, version)
+			case session != "":
+				return showHistory(ctx, e, st, session, asJSON)
+			case runID > 0 && !filtered:
+				run, err := st.Run(ctx, runID)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return report.JSONLines(e.stdout, []model.RunRow{run})
+				}
+				return report.RunSummaryText(e.stdout, run)
+			case runID > 0 || filtered:
+				f.RunID = runID
+				rows, err := st.ListReports(ctx, f)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return report.JSONLines(e.stdout, rows)
+				}
+				if err := report.ReportsText(e.stdout, rows); err != nil {
+					return err
+				}
+				if len(rows) == max(f.Limit, 1) {
+					fmt.Fprintf(e.stderr, "more: --cursor %d\n", rows[len(rows)-1].ID)
+				}
+				return nil
+			default:
+				runs, err := st.ListRuns(ctx, model.RunFilter{Since: f.Since, Until: f.Until, Status: runStatus, Cursor: f.Cursor, Limit: f.Limit})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return report.JSONLines(e.stdout, runs)
+				}
+				return report.RunsText(e.stdout, runs)
+			}
+		},
+	}
+	fl := cmd.Flags()
+	registerDBFlags(fl)
+	registerSourceFlags(fl)
+	fl.Int64Var(&runID, "run", 0, "one run's totals; with filters, its audit rows")
+	fl.StringVar(&session, "session", "", "one session's history")
+	fl.BoolVar(&diff, "diff", false, "with --session: what a repair or rollback changed, message by message")
+	fl.IntVar(&version, "version", 0, "with --diff: the version to compare with the one before it (default: the latest tmend wrote)")
+	fl.StringVar(&since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
+	fl.StringVar(&until, "until", "", "only rows before this time (same forms as --since)")
+	fl.StringVar(&f.Status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
+	fl.StringVar(&runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled)")
+	fl.StringVar(&f.Stage, "stage", "", "audit rows where this stage acted (e.g. move_results)")
+	fl.StringVar(&f.Issue, "issue", "", "audit rows with this issue code (e.g. tool_call_without_result)")
+	fl.StringVar(&f.Dialect, "dialect", "", "audit rows of this dialect")
+	fl.IntVar(&f.Limit, "limit", 50, "rows per page")
+	fl.Int64Var(&f.Cursor, "cursor", 0, "continue after this row id (the last id of the previous page)")
+	fl.BoolVar(&asJSON, "json", false, "JSON Lines instead of a table")
+	return cmd
+}
+
+func showHistory(ctx context.Context, e *env, st *store.Store, session string, asJSON bool) error {
+	reports, err := st.ListReports(ctx, model.ReportFilter{SessionID: session, Limit: 10000})
+	if err != nil {
+		return err
+	}
+	versions, err := st.Versions(ctx, session)
+	if err != nil {
+		return err
+	}
+	if len(reports) == 0 && len(versions) == 0 {
+		return fmt.Errorf("tmend has no record of session %q", session)
+	}
+	if asJSON {
+		return report.JSONLines(e.stdout, []any{map[string]any{"session_id": session, "reports": reports, "versions": versions}})
+	}
+	return report.HistoryText(e.stdout, session, reports, versions)
+}
+
+func showDiff(ctx context.Context, e *env, st *store.Store, session string, version int) error {
+	if version == 0 {
+		versions, err := st.Versions(ctx, session)
+		if err != nil {
+			return err
+		}
+		for _, v := range versions {
+			if v.Kind == "repaired" || v.Kind == "restored" {
+				version = v.Version
+			}
+		}
+		if version == 0 {
+			return fmt.Errorf("tmend never wrote session %q: nothing to diff", session)
+		}
+	}
+	if version < 2 {
+		return usageErrorf("version %d has no earlier version to compare with", version)
+	}
+	after, err := st.Version(ctx, session, version)
+	if err != nil {
+		return err
+	}
+	before, err := st.Version(ctx, session, version-1)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "session %s: version %d (%s) → version %d (%s)\n", session, before.Version, before.Kind, after.Version, after.Kind)
+	return report.Diff(e.stdout, []byte(before.Content), []byte(after.Content), isTerminal(e.stdout))
+}
+
+func newRollbackCmd(e *env) *cobra.Command {
+	var session string
+	var runID int64
+	var to int
+	var force, dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rollback (--session ID [--to-version N] | --run RUN_ID)",
+		Short: "Restore what a repair replaced, safely",
+		Long: `Restore a session's saved version, by default the content tmend's latest write replaced;
+--run restores every session a run repaired. A session is restored only while it still
+holds exactly what tmend wrote; otherwise it is refused, and the reason printed, unless
+--force, which first keeps the current content as a new version. Each session is
+restored atomically, saved as a new version and recorded as a report (rolled_back or
+rollback_refused); rolling back a rollback restores the repair.
+
+A rolled-back session is left alone by scheduled and full runs until its content changes
+again; 'tmend repair --session ID' repairs it on demand.
+
+Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
+
+` + configHelp,
+		Example: `  tmend rollback --session 7f3e2a
+  tmend rollback --session 7f3e2a --to-version 1 --dry-run
+  tmend rollback --run 42`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case (session == "") == (runID == 0):
+				return usageErrorf("give --session or --run (one of them)")
+			case to != 0 && runID != 0:
+				return usageErrorf("--to-version goes with --session")
+			case to < 0:
+				return usageErrorf("--to-version must be positive")
+			}
+			st, _, _, closeDB, err := openStore(cmd.Context(), e, cmd, dryRun)
+			if err != nil {
+				return err
+			}
+			defer closeDB()
+			return rollback(cmd.Context(), e, st, session, runID, to, force, dryRun, asJSON, model.TriggerCLI)
+		},
+	}
+	fl := cmd.Flags()
+	registerDBFlags(fl)
+	registerSourceFlags(fl)
+	fl.StringVar(&session, "session", "", "the session to restore")
+	fl.Int64Var(&runID, "run", 0, "restore every session this run repaired")
+	fl.IntVar(&to, "to-version", 0, "the version to restore (default: the one tmend's latest write replaced)")
+	fl.BoolVar(&force, "force", false, "restore sessions changed since tmend wrote them, keeping their current content as a version first")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would be restored or refused; change nothing")
+	fl.BoolVar(&asJSON, "json", false, "JSON Lines, one object per session")
+	return cmd
+}
+
+func rollback(ctx context.Context, e *env, st *store.Store, session string, runID int64, to int, force, dryRun, asJSON bool, trigger model.Trigger) error {
+	var reqs []store.RollbackRequest
+	var rbRun int64
+	if session != "" {
+		reqs = append(reqs, store.RollbackRequest{SessionID: session, To: to})
+	} else {
+		sessions, err := st.RunSessions(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if len(sessions) == 0 {
+			if _, err := st.Run(ctx, runID); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "run %d repaired no sessions; nothing to roll back\n", runID)
+			return nil
+		}
+		for _, r := range sessions {
+			reqs = append(reqs, store.RollbackRequest{SessionID: r.SessionID, Written: r.ToVersion, To: r.FromVersion})
+		}
+		if rbRun, err = st.StartRollbackRun(ctx, trigger, runID, dryRun); err != nil {
+			return err
+		}
+	}
+	var results []store.RollbackResult
+	var counts model.RunCounts
+	for _, req := range reqs {
+		req.Force, req.DryRun, req.Trigger, req.RunID = force, dryRun, trigger, rbRun
+		res, err := st.Rollback(ctx, req)
+		counts.Scanned++
+		switch {
+		case err != nil:
+			counts.Failed++
+			res.Reason = err.Error()
+		case res.Restored:
+			counts.Repaired++
+		default:
+			counts.Conflict++
+		}
+		results = append(results, res)
+	}
+	if rbRun != 0 {
+		status := "completed"
+		if counts.Failed > 0 {
+			status = "failed"
+		}
+		if err := st.FinishRun(context.WithoutCancel(ctx), model.Finish{RunID: rbRun, Status: status, Counts: counts, Source: st.Source().Name()}); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		if err := report.JSONLines(e.stdout, results); err != nil {
+			return err
+		}
+	} else {
+		verb := "restored"
+		if dryRun {
+			verb = "would restore"
+		}
+		for _, r := range results {
+			switch {
+			case r.Restored && dryRun:
+				fmt.Fprintf(e.stdout, "%s: %s version %d (replacing version %d)\n", r.SessionID, verb, r.To, r.From)
+			case r.Restored:
+				fmt.Fprintf(e.stdout, "%s: restored version %d as version %d", r.SessionID, r.To, r.Written)
+				if r.Preserved > 0 {
+					fmt.Fprintf(e.stdout, " (its changed content kept as version %d)", r.Preserved)
+				}
+				fmt.Fprintln(e.stdout)
+			default:
+				fmt.Fprintf(e.stdout, "%s: refused: %s\n", r.SessionID, r.Reason)
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s %d, refused %d, failed %d\n", verb, counts.Repaired, counts.Conflict, counts.Failed)
+	}
+	if counts.Conflict+counts.Failed > 0 {
+		return fmt.Errorf("%d of %d sessions were not restored", counts.Conflict+counts.Failed, counts.Scanned)
+	}
+	return nil
+}
+
+func newPruneCmd(e *env) *cobra.Command {
+	var olderThan string
+	var dryRun, all bool
+	cmd := &cobra.Command{
+		Use:   "prune --older-than DURATION",
+		Short: "Delete old versions and audit rows, keeping what undoing the latest repairs needs",
+		Long: `Delete saved versions and report rows older than --older-than. For every session the
+version tmend last wrote and the one before it are kept, so its latest repair can still
+be rolled back, unless --all. Runs are kept. 'tmend serve --prune-schedule' runs this on
+its own schedule.
+
+` + configHelp,
+		Example: `  tmend prune --older-than 90d --dry-run
+  tmend prune --older-than 30d`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := parseDuration(olderThan)
+			if err != nil || d <= 0 {
+				return usageErrorf("--older-than must be a duration like 30d or 720h, got %q", olderThan)
+			}
+			st, _, _, closeDB, err := openStore(cmd.Context(), e, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeDB()
+			versions, reports, err := st.Prune(cmd.Context(), time.Now().Add(-d), all, dryRun)
+			if err != nil {
+				return err
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(e.stdout, "%s %d versions and %d reports older than %s\n", verb, versions, reports, olderThan)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	registerDBFlags(fl)
+	registerSourceFlags(fl)
+	fl.StringVar(&olderThan, "older-than", "", "age of what to delete (30d, 720h, ...)")
+	fl.BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
+	fl.BoolVar(&all, "all", false, "also delete the versions that rolling back the latest repairs needs")
+	return cmd
+}

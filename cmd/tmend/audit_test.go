@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/store/storetest"
+)
+
+// brokenSession is an OpenAI chat transcript whose call never got its result.
+const brokenSession = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"hello?"}]`
+
+func insertSession(t *testing.T, b *dbBundle, id, msgs string) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO sessions (id, messages, updated_at) VALUES ($1, $2::jsonb, now() - interval '1 day')`, id, msgs)
+	require.NoError(t, err)
+}
+
+func TestRollbackAndRollbackOfRollback(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	original := storetest.Content(t, b.pool, "a")
+
+	r := runCLI(t, "", b.env, "repair", "--session", "a")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	repaired := storetest.Content(t, b.pool, "a")
+	require.NotEqual(t, original, repaired)
+
+	r = runCLI(t, "", b.env, "rollback", "--session", "a", "--dry-run")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would restore version 1")
+	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"))
+
+	r = runCLI(t, "", b.env, "rollback", "--session", "a")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "a: restored version 1 as version 3")
+	require.Equal(t, original, storetest.Content(t, b.pool, "a"))
+
+	// Scheduled and full runs leave the rolled-back session alone, broken as it is.
+	r = runCLI(t, "", b.env, "scan", "--full", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"held":1`)
+	require.Equal(t, original, storetest.Content(t, b.pool, "a"))
+
+	// Rolling back the rollback restores the repair.
+	r = runCLI(t, "", b.env, "rollback", "--session", "a")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "restored version 2 as version 4")
+	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"))
+
+	r = runCLI(t, "", b.env, "report", "--session", "a")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	for _, s := range []string{"repaired", "rolled_back", "original", "restored", "restored version 1", "restored version 2"} {
+		require.Contains(t, r.stdout, s)
+	}
+	r = runCLI(t, "", b.env, "report", "--session", "a", "--diff", "--version", "2")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "version 1 (original) → version 2 (repaired)")
+	require.Contains(t, r.stdout, "inserted")
+	require.Contains(t, r.stdout, "[tmend]")
+	require.NotContains(t, r.stdout, "\x1b[", "no colour when not on a terminal")
+}
+
+func TestRollbackRefusesChangedSessionsUnlessForced(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
+	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"agent wrote this"}]'::jsonb WHERE id = 'a'`)
+	require.NoError(t, err)
+	changed := storetest.Content(t, b.pool, "a")
+
+	r := runCLI(t, "", b.env, "rollback", "--session", "a")
+	require.Equal(t, exitRuntime, r.code)
+	require.Contains(t, r.stdout, "refused: the session changed after tmend wrote version 2")
+	require.Equal(t, changed, storetest.Content(t, b.pool, "a"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'rollback_refused'"))
+
+	r = runCLI(t, "", b.env, "rollback", "--session", "a", "--force")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "its changed content kept as version 3")
+	var kept string
+	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT content FROM session_versions WHERE session_id = 'a' AND version = 3").Scan(&kept))
+	require.Equal(t, changed, kept, "--force must keep what it replaces")
+}
+
+func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	for i := range 6 {
+		insertSession(t, b, fmt.Sprintf("s%d", i), brokenSession)
+	}
+	r := runCLI(t, "", b.env, "scan", "--full", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var run struct {
+		RunID int64 `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
+	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"later"}]'::jsonb WHERE id IN ('s1', 's4')`)
+	require.NoError(t, err)
+
+	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID))
+	require.Equal(t, exitRuntime, r.code)
+	require.Contains(t, r.stdout, "restored 4, refused 2, failed 0")
+	require.Contains(t, r.stderr, "2 of 6 sessions were not restored")
+	for i := range 6 {
+		content := storetest.Content(t, b.pool, fmt.Sprintf("s%d", i))
+		if i == 1 || i == 4 {
+			require.Contains(t, content, "later")
+		} else {
+			require.NotContains(t, content, "[tmend]")
+		}
+	}
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_repaired = 4 AND num_conflict = 2"))
+
+	// Once the content changes again, the hold ends and the next run repairs it.
+	_, err = b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"again"}]'::jsonb WHERE id = 's0'`)
+	require.NoError(t, err)
+	r = runCLI(t, "", b.env, "scan", "--full", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, storetest.Content(t, b.pool, "s0"), "[tmend]")
+	require.NotContains(t, storetest.Content(t, b.pool, "s2"), "[tmend]", "still held")
+}
+
+func TestPruneKeepsWhatRollbackNeeds(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
+	require.Equal(t, exitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code)
+	require.Equal(t, exitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code) // versions 1..4
+	_, err := b.pool.Exec(context.Background(), `UPDATE session_versions SET created_at = now() - interval '100 days';
+UPDATE repair_reports SET created_at = now() - interval '100 days'`)
+	require.NoError(t, err)
+
+	r := runCLI(t, "", b.env, "prune", "--older-than", "30d", "--dry-run")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would delete 2 versions and 3 reports")
+	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM session_versions"))
+
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, []int{3, 4}, versionsOf(t, b, "a"))
+	// What the latest write replaced is still there to go back to.
+	r = runCLI(t, "", b.env, "rollback", "--session", "a")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	r = runCLI(t, "", b.env, "prune", "--older-than", "0d")
+	require.Equal(t, exitUsage, r.code)
+}
+
+func versionsOf(t *testing.T, b *dbBundle, id string) []int {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), "SELECT version FROM session_versions WHERE session_id = $1 ORDER BY version", id)
+	require.NoError(t, err)
+	var out []int
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestReportFiltersAndPagination(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	// 3,000 audit rows across statuses, dialects, stages and issue codes.
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO repair_runs (trigger, mode, source) VALUES ('cli', 'full', 'x');
+INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, issue_codes, stage_counts, created_at)
+SELECT 1, 's' || g, (ARRAY['repaired','conflict','would_repair'])[g % 3 + 1], 'cli',
+  (ARRAY['anthropic','openclaw'])[g % 2 + 1],
+  CASE WHEN g % 5 = 0 THEN ARRAY['misplaced_tool_result'] ELSE ARRAY['tool_call_without_result'] END,
+  CASE WHEN g % 5 = 0 THEN '{"move_results": 1}'::jsonb ELSE '{"synthesize_missing_results": 1}'::jsonb END,
+  now() - g * interval '1 minute'
+FROM generate_series(1, 3000) g`)
+	require.NoError(t, err)
+
+	want := b.count(t, `SELECT count(*) FROM repair_reports WHERE status = 'repaired' AND dialect = 'openclaw'
+  AND issue_codes @> ARRAY['misplaced_tool_result'] AND stage_counts ? 'move_results' AND created_at >= now() - interval '2000 minutes'`)
+	require.Positive(t, want)
+	seen := map[float64]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		args := []string{"report", "--status", "repaired", "--dialect", "openclaw", "--issue", "misplaced_tool_result",
+			"--stage", "move_results", "--since", "2000m", "--limit", "7", "--json"}
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		r := runCLI(t, "", b.env, args...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		rows := jsonLines(t, r.stdout)
+		for _, row := range rows {
+			require.Equal(t, "repaired", row["status"])
+			require.Equal(t, "openclaw", row["dialect"])
+			require.False(t, seen[row["id"].(float64)], "row on two pages")
+			seen[row["id"].(float64)] = true
+		}
+		if len(rows) < 7 {
+			break
+		}
+		cursor = fmt.Sprint(int64(rows[len(rows)-1]["id"].(float64)))
+		require.Less(t, pages, 1000)
+	}
+	require.Len(t, seen, want)
+
+	r := runCLI(t, "", b.env, "report")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "RUN")
+	r = runCLI(t, "", b.env, "report", "--since", "yesterday")
+	require.Equal(t, exitUsage, r.code)
+}
+
+func TestAuditAPI(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
+	addr := freeAddr(t)
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_LOG_LEVEL": "warn"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"}, strings.NewReader(""), io.Discard, io.Discard,
+			func(k string) string { return env[k] })
+	}()
+	defer func() { cancel(); <-done }()
+	base := "http://" + addr
+	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
+	get := func(path string) (int, map[string]any) {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		return resp.StatusCode, m
+	}
+	code, m := get("/v1/runs?limit=1")
+	require.Equal(t, 200, code)
+	require.Len(t, m["items"], 1)
+	code, m = get("/v1/sessions/a/reports")
+	require.Equal(t, 200, code)
+	require.Equal(t, "repaired", m["items"].([]any)[0].(map[string]any)["status"])
+	code, m = get("/v1/reports?status=repaired&issue=tool_call_without_result")
+	require.Equal(t, 200, code, m)
+	require.Len(t, m["items"], 1)
+	code, _ = get("/v1/reports?limit=zero")
+	require.Equal(t, 400, code)
+	code, m = get("/v1/sessions/a/versions/1")
+	require.Equal(t, 200, code)
+	require.Equal(t, "original", m["kind"])
+	require.NotEmpty(t, m["content"])
+	code, _ = get("/v1/sessions/a/versions/9")
+	require.Equal(t, 404, code)
+
+	post := func(path, token string) int {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, 401, post("/v1/sessions/a/rollback", "nope"))
+	require.Equal(t, 200, post("/v1/sessions/a/rollback", "secret"))
+	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
+	require.Equal(t, 404, post("/v1/sessions/ghost/rollback", "secret"))
+}

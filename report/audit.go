@@ -1,0 +1,305 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
+)
+
+// JSONLines writes each item as one JSON object per line.
+func JSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+
+// RunsText lists runs, one line each.
+func RunsText(w io.Writer, runs []model.RunRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tTRIGGER\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
+	for _, r := range runs {
+		mode := string(r.Mode)
+		if r.DryRun {
+			mode += " (dry)"
+		}
+		dur := "-"
+		if r.FinishedAt != nil {
+			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), r.Trigger, mode, r.Status,
+			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur)
+	}
+	return tw.Flush()
+}
+
+// RunSummaryText shows one run: counts by status, stage, dialect and issue code.
+func RunSummaryText(w io.Writer, r model.RunRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%d\n", r.ID)
+	fmt.Fprintf(tw, "trigger\t%s\n", r.Trigger)
+	fmt.Fprintf(tw, "mode\t%s%s\n", r.Mode, map[bool]string{true: " (dry run)"}[r.DryRun])
+	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	if r.Error != "" {
+		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+	}
+	fmt.Fprintf(tw, "started\t%s UTC\n", ts(r.StartedAt))
+	if r.FinishedAt != nil {
+		fmt.Fprintf(tw, "duration\t%s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
+	}
+	c := r.Counts
+	fmt.Fprintf(tw, "scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
+		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+	section := func(title string, m map[string]int, order []string) {
+		if len(m) == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "%s\t\n", title)
+		for _, k := range order {
+			if n, ok := m[k]; ok {
+				fmt.Fprintf(tw, "  %s\t%d\n", k, n)
+			}
+		}
+	}
+	section("by status", r.Summary.ByStatus, sortedKeys(r.Summary.ByStatus))
+	var stages []string
+	for _, st := range repair.Stages() {
+		stages = append(stages, string(st))
+	}
+	section("actions by stage", r.Summary.ByStage, stages)
+	section("sessions by dialect", r.Summary.ByDialect, sortedKeys(r.Summary.ByDialect))
+	var codes []string
+	for _, c := range repair.IssueCodes() {
+		codes = append(codes, string(c.Code))
+	}
+	section("sessions by issue", r.Summary.ByIssue, codes)
+	return tw.Flush()
+}
+
+// ReportsText lists audit rows, one line each.
+func ReportsText(w io.Writer, rows []model.ReportRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME (UTC)\tRUN\tSESSION\tSTATUS\tDIALECT\tISSUES\tVERSIONS\tREASON")
+	for _, r := range rows {
+		run := "-"
+		if r.RunID != nil {
+			run = fmt.Sprint(*r.RunID)
+		}
+		vers := "-"
+		if r.ToVersion > 0 {
+			vers = fmt.Sprintf("%d→%d", r.FromVersion, r.ToVersion)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, r.SessionID, r.Status,
+			dash(r.Dialect), dash(strings.Join(r.IssueCodes, ",")), vers, r.Reason)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// HistoryText shows everything tmend did to a session: its reports (oldest first, with
+// their actions) and its saved versions.
+func HistoryText(w io.Writer, sessionID string, reports []model.ReportRow, versions []model.VersionRow) error {
+	fmt.Fprintf(w, "session %s\n\nreports\n", sessionID)
+	sort.Slice(reports, func(i, j int) bool { return reports[i].ID < reports[j].ID })
+	for _, r := range reports {
+		run := "no run"
+		if r.RunID != nil {
+			run = fmt.Sprintf("run %d", *r.RunID)
+		}
+		fmt.Fprintf(w, "  %s UTC  %-16s %s, %s", ts(r.CreatedAt), r.Status, run, r.Trigger)
+		if r.ToVersion > 0 {
+			fmt.Fprintf(w, ", versions %d→%d", r.FromVersion, r.ToVersion)
+		}
+		if len(r.IssueCodes) > 0 {
+			fmt.Fprintf(w, ", %s", strings.Join(r.IssueCodes, " "))
+		}
+		fmt.Fprintln(w)
+		if r.Reason != "" {
+			fmt.Fprintf(w, "      %s\n", r.Reason)
+		}
+		for _, a := range r.Actions {
+			fmt.Fprintf(w, "      %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
+		}
+	}
+	fmt.Fprintln(w, "\nversions")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VERSION\tKIND\tSAVED (UTC)\tRUN\tBYTES\tHASH")
+	for _, v := range versions {
+		run := "-"
+		if v.RunID != nil {
+			run = fmt.Sprint(*v.RunID)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%s\n", v.Version, v.Kind, ts(v.CreatedAt), run, v.SizeBytes, v.ContentHash[:12])
+	}
+	return tw.Flush()
+}
+
+// Diff writes what changed between two versions of a transcript, message by message:
+// removed (-), inserted (+), moved (>) and rewritten (~); unchanged runs are collapsed.
+// color adds ANSI colours (for terminals only).
+func Diff(w io.Writer, before, after []byte, color bool) error {
+	a, err := messagesOf(before)
+	if err != nil {
+		return fmt.Errorf("read earlier version: %w", err)
+	}
+	b, err := messagesOf(after)
+	if err != nil {
+		return fmt.Errorf("read later version: %w", err)
+	}
+	ops := diffOps(a, b)
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	same := 0
+	flush := func() {
+		if same > 0 {
+			fmt.Fprintf(w, "    … %d unchanged message%s\n", same, map[bool]string{true: "s"}[same > 1])
+			same = 0
+		}
+	}
+	for _, op := range ops {
+		switch op.kind {
+		case '=':
+			same++
+			continue
+		case '-':
+			flush()
+			fmt.Fprintln(w, paint("31", fmt.Sprintf("- #%-3d    removed    %s", op.i, describe(a[op.i]))))
+		case '+':
+			flush()
+			fmt.Fprintln(w, paint("32", fmt.Sprintf("+     #%-3d inserted   %s", op.j, describe(b[op.j]))))
+		case '>':
+			flush()
+			fmt.Fprintln(w, paint("33", fmt.Sprintf("> #%-3d→#%-3d moved    %s", op.i, op.j, describe(b[op.j]))))
+		case '~':
+			flush()
+			fmt.Fprintln(w, paint("33", fmt.Sprintf("~ #%-3d→#%-3d rewritten %s", op.i, op.j, describe(b[op.j]))))
+		}
+	}
+	flush()
+	fmt.Fprintf(w, "%d → %d messages\n", len(a), len(b))
+	return nil
+}
+
+func messagesOf(b []byte) ([][]byte, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(raw))
+	for i, m := range raw {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, m); err != nil {
+			return nil, err
+		}
+		out[i] = buf.Bytes()
+	}
+	return out, nil
+}
+
+type op struct {
+	kind byte
+	i, j int
+}
+
+// diffOps aligns two message lists by their longest common subsequence, then pairs a
+// removed message with an identical inserted one as a move, and a removal right before an
+// insertion as a rewrite.
+func diffOps(a, b [][]byte) []op {
+	n, m := len(a), len(b)
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if bytes.Equal(a[i], b[j]) {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var ops []op
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && bytes.Equal(a[i], b[j]):
+			ops = append(ops, op{'=', i, j})
+			i, j = i+1, j+1
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			ops = append(ops, op{'+', -1, j})
+			j++
+		default:
+			ops = append(ops, op{'-', i, -1})
+			i++
+		}
+	}
+	// A removed message that is inserted elsewhere unchanged was moved.
+	for x := range ops {
+		if ops[x].kind != '-' {
+			continue
+		}
+		for y := range ops {
+			if ops[y].kind == '+' && bytes.Equal(a[ops[x].i], b[ops[y].j]) {
+				ops[y] = op{'>', ops[x].i, ops[y].j}
+				ops[x].kind = 0
+				break
+			}
+		}
+	}
+	// A removal followed by an insertion is one message rewritten in place.
+	var out []op
+	for x := 0; x < len(ops); x++ {
+		switch {
+		case ops[x].kind == 0:
+		case ops[x].kind == '-' && x+1 < len(ops) && ops[x+1].kind == '+':
+			out = append(out, op{'~', ops[x].i, ops[x+1].j})
+			x++
+		default:
+			out = append(out, ops[x])
+		}
+	}
+	return out
+}
+
+// describe summarises a message in one line: its role or type, any call ids, a preview.
+func describe(m []byte) string {
+	var f map[string]json.RawMessage
+	_ = json.Unmarshal(m, &f)
+	kind := ""
+	for _, k := range []string{"role", "type"} {
+		var s string
+		if json.Unmarshal(f[k], &s) == nil && s != "" {
+			kind = s
+			break
+		}
+	}
+	preview := string(m)
+	if len(preview) > 90 {
+		preview = preview[:87] + "..."
+	}
+	return fmt.Sprintf("%-10s %s", dash(kind), preview)
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Database benchmarks for BENCHMARKS.md: SESSIONS sessions of ~45 messages, 2% broken.
+#   scripts/bench-db.sh            # 100,000 sessions
+#   SESSIONS=400000 scripts/bench-db.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/pg.sh
+SESSIONS=${SESSIONS:-100000}
+trap pg_stop EXIT
+pg_start
+export TMEND_DATABASE_URL=$TMEND_PG_URL TMEND_LOG_LEVEL=warn
+make -s build
+tmend=bin/tmend
+sql() { psql "$TMEND_DATABASE_URL" -qAtX "$@"; }
+secs() { local s=$(date +%s.%N); "$@" >/dev/null; echo "$(date +%s.%N) - $s" | bc; }
+
+$tmend migrate up >/dev/null
+echo "loading $SESSIONS sessions"
+$tmend gen --dialect openclaw --sessions "$SESSIONS" --messages 45 --fault-rate 0.02 --seed 1 | $tmend import - >/dev/null
+sql -c "VACUUM ANALYZE tmend.sessions"
+echo "table: $(sql -c "SELECT pg_size_pretty(pg_total_relation_size('tmend.sessions'))"), text: $(sql -c "SELECT pg_size_pretty(sum(octet_length(messages::text))) FROM tmend.sessions")"
+
+for i in 1 2 3; do
+  copy=$(secs sql -c "\\copy (SELECT id, messages FROM tmend.sessions) TO '/dev/null'")
+  s=$(date +%s.%N); $tmend scan --full --dry-run >/dev/null 2>&1 || true; dryt=$(echo "$(date +%s.%N) - $s" | bc)
+  /usr/bin/time -f "%M" -o /tmp/bench-db-rss.txt $tmend scan --full --dry-run >/dev/null 2>&1 || true
+  rss=$(tail -1 /tmp/bench-db-rss.txt)
+  echo "round $i: copy ${copy}s  dry-run scan ${dryt}s  ratio $(echo "scale=2; $dryt / $copy" | bc)  peak RSS ${rss} KB"
+done
+
+# Repair: a full run writes the broken ones (versions and reports). Then put the originals
+# back and time a plain batched UPDATE writing the same repaired contents to the same rows.
+broken=$(sql -c "SELECT count(DISTINCT session_id) FROM tmend.repair_reports WHERE status = 'would_repair'")
+# Only the broken ones count as changed since the last run (and not within the quiet period).
+sql -c "UPDATE tmend.sessions SET updated_at = now() - interval '1 day'"
+sql -c "UPDATE tmend.sessions s SET updated_at = now() - interval '20 minutes' FROM (SELECT DISTINCT session_id FROM tmend.repair_reports WHERE status = 'would_repair') b WHERE b.session_id = s.id"
+sql -c "INSERT INTO tmend.scan_state (source, scanned_through) VALUES ('sessions(id,messages,updated_at)', now() - interval '1 hour') ON CONFLICT (source) DO UPDATE SET scanned_through = excluded.scanned_through"
+s=$(date +%s.%N); $tmend scan > /tmp/bench-db-repair.txt || true; rep=$(echo "$(date +%s.%N) - $s" | bc)
+repaired=$(grep -E '^  repaired' /tmp/bench-db-repair.txt | awk '{print $2}')
+sql -c "UPDATE tmend.sessions s SET messages = v.content::jsonb FROM tmend.session_versions v WHERE v.session_id = s.id AND v.kind = 'original'"
+upd=$(secs sql -c "UPDATE tmend.sessions s SET messages = v.content::jsonb FROM tmend.session_versions v WHERE v.session_id = s.id AND v.kind = 'repaired'")
+echo "repair of $repaired broken sessions (of $broken): tmend ${rep}s, plain batched UPDATE ${upd}s, ratio $(echo "scale=2; $rep / $upd" | bc)"
+
+# Incremental: change 1% of the sessions; count what the next run reads.
+sql -c "UPDATE tmend.sessions SET updated_at = now() WHERE id IN (SELECT id FROM tmend.sessions ORDER BY md5(id) LIMIT $((SESSIONS / 100)))"
+scanned=$( ($tmend scan --json || true) | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["scanned"])')
+echo "incremental after 1% changed: read $scanned of $SESSIONS rows ($(echo "scale=2; 100 * $scanned / $SESSIONS" | bc)%)"

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+const defaultLimit = 50
+
+// ListRuns returns runs newest first, after f.Cursor (a run id) when set.
+func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Cursor > 0 {
+		add("id < $%d", f.Cursor)
+	}
+	if !f.Since.IsZero() {
+		add("started_at >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("started_at < $%d", f.Until)
+	}
+	if f.Status != "" {
+		add("status = $%d", f.Status)
+	}
+	q := runSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limitOf(f.Limit))
+	rows, err := s.pool.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	if err != nil {
+		return nil, classify(fmt.Errorf("list runs: %w", err))
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	return runs, classify(err)
+}
+
+func limitOf(n int) int {
+	if n <= 0 {
+		return defaultLimit
+	}
+	return min(n, 10000)
+}
+
+const reportSelect = `SELECT id, run_id, session_id, status, trigger, coalesce(dialect, ''), coalesce(reason, ''),
+  issue_codes, stage_counts, actions, coalesce(before_hash, ''), coalesce(after_hash, ''),
+  coalesce(before_bytes, 0), coalesce(after_bytes, 0), coalesce(from_version, 0), coalesce(to_version, 0), created_at
+FROM repair_reports`
+
+func scanReport(row pgx.CollectableRow) (model.ReportRow, error) {
+	var r model.ReportRow
+	err := row.Scan(&r.ID, &r.RunID, &r.SessionID, &r.Status, &r.Trigger, &r.Dialect, &r.Reason, &r.IssueCodes,
+		&r.StageCounts, &r.Actions, &r.BeforeHash, &r.AfterHash, &r.BeforeBytes, &r.AfterBytes, &r.FromVersion,
+		&r.ToVersion, &r.CreatedAt)
+	return r, err
+}
+
+// ListReports returns audit rows matching f, newest first. Every filter is served by an
+// index (see the migrations).
+func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.ReportRow, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Cursor > 0 {
+		add("id < $%d", f.Cursor)
+	}
+	if f.RunID > 0 {
+		add("run_id = $%d", f.RunID)
+	}
+	if f.SessionID != "" {
+		add("session_id = $%d", f.SessionID)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("created_at < $%d", f.Until)
+	}
+	if f.Status != "" {
+		add("status = $%d", f.Status)
+	}
+	if f.Stage != "" {
+		add("stage_counts ? $%d", f.Stage)
+	}
+	if f.Issue != "" {
+		add("issue_codes @> ARRAY[$%d::text]", f.Issue)
+	}
+	if f.Dialect != "" {
+		add("dialect = $%d", f.Dialect)
+	}
+	q := reportSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limitOf(f.Limit))
+	rows, err := s.pool.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	if err != nil {
+		return nil, classify(fmt.Errorf("list reports: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, scanReport)
+	return out, classify(err)
+}
+
+// Versions lists a session's saved versions without their content, oldest first.
+func (s *Store) Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error) {
+	rows, err := s.pool.Query(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at
+FROM session_versions WHERE session_id = $1 ORDER BY version`, sessionID)
+	if err != nil {
+		return nil, classify(fmt.Errorf("list versions of %q: %w", sessionID, err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.VersionRow, error) {
+		var v model.VersionRow
+		return v, r.Scan(&v.SessionID, &v.Version, &v.Kind, &v.ContentHash, &v.SizeBytes, &v.RunID, &v.CreatedAt)
+	})
+	return out, classify(err)
+}
+
+// Version returns one saved version with its content.
+func (s *Store) Version(ctx context.Context, sessionID string, version int) (model.VersionRow, error) {
+	var v model.VersionRow
+	err := s.pool.QueryRow(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at, content
+FROM session_versions WHERE session_id = $1 AND version = $2`, sessionID, version).
+		Scan(&v.SessionID, &v.Version, &v.Kind, &v.ContentHash, &v.SizeBytes, &v.RunID, &v.CreatedAt, &v.Content)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, ErrNotFound)
+	}
+	return v, classify(err)
+}
+
+// Prune deletes versions and reports created before cutoff. Unless all is set, it keeps
+// for every session the versions that undoing its latest write needs: the latest version
+// tmend wrote and the one before it. It returns what it deleted (or would, with dryRun).
+func (s *Store) Prune(ctx context.Context, cutoff time.Time, all, dryRun bool) (versions, reports int, err error) {
+	const keep = `NOT (NOT $2::bool AND (v.session_id, v.version) IN (
+  SELECT l.session_id, x.version FROM
+    (SELECT session_id, max(version) AS version FROM session_versions
+     WHERE kind IN ('repaired', 'restored') GROUP BY session_id) l
+    CROSS JOIN LATERAL (VALUES (l.version), (l.version - 1)) x(version)))`
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		verb := "DELETE FROM session_versions v WHERE v.created_at < $1 AND " + keep
+		if dryRun {
+			verb = "SELECT 1 FROM session_versions v WHERE v.created_at < $1 AND " + keep
+		}
+		tag, err := tx.Exec(ctx, verb, cutoff, all)
+		if err != nil {
+			return fmt.Errorf("prune versions: %w", err)
+		}
+		versions = int(tag.RowsAffected())
+		verb = "DELETE FROM repair_reports WHERE created_at < $1"
+		if dryRun {
+			verb = "SELECT 1 FROM repair_reports WHERE created_at < $1"
+		}
+		if tag, err = tx.Exec(ctx, verb, cutoff); err != nil {
+			return fmt.Errorf("prune reports: %w", err)
+		}
+		reports = int(tag.RowsAffected())
+		return nil
+	})
+	return versions, reports, err
+}

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// RollbackRequest says what to restore.
+type RollbackRequest struct {
+	SessionID string
+	// Written is the version tmend wrote that the session must still hold; 0 means the
+	// latest version tmend wrote (a repair or an earlier rollback).
+	Written int
+	// To is the version to restore; 0 means the one before Written (what tmend replaced).
+	To int
+	// Force restores even when the session changed after tmend wrote it, keeping the
+	// current content as a new version first.
+	Force   bool
+	DryRun  bool
+	RunID   int64
+	Trigger model.Trigger
+}
+
+// RollbackResult says what happened to one session.
+type RollbackResult struct {
+	SessionID string `json:"session_id"`
+	Restored  bool   `json:"restored"`
+	// Reason explains a refusal, or what was restored.
+	Reason    string `json:"reason"`
+	From      int    `json:"from_version"`                // the version tmend wrote
+	To        int    `json:"to_version"`                  // the version restored
+	Preserved int    `json:"preserved_version,omitempty"` // --force: the changed content, kept
+	Written   int    `json:"written_version,omitempty"`   // the version holding what was written now
+}
+
+// ErrRefused marks a rollback that was not done (the result says why).
+var ErrRefused = errors.New("rollback refused")
+
+// Rollback restores a saved version of a session in one transaction, only while the
+// session still holds what tmend wrote (or with Force, after saving the current content).
+// The restored content is saved as a new version, recorded as a rolled_back report, and
+// held: scheduled runs leave it alone until its content changes or it is repaired on
+// demand. A refusal is recorded as a rollback_refused report.
+func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
+	res := RollbackResult{SessionID: req.SessionID}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		res = RollbackResult{SessionID: req.SessionID}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
+			return err
+		}
+		var cur string
+		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&cur)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("session %q: %w", req.SessionID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var latest int
+		var latestHash *string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0),
+  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM session_versions WHERE session_id = $1`, req.SessionID).Scan(&latest, &latestHash); err != nil {
+			return err
+		}
+		written := req.Written
+		if written == 0 {
+			err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM session_versions
+WHERE session_id = $1 AND kind IN ('repaired', 'restored')`, req.SessionID).Scan(&written)
+			if err != nil {
+				return err
+			}
+		}
+		if written == 0 {
+			return s.refuse(&res, "tmend never wrote this session")
+		}
+		res.From = written
+		res.To = req.To
+		if res.To == 0 {
+			res.To = written - 1
+		}
+		var target string
+		err = tx.QueryRow(ctx, "SELECT content_hash FROM session_versions WHERE session_id = $1 AND version = $2",
+			req.SessionID, res.To).Scan(&target)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.refuse(&res, fmt.Sprintf("version %d is not saved (pruned, or never existed)", res.To))
+		}
+		if err != nil {
+			return err
+		}
+		var writtenHash string
+		if err := tx.QueryRow(ctx, "SELECT content_hash FROM session_versions WHERE session_id = $1 AND version = $2",
+			req.SessionID, written).Scan(&writtenHash); err != nil {
+			return fmt.Errorf("read version %d: %w", written, err)
+		}
+		unchanged := latest == written && cur == writtenHash
+		if !unchanged && !req.Force {
+			reason := fmt.Sprintf("the session changed after tmend wrote version %d", written)
+			if latest != written {
+				reason = fmt.Sprintf("tmend wrote the session again after version %d (latest is version %d)", written, latest)
+			}
+			return s.refuse(&res, reason+"; --force keeps the current content as a new version and restores anyway")
+		}
+		if req.DryRun {
+			res.Restored, res.Reason = true, fmt.Sprintf("would restore version %d", res.To)
+			return nil
+		}
+		next := latest + 1
+		if latestHash == nil || *latestHash != cur {
+			// Keep what is there now before replacing it.
+			if _, err := tx.Exec(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "preserved", nilIfZero(req.RunID)); err != nil {
+				return fmt.Errorf("preserve current content: %w", err)
+			}
+			res.Preserved, next = next, next+1
+		}
+		if _, err := tx.Exec(ctx, s.sql.restore, req.SessionID, res.To); err != nil {
+			return fmt.Errorf("restore version %d: %w", res.To, err)
+		}
+		var afterHash string
+		var afterSize int
+		if err := tx.QueryRow(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "restored", nilIfZero(req.RunID)).
+			Scan(&afterHash, &afterSize); err != nil {
+			return fmt.Errorf("save restored content: %w", err)
+		}
+		res.Written = next
+		if _, err := tx.Exec(ctx, `INSERT INTO session_holds (session_id, content_hash, reason) VALUES ($1, $2, $3)
+ON CONFLICT (session_id) DO UPDATE SET content_hash = excluded.content_hash, reason = excluded.reason, created_at = now()`,
+			req.SessionID, afterHash, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
+			return fmt.Errorf("hold session: %w", err)
+		}
+		res.Restored, res.Reason = true, fmt.Sprintf("restored version %d", res.To)
+		return insertReport(ctx, tx, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
+			Trigger: req.Trigger, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
+			FromVersion: written, ToVersion: next})
+	})
+	if errors.Is(err, ErrRefused) {
+		if !req.DryRun {
+			if rerr := insertReport(ctx, s.pool, model.Report{RunID: req.RunID, SessionID: req.SessionID,
+				Status: model.StatusRefused, Trigger: req.Trigger, Reason: res.Reason, FromVersion: res.From}); rerr != nil {
+				return res, classify(rerr)
+			}
+		}
+		return res, nil
+	}
+	return res, classify(err)
+}
+
+func (s *Store) refuse(res *RollbackResult, reason string) error {
+	res.Restored, res.Reason = false, reason
+	return ErrRefused
+}
+
+func nilIfZero(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
+}
+
+// RunSessions lists the sessions a run repaired, with the versions it wrote and replaced.
+func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error) {
+	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND status = 'repaired' ORDER BY id`, runID)
+	if err != nil {
+		return nil, classify(fmt.Errorf("list sessions of run %d: %w", runID, err))
+	}
+	out, err := pgx.CollectRows(rows, scanReport)
+	return out, classify(err)
+}
+
+// StartRollbackRun records a rollback of many sessions as a run of its own.
+func (s *Store) StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error) {
+	id, _, err := s.StartRun(ctx, model.Run{Trigger: trigger, Mode: model.ModeRollback, DryRun: dryRun,
+		Source: s.src.Name(), Options: map[string]any{"rollback_of_run": of}})
+	return id, err
+}
