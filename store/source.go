@@ -110,17 +110,25 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 			return t, err
 		}
 	}
-	privs := []string{"SELECT"}
-	if !readOnly {
-		privs = append(privs, "UPDATE")
+	// Column privileges, so a role granted only SELECT (id, messages, updated_at) and
+	// UPDATE (messages) passes: that is all tmend needs.
+	need := map[string][]string{s.IDColumn: {"SELECT"}, s.MessagesColumn: {"SELECT"}}
+	if s.UpdatedAtColumn != "" {
+		need[s.UpdatedAtColumn] = []string{"SELECT"}
 	}
-	for _, p := range privs {
-		var ok bool
-		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1::oid, $2)", *oid, p).Scan(&ok); err != nil {
-			return t, fmt.Errorf("check privileges on %q: %w", s.Table, err)
-		}
-		if !ok {
-			return t, fmt.Errorf("%w: this role may not %s table %q (GRANT %s ON %s TO ...)", ErrSource, p, s.Table, p, t.ident)
+	if !readOnly {
+		need[s.MessagesColumn] = append(need[s.MessagesColumn], "UPDATE")
+	}
+	for column, privs := range need {
+		for _, p := range privs {
+			var ok bool
+			if err := q.QueryRow(ctx, "SELECT has_column_privilege($1::oid, $2, $3)", *oid, column, p).Scan(&ok); err != nil {
+				return t, fmt.Errorf("check privileges on %q: %w", s.Table, err)
+			}
+			if !ok {
+				return t, fmt.Errorf("%w: this role may not %s column %q of %q (GRANT %s (%s) ON %s TO ...)",
+					ErrSource, p, column, s.Table, p, pgx.Identifier{column}.Sanitize(), t.ident)
+			}
 		}
 	}
 	return t, nil

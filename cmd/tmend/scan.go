@@ -115,6 +115,17 @@ finds sessions to repair.
 				return err
 			}
 			defer r.close()
+			if mode != model.ModeSession {
+				// One run at a time per source, across CLI runs and daemons.
+				release, ok, err := r.store.TryLock(cmd.Context(), runLockName(r.store))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("another tmend run is in progress on this source; try again when it ends")
+				}
+				defer release()
+			}
 			onProgress, done := r.progress(e)
 			res, err := r.sc.Run(cmd.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: session,
 				DryRun: dryRun, Limit: limit, Force: rf.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession})
@@ -144,6 +155,9 @@ finds sessions to repair.
 	f.BoolVar(&asJSON, "json", false, "print the run summary as JSON")
 	return cmd
 }
+
+// runLockName names the advisory lock that serializes runs over one source.
+func runLockName(st *store.Store) string { return "runs:" + st.Source().Name() }
 
 func printRun(e *env, res *scanner.RunResult, asJSON bool) error {
 	var err error

@@ -119,7 +119,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	}
 	defer r.close()
 	d := &daemon{r: r, log: r.log.With().Str("component", "daemon").Logger(), metrics: newMetrics(),
-		token: s.get("api-token"), lockName: "runs:" + r.store.Source().Name(), work: work, stop: make(chan struct{})}
+		token: s.get("api-token"), lockName: runLockName(r.store), work: work, stop: make(chan struct{})}
 	if d.token == "" {
 		d.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
 	}
