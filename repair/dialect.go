@@ -176,13 +176,6 @@ func (m *message) get(key string) []byte {
 	return nil
 }
 
-func (m *message) has(key string) bool { _, ok := findMember(m.raw, m.ms, key); return ok }
-
-func (m *message) str(key string) string {
-	s, _ := stringValue(m.get(key))
-	return s
-}
-
 // word returns a string member's text without allocating when it has no escapes, for
 // comparisons like switch string(m.word("role")); nil when it is not a string.
 func (m *message) word(key string) []byte {
@@ -240,11 +233,6 @@ func (o obj) lookup(key string) ([]byte, bool) {
 		return nil, false
 	}
 	return m.val(o.raw), true
-}
-
-func (o obj) str(key string) string {
-	s, _ := stringValue(o.get(key))
-	return s
 }
 
 func (o obj) sub(key string) obj {

@@ -597,13 +597,6 @@ func eachElement(arr []byte, fn func(e []byte) bool) {
 	}
 }
 
-// elements returns the element spans of the validated array arr.
-func elements(arr []byte) [][]byte {
-	var out [][]byte
-	eachElement(arr, func(e []byte) bool { out = append(out, e); return true })
-	return out
-}
-
 // membersOf lists the members of the validated object obj in a fresh slice.
 func membersOf(obj []byte) ([]member, error) {
 	var ms []member

@@ -224,11 +224,20 @@ type op struct {
 	i, j int
 }
 
-// diffOps aligns two message lists by their longest common subsequence, then pairs a
-// removed message with an identical inserted one as a move, and a removal right before an
-// insertion as a rewrite.
+// diffOps aligns two message lists by their heaviest common subsequence, where
+// conversation messages weigh more than tool results, so that when either could have
+// moved it is the result (as tmend moves results, never turns). A removed message that is
+// inserted elsewhere unchanged is a move; removals followed by insertions of the same
+// role are rewrites.
 func diffOps(a, b [][]byte) []op {
 	n, m := len(a), len(b)
+	weight := make([]int32, n)
+	for i := range a {
+		weight[i] = 2
+		if isResult(a[i]) {
+			weight[i] = 1
+		}
+	}
 	lcs := make([][]int32, n+1)
 	for i := range lcs {
 		lcs[i] = make([]int32, m+1)
@@ -236,7 +245,7 @@ func diffOps(a, b [][]byte) []op {
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
 			if bytes.Equal(a[i], b[j]) {
-				lcs[i][j] = lcs[i+1][j+1] + 1
+				lcs[i][j] = lcs[i+1][j+1] + weight[i]
 			} else {
 				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
 			}
@@ -246,10 +255,10 @@ func diffOps(a, b [][]byte) []op {
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
-		case i < n && j < m && bytes.Equal(a[i], b[j]):
+		case i < n && j < m && bytes.Equal(a[i], b[j]) && lcs[i][j] == lcs[i+1][j+1]+weight[i]:
 			ops = append(ops, op{'=', i, j})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case j < m && (i == n || lcs[i][j+1] > lcs[i+1][j]):
 			ops = append(ops, op{'+', -1, j})
 			j++
 		default:
@@ -270,33 +279,70 @@ func diffOps(a, b [][]byte) []op {
 			}
 		}
 	}
-	// A removal followed by an insertion is one message rewritten in place.
+	// Removals followed by insertions are messages rewritten in place, pairwise.
+	var kept []op
+	for _, o := range ops {
+		if o.kind != 0 {
+			kept = append(kept, o)
+		}
+	}
 	var out []op
-	for x := 0; x < len(ops); x++ {
-		switch {
-		case ops[x].kind == 0:
-		case ops[x].kind == '-' && x+1 < len(ops) && ops[x+1].kind == '+':
-			out = append(out, op{'~', ops[x].i, ops[x+1].j})
+	for x := 0; x < len(kept); {
+		if kept[x].kind != '-' {
+			out = append(out, kept[x])
 			x++
-		default:
-			out = append(out, ops[x])
+			continue
+		}
+		dels := x
+		for x < len(kept) && kept[x].kind == '-' {
+			x++
+		}
+		ins := x
+		for x < len(kept) && kept[x].kind == '+' {
+			x++
+		}
+		used := make([]bool, x-ins)
+		for _, d := range kept[dels:ins] {
+			paired := false
+			for k, in := range kept[ins:x] {
+				if !used[k] && kindOf(a[d.i]) == kindOf(b[in.j]) {
+					out = append(out, op{'~', d.i, in.j})
+					used[k], paired = true, true
+					break
+				}
+			}
+			if !paired {
+				out = append(out, d)
+			}
+		}
+		for k, in := range kept[ins:x] {
+			if !used[k] {
+				out = append(out, in)
+			}
 		}
 	}
 	return out
 }
 
-// describe summarises a message in one line: its role or type, any call ids, a preview.
-func describe(m []byte) string {
-	var f map[string]json.RawMessage
+// kindOf is a message's role, else its type.
+func kindOf(m []byte) string {
+	var f struct{ Role, Type string }
 	_ = json.Unmarshal(m, &f)
-	kind := ""
-	for _, k := range []string{"role", "type"} {
-		var s string
-		if json.Unmarshal(f[k], &s) == nil && s != "" {
-			kind = s
-			break
-		}
+	if f.Role != "" {
+		return f.Role
 	}
+	return f.Type
+}
+
+// isResult reports a message that is a tool result as a whole.
+func isResult(m []byte) bool {
+	k := kindOf(m)
+	return k == "tool" || k == "toolResult" || strings.HasSuffix(k, "_output")
+}
+
+// describe summarises a message in one line: its role or type and a preview.
+func describe(m []byte) string {
+	kind := kindOf(m)
 	preview := string(m)
 	if len(preview) > 90 {
 		preview = preview[:87] + "..."

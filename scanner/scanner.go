@@ -266,7 +266,9 @@ var errStopped = errors.New("run stopped")
 func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	work := make(chan model.Session, s.cfg.Workers*2)
+	// A page of slack lets the reader fetch the next page while the workers repair this
+	// one, so the database keeps producing rows (its text output is the costly part).
+	work := make(chan model.Session, s.cfg.BatchSize+s.cfg.Workers)
 	done := make(chan Outcome, s.cfg.Workers*2)
 
 	var readErr error

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
@@ -514,7 +515,7 @@ func newMetrics() *metrics {
 			Help: "Scheduled runs skipped because another replica held the lock."}),
 	}
 	m.reg.MustRegister(m.runs, m.sessions, m.actions, m.duration, m.lastRun, m.skipped,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, st := range repair.Stages() {
 		m.actions.WithLabelValues(string(st)) // export zeros, so rates work from the start
 	}
