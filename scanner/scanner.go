@@ -31,7 +31,8 @@ type Store interface {
 // Config tunes every run of a Scanner.
 type Config struct {
 	Source    string // the source's name, for runs and scan state
-	Workers   int    // sessions repaired and written at once; default GOMAXPROCS
+	Workers   int    // sessions repaired and written at once; default twice GOMAXPROCS
+	// (writes wait on the database, so more workers than CPUs keep both busy)
 	BatchSize int    // sessions per page; default 500
 	MaxBytes  int    // larger sessions are reported too_large and left alone; default 64 MiB
 	// Overlap re-reads the end of the previous incremental window, for rows committed
@@ -49,7 +50,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Workers < 1 {
-		c.Workers = runtime.GOMAXPROCS(0)
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	if c.BatchSize < 1 {
 		c.BatchSize = 500

@@ -92,13 +92,26 @@ func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
 }
 
 func insertReport(ctx context.Context, q querier, r model.Report) error {
+	sql, args, err := reportInsert(r)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
+	}
+	return nil
+}
+
+// reportInsert is the INSERT of one report row and its arguments; Apply reuses the
+// first nine arguments in a variant that takes hashes and sizes from saved versions.
+func reportInsert(r model.Report) (string, []any, error) {
 	actions := r.Actions
 	if actions == nil {
 		actions = []repair.Action{}
 	}
 	acts, err := json.Marshal(actions)
 	if err != nil {
-		return fmt.Errorf("encode actions: %w", err)
+		return "", nil, fmt.Errorf("encode actions: %w", err)
 	}
 	counts := r.StageCounts
 	if counts == nil {
@@ -106,26 +119,18 @@ func insertReport(ctx context.Context, q querier, r model.Report) error {
 	}
 	sc, err := json.Marshal(counts)
 	if err != nil {
-		return fmt.Errorf("encode stage counts: %w", err)
+		return "", nil, fmt.Errorf("encode stage counts: %w", err)
 	}
 	codes := r.IssueCodes
 	if codes == nil {
 		codes = []string{}
 	}
-	var runID *int64
-	if r.RunID != 0 {
-		runID = &r.RunID
-	}
-	_, err = q.Exec(ctx, `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+	const sql = `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
 VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
-  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0))`,
-		runID, r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
-		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion)
-	if err != nil {
-		return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
-	}
-	return nil
+  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0))`
+	return sql, []any{nilIfZero(r.RunID), r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
+		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion}, nil
 }
 
 // TryLock takes the session-level advisory lock that lets one scheduled run go at a time

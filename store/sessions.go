@@ -117,67 +117,83 @@ func (e *conflictError) Error() string { return e.reason }
 // what was read, save that content as a version unless the latest version already is it,
 // write the repaired content, save it as a version, and insert the report. When the
 // content changed (or the row is locked or gone) it writes nothing but a conflict report.
+// The statements go in two pipelined batches, so a session costs four round trips.
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
 	want := Hash(a.Session.Messages)
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		out = model.Outcome{}
+		b := &pgx.Batch{}
 		// A live agent holding the row must not stall a run; it is retried next run.
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
-			return err
-		}
+		b.Queue("SET LOCAL lock_timeout = '5s'")
+		b.Queue(s.sql.lock, a.Session.ID)
+		b.Queue(`SELECT coalesce(max(version), 0),
+  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM session_versions WHERE session_id = $1`, a.Session.ID)
+		br := tx.SendBatch(ctx, b)
 		var cur string
-		err := tx.QueryRow(ctx, s.sql.lock, a.Session.ID).Scan(&cur)
+		var last int
+		var lastHash *string
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&cur)
+		}
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			return &conflictError{"the session was deleted after it was read"}
+			err = &conflictError{"the session was deleted after it was read"}
 		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
-			return &conflictError{"the session was locked by another writer for over 5s"}
-		case err != nil:
-			return err
-		case cur != want:
-			return &conflictError{"the session changed after it was read"}
-		}
-		var last int
-		var lastHash *string
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0),
-  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM session_versions WHERE session_id = $1`, a.Session.ID).Scan(&last, &lastHash); err != nil {
-			return fmt.Errorf("read versions: %w", err)
-		}
-		out.FromVersion = last
-		var beforeHash string
-		var beforeSize int
-		if lastHash == nil || *lastHash != cur {
-			out.FromVersion = last + 1
-			if err := tx.QueryRow(ctx, s.sql.saveVersion, a.Session.ID, a.Session.ID, out.FromVersion, "original", a.RunID).
-				Scan(&beforeHash, &beforeSize); err != nil {
-				return fmt.Errorf("save prior content: %w", err)
+			err = &conflictError{"the session was locked by another writer for over 5s"}
+		case err == nil && cur != want:
+			err = &conflictError{"the session changed after it was read"}
+		case err == nil:
+			if err = br.QueryRow().Scan(&last, &lastHash); err != nil {
+				err = fmt.Errorf("read versions: %w", err)
 			}
-		} else {
-			beforeHash, beforeSize = cur, a.Session.Size
 		}
-		if _, err := tx.Exec(ctx, s.sql.update, a.Session.ID, string(a.NewMessages)); err != nil {
-			return fmt.Errorf("write repaired content: %w", err)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+
+		out.FromVersion = last
+		b = &pgx.Batch{}
+		saveOriginal := lastHash == nil || *lastHash != cur
+		if saveOriginal {
+			out.FromVersion = last + 1
+			b.Queue(s.sql.saveVersion, a.Session.ID, a.Session.ID, out.FromVersion, "original", a.RunID)
 		}
 		out.ToVersion = out.FromVersion + 1
-		var afterHash string
-		var afterSize int
-		if err := tx.QueryRow(ctx, s.sql.saveVersion, a.Session.ID, a.Session.ID, out.ToVersion, "repaired", a.RunID).
-			Scan(&afterHash, &afterSize); err != nil {
-			return fmt.Errorf("save repaired content: %w", err)
-		}
+		b.Queue(s.sql.update, a.Session.ID, string(a.NewMessages))
+		b.Queue(s.sql.saveVersion, a.Session.ID, a.Session.ID, out.ToVersion, "repaired", a.RunID)
 		// Repairing ends a rollback's hold: the content changed, or someone asked for it.
-		if _, err := tx.Exec(ctx, "DELETE FROM session_holds WHERE session_id = $1", a.Session.ID); err != nil {
-			return fmt.Errorf("clear hold: %w", err)
-		}
+		b.Queue("DELETE FROM session_holds WHERE session_id = $1", a.Session.ID)
 		r := a.Report
 		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
-		r.BeforeHash, r.BeforeBytes, r.AfterHash, r.AfterBytes = beforeHash, beforeSize, afterHash, afterSize
 		r.FromVersion, r.ToVersion = out.FromVersion, out.ToVersion
-		if err := insertReport(ctx, tx, r); err != nil {
+		_, args, err := reportInsert(r)
+		if err != nil {
 			return err
+		}
+		// Hashes and sizes come from the saved versions, i.e. from what is stored.
+		b.Queue(`INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
+SELECT $1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, bv.content_hash, av.content_hash,
+  bv.size_bytes, av.size_bytes, $10, $11
+FROM session_versions bv, session_versions av
+WHERE bv.session_id = $2 AND bv.version = $10 AND av.session_id = $2 AND av.version = $11`,
+			append(args[:9:9], r.FromVersion, r.ToVersion)...)
+		br = tx.SendBatch(ctx, b)
+		for range b.QueuedQueries {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("write repaired session: %w", err)
+			}
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("write repaired session: %w", err)
 		}
 		out.Applied = true
 		return nil

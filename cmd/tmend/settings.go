@@ -53,7 +53,7 @@ func registerSourceFlags(fs *pflag.FlagSet) {
 // registerScanFlags adds how runs go.
 func registerScanFlags(fs *pflag.FlagSet, rf *repairFlags) {
 	rf.register(fs)
-	fs.Int("workers", 0, "sessions repaired and written at once (default: number of CPUs)")
+	fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
 	fs.Int("batch-size", 500, "sessions read per page")
 	fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
 	fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
@@ -230,7 +230,7 @@ func (s *settings) scannerConfig(rf *repairFlags, src store.Source) (scanner.Con
 		return cfg, err
 	}
 	if cfg.Workers < 1 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+		cfg.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.BatchSize, err = s.int("batch-size"); err != nil {
 		return cfg, err
