@@ -30,11 +30,11 @@ type Store interface {
 
 // Config tunes every run of a Scanner.
 type Config struct {
-	Source    string // the source's name, for runs and scan state
-	Workers   int    // sessions repaired and written at once; default twice GOMAXPROCS
+	Source  string // the source's name, for runs and scan state
+	Workers int    // sessions repaired and written at once; default twice GOMAXPROCS
 	// (writes wait on the database, so more workers than CPUs keep both busy)
-	BatchSize int    // sessions per page; default 500
-	MaxBytes  int    // larger sessions are reported too_large and left alone; default 64 MiB
+	BatchSize int // sessions per page; default 500
+	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB
 	// Overlap re-reads the end of the previous incremental window, for rows committed
 	// late and for sessions left pending; default 15m, at least the quiet period.
 	Overlap time.Duration
