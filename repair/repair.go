@@ -197,19 +197,11 @@ func (p *plan) analyze() error {
 	return nil
 }
 
-// release clears the plan, keeping its slabs' capacity, and returns it to the pool.
+// release empties the plan, keeping its slabs' capacity, and returns it to the pool.
+// Entries past each slab's length are not cleared: every one is overwritten before it
+// is read, and the pool drops plans at each GC, so stale ones keep old input alive only
+// briefly (clearing them cost more than the rest of a small repair, in write barriers).
 func (p *plan) release() {
-	clear(p.msgs)
-	clear(p.sc.members)
-	clear(p.sc.blockMembers)
-	clear(p.sc.blocks)
-	clear(p.ps.parts)
-	clear(p.calls)
-	clear(p.results)
-	clear(p.turns)
-	clear(p.edits)
-	clear(p.after)
-	clear(p.removed)
 	clear(p.byKey)
 	clear(p.seenID)
 	*p = plan{

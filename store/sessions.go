@@ -162,8 +162,12 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID)
 		b = &pgx.Batch{}
 		saveOriginal := lastHash == nil || *lastHash != cur
 		if saveOriginal {
+			// The row holds exactly what was read (the hashes matched under the lock), so
+			// the prior version is saved from those bytes rather than rendered again.
 			out.FromVersion = last + 1
-			b.Queue(s.sql.saveVersion, a.Session.ID, a.Session.ID, out.FromVersion, "original", a.RunID)
+			b.Queue(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
+VALUES ($1, $2, 'original', $3, $4, $5, $6)`, a.Session.ID, out.FromVersion, string(a.Session.Messages), want,
+				len(a.Session.Messages), nilIfZero(a.RunID))
 		}
 		out.ToVersion = out.FromVersion + 1
 		b.Queue(s.sql.update, a.Session.ID, string(a.NewMessages))
