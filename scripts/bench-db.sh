@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Database benchmarks for BENCHMARKS.md: SESSIONS sessions of ~45 messages, 2% broken.
-#   scripts/bench-db.sh            # 100,000 sessions
-#   SESSIONS=400000 scripts/bench-db.sh
+#   scripts/bench-db.sh                         # 100,000 sessions
+#   SESSIONS=400000 RSS_ONLY=1 scripts/bench-db.sh # peak RSS of a full dry run only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/pg.sh
@@ -20,12 +20,21 @@ $tmend gen --dialect openclaw --sessions "$SESSIONS" --messages 45 --fault-rate 
 sql -c "VACUUM ANALYZE tmend.sessions"
 echo "table: $(sql -c "SELECT pg_size_pretty(pg_total_relation_size('tmend.sessions'))"), text: $(sql -c "SELECT pg_size_pretty(sum(octet_length(messages::text))) FROM tmend.sessions")"
 
+dry() { # workers...
+  local s=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o /tmp/bench-db-rss.txt $tmend scan --full --dry-run "$@" >/dev/null 2>&1 || true
+  echo "$(date +%s.%N) - $s" | bc
+}
+if [ -n "${RSS_ONLY:-}" ]; then
+  dry >/dev/null
+  echo "full dry run over $SESSIONS sessions: peak RSS $(tail -1 /tmp/bench-db-rss.txt) KB"
+  exit 0
+fi
 for i in 1 2 3; do
   copy=$(secs sql -c "\\copy (SELECT id, messages FROM tmend.sessions) TO '/dev/null'")
-  s=$(date +%s.%N); $tmend scan --full --dry-run >/dev/null 2>&1 || true; dryt=$(echo "$(date +%s.%N) - $s" | bc)
-  /usr/bin/time -f "%M" -o /tmp/bench-db-rss.txt $tmend scan --full --dry-run >/dev/null 2>&1 || true
-  rss=$(tail -1 /tmp/bench-db-rss.txt)
-  echo "round $i: copy ${copy}s  dry-run scan ${dryt}s  ratio $(echo "scale=2; $dryt / $copy" | bc)  peak RSS ${rss} KB"
+  d=$(dry); rss=$(tail -1 /tmp/bench-db-rss.txt)
+  d1=$(dry --workers 1)
+  echo "round $i: copy ${copy}s  dry-run scan ${d}s (ratio $(echo "scale=2; $d / $copy" | bc), peak RSS ${rss} KB)  with --workers 1 ${d1}s (ratio $(echo "scale=2; $d1 / $copy" | bc))"
 done
 
 # Repair: a full run writes the broken ones (versions and reports). Then put the originals

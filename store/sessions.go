@@ -17,7 +17,8 @@ import (
 // the column types found by checkSource.
 type sessionSQL struct {
 	full, fullAfter, incr, incrAfter, one string
-	lock, update, saveVersion, restore    string
+	lock, lockXmin, update, saveVersion   string
+	restore                               string
 	hasUpdatedAt                          bool
 }
 
@@ -31,7 +32,7 @@ func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	// The lateral subquery (kept apart by OFFSET 0) turns the column into text once per
 	// row; sessions over the size limit ($1 bytes) come back without their content.
 	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s,
-  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text)
+  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text), t.xmin::text
 FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
@@ -47,6 +48,7 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
+	s.lockXmin = fmt.Sprintf(`SELECT t.xmin::text FROM %s t WHERE %s = %s FOR UPDATE OF t`, t.ident, id, idParam(1))
 	s.update = fmt.Sprintf(`UPDATE %s t SET %s = $2::%s WHERE %s = %s`,
 		t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, idParam(1))
 	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1 AND version = $2)::%s
@@ -126,17 +128,17 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 		b := &pgx.Batch{}
 		// A live agent holding the row must not stall a run; it is retried next run.
 		b.Queue("SET LOCAL lock_timeout = '5s'")
-		b.Queue(s.sql.lock, a.Session.ID)
+		b.Queue(s.sql.lockXmin, a.Session.ID)
 		b.Queue(`SELECT coalesce(max(version), 0),
   (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
 FROM session_versions WHERE session_id = $1`, a.Session.ID)
 		br := tx.SendBatch(ctx, b)
-		var cur string
+		var xmin string
 		var last int
 		var lastHash *string
 		_, err := br.Exec()
 		if err == nil {
-			err = br.QueryRow().Scan(&cur)
+			err = br.QueryRow().Scan(&xmin)
 		}
 		var pgErr *pgconn.PgError
 		switch {
@@ -144,7 +146,8 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID)
 			err = &conflictError{"the session was deleted after it was read"}
 		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
 			err = &conflictError{"the session was locked by another writer for over 5s"}
-		case err == nil && cur != want:
+		case err == nil && xmin != a.Session.Xmin:
+			// Cheaper than comparing contents: no rendering of a large jsonb value.
 			err = &conflictError{"the session changed after it was read"}
 		case err == nil:
 			if err = br.QueryRow().Scan(&last, &lastHash); err != nil {
@@ -160,10 +163,10 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID)
 
 		out.FromVersion = last
 		b = &pgx.Batch{}
-		saveOriginal := lastHash == nil || *lastHash != cur
+		saveOriginal := lastHash == nil || *lastHash != want
 		if saveOriginal {
-			// The row holds exactly what was read (the hashes matched under the lock), so
-			// the prior version is saved from those bytes rather than rendered again.
+			// The row holds exactly what was read (same row version, now locked), so the
+			// prior version is saved from those bytes rather than rendered again.
 			out.FromVersion = last + 1
 			b.Queue(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
 VALUES ($1, $2, 'original', $3, $4, $5, $6)`, a.Session.ID, out.FromVersion, string(a.Session.Messages), want,

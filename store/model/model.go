@@ -23,6 +23,9 @@ type Session struct {
 	Messages  []byte
 	Size      int
 	UpdatedAt time.Time // zero when the source has no updated-at column
+	// Xmin identifies the row version read (Postgres' xmin): a write goes ahead only
+	// while the row still has it, i.e. nobody updated the row since.
+	Xmin string
 	// HoldHash is set when a rollback asked scheduled runs to leave the session alone
 	// while its content hashes to this.
 	HoldHash string
