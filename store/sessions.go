@@ -85,16 +85,14 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
 		var ss model.Session
-		var msgs, hold *string
+		var hold *string
 		var ua *time.Time
-		if err := r.Scan(&ss.ID, &msgs, &ss.Size, &ua, &hold); err != nil {
+		// Straight into bytes: a NULL (over the size limit) stays nil.
+		if err := r.Scan(&ss.ID, &ss.Messages, &ss.Size, &ua, &hold, &ss.Xmin); err != nil {
 			return ss, err
 		}
 		if hold != nil {
 			ss.HoldHash = *hold
-		}
-		if msgs != nil {
-			ss.Messages = []byte(*msgs)
 		}
 		if ua != nil {
 			ss.UpdatedAt = *ua
