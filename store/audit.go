@@ -16,12 +16,8 @@ const defaultLimit = 50
 
 // ListRuns returns runs newest first, after f.Cursor (a run id) when set.
 func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	var c conds
+	add := c.add
 	if f.Cursor > 0 {
 		add("id < $%d", f.Cursor)
 	}
@@ -34,12 +30,8 @@ func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow
 	if f.Status != "" {
 		add("status = $%d", f.Status)
 	}
-	q := runSelect
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, limitOf(f.Limit))
-	rows, err := s.pool.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	q, args := c.newestFirst(runSelect, f.Limit)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list runs: %w", err))
 	}
@@ -47,11 +39,29 @@ func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow
 	return runs, classify(err)
 }
 
-func limitOf(n int) int {
-	if n <= 0 {
-		return defaultLimit
+// conds collects WHERE conditions, numbering their placeholders in order.
+type conds struct {
+	where []string
+	args  []any
+}
+
+// add appends a condition whose one placeholder is written %d.
+func (c *conds) add(cond string, v any) {
+	c.args = append(c.args, v)
+	c.where = append(c.where, fmt.Sprintf(cond, len(c.args)))
+}
+
+// newestFirst completes base with the conditions, id order and limit.
+func (c *conds) newestFirst(base string, limit int) (string, []any) {
+	q := base
+	if len(c.where) > 0 {
+		q += " WHERE " + strings.Join(c.where, " AND ")
 	}
-	return min(n, 10000)
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	args := append(c.args, min(limit, 10000))
+	return q + fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args
 }
 
 const reportSelect = `SELECT id, run_id, session_id, status, trigger, coalesce(dialect, ''), coalesce(reason, ''),
@@ -70,12 +80,8 @@ func scanReport(row pgx.CollectableRow) (model.ReportRow, error) {
 // ListReports returns audit rows matching f, newest first. Every filter is served by an
 // index (see the migrations).
 func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.ReportRow, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	var c conds
+	add := c.add
 	if f.Cursor > 0 {
 		add("id < $%d", f.Cursor)
 	}
@@ -103,12 +109,8 @@ func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.
 	if f.Dialect != "" {
 		add("dialect = $%d", f.Dialect)
 	}
-	q := reportSelect
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, limitOf(f.Limit))
-	rows, err := s.pool.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	q, args := c.newestFirst(reportSelect, f.Limit)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list reports: %w", err))
 	}

@@ -199,17 +199,13 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		return err
 	}
 	// The pipeline's live heap is a few batches; collecting at 4× it instead of 2× saves
-	// a tenth of the CPU (BENCHMARKS.md) for tens of megabytes.
+	// about a tenth of the CPU (BENCHMARKS.md) for a few tens of megabytes.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	in := e.stdin
-	if len(args) == 1 && args[0] != "-" {
-		f, err := os.Open(args[0])
-		if err != nil {
-			return fmt.Errorf("open input: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(e, args)
+	if err != nil {
+		return err
 	}
+	defer closeIn()
 
 	var out io.Writer
 	var commit func() error
@@ -414,6 +410,18 @@ func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte
 	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
 	s.BytesOut = len(out)
 	return out, s
+}
+
+// openInput opens the FILE argument, or stdin for none or "-".
+func openInput(e *env, args []string) (io.Reader, func(), error) {
+	if len(args) == 0 || args[0] == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("open input: %w", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // atomicFile is written beside its destination and renamed over it only on commit, so

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -30,15 +29,11 @@ with the same id. Output of 'tmend gen' fits. A user's own table is never writte
 			if err != nil {
 				return err
 			}
-			in := e.stdin
-			if len(args) == 1 && args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return fmt.Errorf("open input: %w", err)
-				}
-				defer f.Close()
-				in = f
+			in, closeIn, err := openInput(e, args)
+			if err != nil {
+				return err
 			}
+			defer closeIn()
 			pool, _, err := s.openDB(cmd.Context(), log)
 			if err != nil {
 				return err

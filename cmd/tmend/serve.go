@@ -241,6 +241,18 @@ func (d *daemon) routes() http.Handler {
 	return mux
 }
 
+// decodeBody reads an optional JSON body into v; on a bad one it answers 400 and
+// returns false.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "body: %v", err)
+		return false
+	}
+	return true
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -324,10 +336,7 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 		DryRun bool       `json:"dry_run"`
 		Limit  int        `json:"limit"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	if body.Mode == "" {
@@ -467,10 +476,7 @@ func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
 		Force     bool `json:"force"`
 		DryRun    bool `json:"dry_run"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "body: %v", err)
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	res, err := d.r.store.Rollback(d.work, store.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
