@@ -132,8 +132,9 @@ Exit codes:
   2  usage or configuration error
   3  problems found (check, scan --dry-run)
 
-Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else the
-standard PG* variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
+Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
+database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables
+(PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
 
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
