@@ -30,6 +30,9 @@ const EnvURL = "TMEND_TEST_DATABASE_URL"
 const setupHint = EnvURL + " is not set: run `make test`, which starts a throwaway PostgreSQL " +
 	"itself, or set it to a server where this user may CREATE DATABASE"
 
+const connectHint = "is the server in " + EnvURL + " running? Unset the variable to let `make test` " +
+	"start a throwaway PostgreSQL itself"
+
 var (
 	templateOnce sync.Once
 	templateName string
@@ -65,7 +68,7 @@ func NewDBURL(t testing.TB) string {
 	name := "tmend_test_" + randomHex(6)
 	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		t.Fatalf("connect to %s: %v (%s)", EnvURL, err, setupHint)
+		t.Fatalf("connect to %s: %v (%s)", EnvURL, err, connectHint)
 	}
 	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
@@ -98,7 +101,7 @@ func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	name := "tmend_tpl_" + migrationsDigest()
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w (%s)", EnvURL, err, setupHint)
+		return "", fmt.Errorf("connect to %s: %w (%s)", EnvURL, err, connectHint)
 	}
 	defer conn.Close(ctx)
 	const lockID = 0x746d656e64 // "tmend"
