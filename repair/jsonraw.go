@@ -138,6 +138,9 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			plainString[b[i+4]] && plainString[b[i+5]] && plainString[b[i+6]] && plainString[b[i+7]] {
 			i += 8
 		}
+		if i == len(b) {
+			break // unterminated
+		}
 		c := b[i]
 		switch {
 		case plainString[c]:
@@ -189,44 +192,10 @@ func checkDepth(i, depth int) error {
 	return nil
 }
 
-func scanObject(b []byte, i, depth int) (int, error) {
-	if err := checkDepth(i, depth); err != nil {
-		return i, err
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, &SyntaxError{i, "expected object key"}
-		}
-		end, _, err := scanString(b, i)
-		if err != nil {
-			return end, err
-		}
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return i, &SyntaxError{i, "expected ':' after object key"}
-		}
-		if i, err = scanValue(b, skipSpace(b, i+1), depth); err != nil {
-			return i, err
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return i, &SyntaxError{i, "unterminated object"}
-		}
-		if b[i] == '}' {
-			return i + 1, nil
-		}
-		if b[i] != ',' {
-			return i, &SyntaxError{i, "expected ',' or '}' in object"}
-		}
-		i = skipSpace(b, i+1)
-	}
-}
-
-func scanArray(b []byte, i, depth int) (int, error) {
+// scanElements validates the array at b[i], at nesting level depth, handing each
+// element's start to elem, which validates the element and returns its end. It is the
+// one place that knows the array grammar; callers differ only in what they keep.
+func scanElements(b []byte, i, depth int, elem func(start int) (int, error)) (int, error) {
 	if err := checkDepth(i, depth); err != nil {
 		return i, err
 	}
@@ -235,11 +204,14 @@ func scanArray(b []byte, i, depth int) (int, error) {
 		return i + 1, nil
 	}
 	for {
-		var err error
-		if i, err = scanValue(b, i, depth); err != nil {
-			return i, err
+		if i >= len(b) {
+			return i, &SyntaxError{i, "unexpected end of input"}
 		}
-		i = skipSpace(b, i)
+		end, err := elem(i)
+		if err != nil {
+			return end, err
+		}
+		i = skipSpace(b, end)
 		if i >= len(b) {
 			return i, &SyntaxError{i, "unterminated array"}
 		}
@@ -251,6 +223,60 @@ func scanArray(b []byte, i, depth int) (int, error) {
 		}
 		i = skipSpace(b, i+1)
 	}
+}
+
+// scanPairs validates the object at b[start] likewise: pair gets each key's span
+// (quotes included) and its value's start, validates the value and returns its end.
+// escaped reports whether any key holds escapes.
+func scanPairs(b []byte, start, depth int, pair func(keyStart, keyEnd, valStart int) (int, error)) (end int, escaped bool, err error) {
+	if err := checkDepth(start, depth); err != nil {
+		return start, false, err
+	}
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, false, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, escaped, &SyntaxError{i, "expected object key"}
+		}
+		kend, esc, err := scanString(b, i)
+		if err != nil {
+			return kend, escaped, err
+		}
+		escaped = escaped || esc
+		v := skipSpace(b, kend)
+		if v >= len(b) || b[v] != ':' {
+			return v, escaped, &SyntaxError{v, "expected ':' after object key"}
+		}
+		if v = skipSpace(b, v+1); v >= len(b) {
+			return v, escaped, &SyntaxError{v, "unexpected end of input"}
+		}
+		vend, err := pair(i, kend, v)
+		if err != nil {
+			return vend, escaped, err
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return i, escaped, &SyntaxError{i, "unterminated object"}
+		}
+		if b[i] == '}' {
+			return i + 1, escaped, nil
+		}
+		if b[i] != ',' {
+			return i, escaped, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+func scanObject(b []byte, i, depth int) (int, error) {
+	end, _, err := scanPairs(b, i, depth, func(_, _, v int) (int, error) { return scanValue(b, v, depth) })
+	return end, err
+}
+
+func scanArray(b []byte, i, depth int) (int, error) {
+	return scanElements(b, i, depth, func(j int) (int, error) { return scanValue(b, j, depth) })
 }
 
 // structural marks the bytes skip must look at inside a container.
@@ -406,40 +432,23 @@ func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(bl
 // its elements to sc.blocks.
 func (sc *scanner) scanBlocks(b []byte, i int) (int, error) {
 	const depth = 3
-	if err := checkDepth(i, depth); err != nil {
-		return i, err
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
+	return scanElements(b, i, depth, func(j int) (int, error) {
+		blk := block{}
 		var end int
 		var err error
-		blk := block{}
-		if i < len(b) && b[i] == '{' {
+		if b[j] == '{' {
 			mbase := len(sc.blockMembers)
-			if sc.blockMembers, end, err = scanMembers(b, i, depth+1, sc.blockMembers); err != nil {
+			if sc.blockMembers, end, err = scanMembers(b, j, depth+1, sc.blockMembers); err != nil {
 				return end, err
 			}
 			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
-		} else if end, err = scanValue(b, i, depth); err != nil {
+		} else if end, err = scanValue(b, j, depth); err != nil {
 			return end, err
 		}
-		blk.raw = b[i:end]
+		blk.raw = b[j:end]
 		sc.blocks = append(sc.blocks, blk)
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return i, &SyntaxError{i, "unterminated array"}
-		}
-		if b[i] == ']' {
-			return i + 1, nil
-		}
-		if b[i] != ',' {
-			return i, &SyntaxError{i, "expected ',' or ']' in array"}
-		}
-		i = skipSpace(b, i+1)
-	}
+		return end, nil
+	})
 }
 
 // scanMembers validates the object starting at b[start] and appends its members, with
@@ -452,71 +461,35 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
 // value itself and returns its end.
 func scanMembersWith(b []byte, start, depth int, out []member, value func(key []byte, vstart int) (int, bool, error)) ([]member, int, error) {
-	if err := checkDepth(start, depth); err != nil {
-		return out, start, err
-	}
 	base := len(out)
-	i := skipSpace(b, start+1)
-	if i < len(b) && b[i] == '}' {
-		return out, i + 1, nil
-	}
-	escaped := false
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return out, i, &SyntaxError{i, "expected object key"}
-		}
-		kend, esc, err := scanString(b, i)
-		if err != nil {
-			return out, kend, err
-		}
-		escaped = escaped || esc
-		m := member{keyStart: int32(i - start), keyEnd: int32(kend - start)}
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return out, i, &SyntaxError{i, "expected ':' after object key"}
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return out, i, &SyntaxError{i, "unexpected end of input"}
-		}
+	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
+		key := b[ks+1 : ke-1]
 		var vend int
+		var err error
 		handled := false
 		if value != nil {
-			vend, handled, err = value(b[start+int(m.keyStart)+1:start+int(m.keyEnd)-1], i)
+			vend, handled, err = value(key, vs)
 		}
 		if !handled {
-			vend, err = scanValue(b, i, depth)
+			vend, err = scanValue(b, vs, depth)
 		}
 		if err != nil {
-			return out, vend, err
+			return vend, err
 		}
-		m.valStart, m.valEnd = int32(i-start), int32(vend-start)
-		key := b[start+int(m.keyStart)+1 : start+int(m.keyEnd)-1]
 		for _, prev := range out[base:] {
 			if bytes.Equal(b[start+int(prev.keyStart)+1:start+int(prev.keyEnd)-1], key) {
-				return out, i, &SyntaxError{i, fmt.Sprintf("duplicate key %q", key)}
+				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 			}
 		}
-		out = append(out, m)
-		i = skipSpace(b, vend)
-		if i >= len(b) {
-			return out, i, &SyntaxError{i, "unterminated object"}
-		}
-		if b[i] == '}' {
-			i++
-			break
-		}
-		if b[i] != ',' {
-			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
-		}
-		i = skipSpace(b, i+1)
+		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
+			valStart: int32(vs - start), valEnd: int32(vend - start)})
+		return vend, nil
+	})
+	if err == nil && escaped {
+		// Keys spelled with escapes can name the same key differently; compare decoded.
+		err = checkEscapedDuplicates(b[start:end], out[base:])
 	}
-	if escaped {
-		if err := checkEscapedDuplicates(b[start:i], out[base:]); err != nil {
-			return out, i, err
-		}
-	}
-	return out, i, nil
+	return out, end, err
 }
 
 // checkEscapedDuplicates catches keys that are the same once their escapes are decoded.

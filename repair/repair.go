@@ -9,6 +9,7 @@
 package repair
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -233,34 +234,26 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // scan validates the array of messages at b[i] while collecting each message's members
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
-	i = skipSpace(b, i+1)
-	for i < len(b) && b[i] != ']' {
-		j := len(p.msgs)
-		if b[i] != '{' {
-			if end, err := scanValue(b, i, 2); err != nil {
-				return end, p.fail(StatusUnparseable, "%v", err)
+	end, err := scanElements(b, i, 1, func(j int) (int, error) {
+		n := len(p.msgs)
+		if b[j] != '{' {
+			if end, err := scanValue(b, j, 2); err != nil {
+				return end, err
 			}
-			return i, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", j, kindOf(b[i]))
+			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
-		ms, arrays, end, err := p.sc.scanMessage(b, i)
+		ms, arrays, end, err := p.sc.scanMessage(b, j)
 		if err != nil {
-			return end, p.fail(StatusUnparseable, "message %d: %v", j, err)
+			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
-		p.msgs = append(p.msgs, message{raw: b[i:end], ms: ms, arrays: arrays})
-		i = skipSpace(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			if i < len(b) && b[i] == ']' {
-				return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected a value after ','"})
-			}
-		} else if i < len(b) && b[i] != ']' {
-			return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "expected ',' or ']' in array"})
-		}
+		p.msgs = append(p.msgs, message{raw: b[j:end], ms: ms, arrays: arrays})
+		return end, nil
+	})
+	var ue *UnrepairableError
+	if err != nil && !errors.As(err, &ue) {
+		err = p.fail(StatusUnparseable, "%v", err)
 	}
-	if i >= len(b) {
-		return i, p.fail(StatusUnparseable, "%v", &SyntaxError{i, "unterminated array"})
-	}
-	return i + 1, nil
+	return end, err
 }
 
 // parse detects the dialect (unless forced) and finds each message's calls and results.

@@ -89,7 +89,8 @@ func checkInvariants(t testing.TB, in []byte, opts repair.Options) repair.Result
 	return res
 }
 
-// units splits a message into its blocks (content or parts elements), or itself.
+// units splits a message into its blocks (content or parts elements), or, when it has no
+// such array, the message itself.
 func units(m json.RawMessage) []json.RawMessage {
 	var o map[string]json.RawMessage
 	if json.Unmarshal(m, &o) != nil {
@@ -97,8 +98,8 @@ func units(m json.RawMessage) []json.RawMessage {
 	}
 	for _, k := range []string{"content", "parts"} {
 		var blocks []json.RawMessage
-		if json.Unmarshal(o[k], &blocks) == nil && len(blocks) > 0 {
-			return blocks
+		if json.Unmarshal(o[k], &blocks) == nil && blocks != nil {
+			return blocks // an empty array has no blocks to lose
 		}
 	}
 	return []json.RawMessage{m}
@@ -382,4 +383,13 @@ func ExampleRepair() {
 	// Output:
 	// synthesize_missing_results insert call_1
 	// 3 -> 4
+}
+
+func TestUnterminatedStringEndingOnAWordBoundary(t *testing.T) {
+	t.Parallel()
+	// The 8-byte fast path once read past the end here (found by FuzzRepair).
+	for _, in := range []string{`  "00000000`, `"abcdefgh`, `["abcdefghabcdefgh`} {
+		_, err := repair.Repair([]byte(in), repair.Options{})
+		require.ErrorContains(t, err, "unterminated string", in)
+	}
 }
