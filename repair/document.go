@@ -40,9 +40,6 @@ type DocumentResult struct {
 	Report Report
 }
 
-// Changed reports whether Output differs from the input.
-func (r *DocumentResult) Changed() bool { return r.Report.Status == StatusRepaired }
-
 // RepairDocument parses and repairs the document b (see ParseDocument), validating it
 // in one pass. The document's updated_at, if any, overrides opts.UpdatedAt.
 func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
@@ -177,6 +174,3 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 
 // Messages returns the messages array's bytes.
 func (d Document) Messages() []byte { return d.Raw[d.start:d.end] }
-
-// With returns the document with its messages array replaced by msgs.
-func (d Document) With(msgs []byte) []byte { return splice(d.Raw, d.start, d.end, msgs) }
