@@ -33,6 +33,11 @@ func TestUpDownUp(t *testing.T) {
 	require.False(t, dirty)
 	require.Equal(t, migrations.Latest(), v)
 	require.Equal(t, len(tables), countTables(t, pool))
+	// Debian's PostgreSQL, which the tests run on, is built with lz4.
+	var method string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT attcompression::text FROM pg_attribute
+WHERE attrelid = 'session_versions'::regclass AND attname = 'content'`).Scan(&method))
+	require.Equal(t, "l", method, "session_versions.content should be compressed with lz4")
 
 	require.NoError(t, migrations.Down(ctx, pool, store.DefaultSchema, 0))
 	require.Zero(t, countTables(t, pool))

@@ -17,7 +17,7 @@ import (
 // the column types found by checkSource.
 type sessionSQL struct {
 	full, fullAfter, incr, incrAfter, one string
-	lock, lockXmin, update, saveVersion   string
+	lock, lockState, write, saveVersion   string
 	restore                               string
 	hasUpdatedAt                          bool
 }
@@ -48,9 +48,28 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
-	s.lockXmin = fmt.Sprintf(`SELECT t.xmin::text FROM %s t WHERE %s = %s FOR UPDATE OF t`, t.ident, id, idParam(1))
-	s.update = fmt.Sprintf(`UPDATE %s t SET %s = $2::%s WHERE %s = %s`,
-		t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, idParam(1))
+	// Apply's statements: the row's version and tmend's last saved version, and then the
+	// whole write as one statement (each statement costs Postgres more than the rows here).
+	s.lockState = fmt.Sprintf(`SELECT t.xmin::text,
+  (SELECT coalesce(max(version), 0) FROM session_versions WHERE session_id = $1),
+  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM %s t WHERE %s = $1::text::%s FOR UPDATE OF t`, t.ident, id, t.id)
+	s.write = fmt.Sprintf(`WITH original AS (
+  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
+), written AS (
+  UPDATE %[1]s t SET %[2]s = $7::%[3]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
+), repaired AS (
+  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
+  RETURNING content_hash, size_bytes
+), unheld AS (
+  DELETE FROM session_holds WHERE session_id = $1
+)
+INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
+SELECT $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
+FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs)
 	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1 AND version = $2)::%s
 WHERE %s = $1::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
@@ -117,26 +136,29 @@ func (e *conflictError) Error() string { return e.reason }
 // what was read, save that content as a version unless the latest version already is it,
 // write the repaired content, save it as a version, and insert the report. When the
 // content changed (or the row is locked or gone) it writes nothing but a conflict report.
-// The statements go in two pipelined batches, so a session costs four round trips.
+// A session costs four round trips: begin, lock and check, write, commit.
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
 	want := Hash(a.Session.Messages)
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	r := a.Report
+	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
+	_, args, err := reportInsert(r)
+	if err != nil {
+		return out, err
+	}
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		out = model.Outcome{}
 		b := &pgx.Batch{}
 		// A live agent holding the row must not stall a run; it is retried next run.
 		b.Queue("SET LOCAL lock_timeout = '5s'")
-		b.Queue(s.sql.lockXmin, a.Session.ID)
-		b.Queue(`SELECT coalesce(max(version), 0),
-  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM session_versions WHERE session_id = $1`, a.Session.ID)
+		b.Queue(s.sql.lockState, a.Session.ID)
 		br := tx.SendBatch(ctx, b)
 		var xmin string
 		var last int
 		var lastHash *string
 		_, err := br.Exec()
 		if err == nil {
-			err = br.QueryRow().Scan(&xmin)
+			err = br.QueryRow().Scan(&xmin, &last, &lastHash)
 		}
 		var pgErr *pgconn.PgError
 		switch {
@@ -147,10 +169,6 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID)
 		case err == nil && xmin != a.Session.Xmin:
 			// Cheaper than comparing contents: no rendering of a large jsonb value.
 			err = &conflictError{"the session changed after it was read"}
-		case err == nil:
-			if err = br.QueryRow().Scan(&last, &lastHash); err != nil {
-				err = fmt.Errorf("read versions: %w", err)
-			}
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -160,53 +178,30 @@ FROM session_versions WHERE session_id = $1`, a.Session.ID)
 		}
 
 		out.FromVersion = last
-		b = &pgx.Batch{}
-		saveOriginal := lastHash == nil || *lastHash != want
-		if saveOriginal {
-			// The row holds exactly what was read (same row version, now locked), so the
-			// prior version is saved from those bytes rather than rendered again.
+		// The row holds exactly what was read (same row version, now locked), so the prior
+		// version is saved from those bytes rather than rendered again; the repaired one is
+		// saved from the row, so it is exactly what is stored.
+		var original *string
+		if lastHash == nil || *lastHash != want {
 			out.FromVersion = last + 1
-			b.Queue(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-VALUES ($1, $2, 'original', $3, $4, $5, $6)`, a.Session.ID, out.FromVersion, string(a.Session.Messages), want,
-				len(a.Session.Messages), nilIfZero(a.RunID))
+			o := string(a.Session.Messages)
+			original = &o
 		}
 		out.ToVersion = out.FromVersion + 1
-		b.Queue(s.sql.update, a.Session.ID, string(a.NewMessages))
-		b.Queue(s.sql.saveVersion, a.Session.ID, a.Session.ID, out.ToVersion, "repaired", a.RunID)
 		// Repairing ends a rollback's hold: the content changed, or someone asked for it.
-		b.Queue("DELETE FROM session_holds WHERE session_id = $1", a.Session.ID)
-		r := a.Report
-		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
-		r.FromVersion, r.ToVersion = out.FromVersion, out.ToVersion
-		_, args, err := reportInsert(r)
+		tag, err := tx.Exec(ctx, s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages),
+			nilIfZero(a.RunID), string(a.NewMessages), out.ToVersion, args[2], args[3], args[4], args[5], args[6], args[7], args[8])
 		if err != nil {
-			return err
-		}
-		// Hashes and sizes come from the saved versions, i.e. from what is stored.
-		b.Queue(`INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
-  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
-SELECT $1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, bv.content_hash, av.content_hash,
-  bv.size_bytes, av.size_bytes, $10, $11
-FROM session_versions bv, session_versions av
-WHERE bv.session_id = $2 AND bv.version = $10 AND av.session_id = $2 AND av.version = $11`,
-			append(args[:9:9], r.FromVersion, r.ToVersion)...)
-		br = tx.SendBatch(ctx, b)
-		for range b.QueuedQueries {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return fmt.Errorf("write repaired session: %w", err)
-			}
-		}
-		if err := br.Close(); err != nil {
 			return fmt.Errorf("write repaired session: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("write repaired session: the report was not written")
 		}
 		out.Applied = true
 		return nil
 	})
 	var ce *conflictError
 	if errors.As(err, &ce) {
-		r := a.Report
-		r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
 		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
 		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
 		if err := insertReport(ctx, s.pool, r); err != nil {
