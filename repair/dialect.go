@@ -176,6 +176,13 @@ func (m *message) get(key string) []byte {
 	return nil
 }
 
+// one returns a message's only part, kept with the others rather than allocated alone.
+func (ps *parser) one(p part) []part {
+	ps.parts = append(ps.parts, p)
+	n := len(ps.parts)
+	return ps.parts[n-1 : n : n]
+}
+
 // word returns a string member's text without allocating when it has no escapes, for
 // comparisons like switch string(m.word("role")); nil when it is not a string.
 func (m *message) word(key string) []byte {
@@ -329,11 +336,13 @@ func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) er
 	m.partsKey = key
 	start := len(ps.parts)
 	for _, blk := range blks {
-		p := part{raw: blk.raw}
+		// Filled in place: a part handed to fn by address would otherwise be allocated.
+		ps.parts = append(ps.parts, part{raw: blk.raw})
 		if blk.raw[0] == '{' {
+			p := &ps.parts[len(ps.parts)-1]
 			mark := len(ps.scratch)
 			o := obj{blk.raw, blk.ms, ps}
-			fn(&p, o)
+			fn(p, o)
 			if ps.detected != "" && ps.foreign == "" {
 				if d := blockSignal(o); d != "" && d != ps.detected {
 					ps.foreign, ps.foreignMsg = d, ps.msg
@@ -341,7 +350,6 @@ func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) er
 			}
 			ps.scratch = ps.scratch[:mark]
 		}
-		ps.parts = append(ps.parts, p)
 	}
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
 	return nil
@@ -368,7 +376,7 @@ func parseOpenAIChat(m *message, ps *parser) error {
 		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
 		p.name, _ = inputString(m.get("name"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = []part{p}
+		m.parts = ps.one(p)
 	}
 	return nil
 }
@@ -388,7 +396,7 @@ func parseLangChain(m *message, ps *parser) error {
 		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
 		p.name, _ = inputString(m.get("name"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = []part{p}
+		m.parts = ps.one(p)
 	}
 	return nil
 }
@@ -409,7 +417,7 @@ func parseOpenClaw(m *message, ps *parser) error {
 		resultShape(&p, obj{m.raw, m.ms, ps}, "toolCallId")
 		p.name, _ = inputString(m.get("toolName"))
 		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = []part{p}
+		m.parts = ps.one(p)
 	}
 	return nil
 }
@@ -443,7 +451,7 @@ func parseResponses(m *message, ps *parser) error {
 				p.malformed = ""
 			}
 		}
-		m.parts = []part{p}
+		m.parts = ps.one(p)
 		return nil
 	}
 	if responsesOutputs[string(typ)] {
@@ -455,7 +463,7 @@ func parseResponses(m *message, ps *parser) error {
 		}
 		resultShape(&p, o, idKey)
 		p.synthetic = isSyntheticText(m.get("output"), nil)
-		m.parts = []part{p}
+		m.parts = ps.one(p)
 		return nil
 	}
 	m.reasoning = string(typ) == "reasoning"

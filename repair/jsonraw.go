@@ -2,6 +2,8 @@ package repair
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -128,14 +130,34 @@ var plainString = func() (t [256]bool) {
 	return t
 }()
 
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// specialBytes has the high bit set in each byte of x that is not plainString (and maybe
+// in bytes after the first such byte, which callers ignore): eight bytes tested at once,
+// because most of a transcript's bytes are inside strings.
+func specialBytes(x uint64) uint64 {
+	quote := x ^ ('"' * lsb)
+	backslash := x ^ ('\\' * lsb)
+	zero := (quote - lsb) &^ quote | (backslash - lsb) &^ backslash // a byte equal to '"' or '\\'
+	control := (x - 0x20*lsb) &^ x                                   // a byte below 0x20
+	return (zero | control | x) & msb                                // x: a byte of 0x80 or more
+}
+
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
 // escapes.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
 	for i < len(b) {
-		for i+8 <= len(b) && plainString[b[i]] && plainString[b[i+1]] && plainString[b[i+2]] && plainString[b[i+3]] &&
-			plainString[b[i+4]] && plainString[b[i+5]] && plainString[b[i+6]] && plainString[b[i+7]] {
+		for i+8 <= len(b) {
+			m := specialBytes(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
 			i += 8
 		}
 		if i == len(b) {
@@ -370,12 +392,12 @@ func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
 
 // is reports whether the member's key is key (which must need no escaping).
 func (m member) is(obj []byte, key string) bool {
-	raw := obj[m.keyStart+1 : m.keyEnd-1]
-	if len(raw) == len(key) {
-		return string(raw) == key
+	n := int(m.keyEnd-m.keyStart) - 2
+	if n == len(key) {
+		return string(obj[m.keyStart+1:m.keyEnd-1]) == key
 	}
 	// Only a key spelled with escapes is longer than the name it decodes to.
-	if len(raw) < len(key) || bytes.IndexByte(raw, '\\') < 0 {
+	if n < len(key) || bytes.IndexByte(obj[m.keyStart+1:m.keyEnd-1], '\\') < 0 {
 		return false
 	}
 	k, _ := stringValue(obj[m.keyStart:m.keyEnd])
@@ -476,8 +498,10 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return vend, err
 		}
+		// Every message and block is checked, so compare lengths before bytes.
+		klen := int32(ke - ks)
 		for _, prev := range out[base:] {
-			if bytes.Equal(b[start+int(prev.keyStart)+1:start+int(prev.keyEnd)-1], key) {
+			if prev.keyEnd-prev.keyStart == klen && bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
 				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 			}
 		}
