@@ -291,7 +291,7 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		it.out, it.outcome = processRecord(it.data, it.line, ropts, fix)
 	}
 
-	br := bufio.NewReaderSize(in, 1<<20)
+	br := bufio.NewReaderSize(in, 256<<10)
 	if err := dispatch(ctx, br, out, o, process, emit); err != nil {
 		return err
 	}

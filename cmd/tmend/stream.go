@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -34,7 +32,7 @@ type batch struct {
 // streamConfig wires the pipeline: read records from in, process them on workers in
 // parallel, and hand results to emit in input order.
 type streamConfig struct {
-	in       *bufio.Reader
+	in       io.Reader
 	out      io.Writer // nil: no output (check)
 	maxBytes int64
 	workers  int
@@ -137,6 +135,7 @@ func writeBatch(cfg streamConfig, b *batch) error {
 func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) error {
 	seq, line := 0, 0
 	cur := &batch{}
+	lr := &lineReader{r: cfg.in}
 	send := func() bool {
 		cur.seq = seq
 		seq++
@@ -149,7 +148,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 		}
 	}
 	for {
-		data, eol, full, err := readLine(cfg.in, cfg.maxBytes)
+		data, eol, full, err := lr.next(cfg.maxBytes)
 		if len(data) == 0 && len(eol) == 0 && err == io.EOF {
 			break
 		}
@@ -180,7 +179,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 			case <-ctx.Done():
 				return nil
 			}
-			n, cerr := copyRestOfLine(cfg.in, cfg.out, prefix)
+			n, cerr := lr.copyRest(cfg.out, prefix)
 			it.size = n
 			finished <- cerr
 			if cerr != nil {
@@ -207,37 +206,74 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 	return nil
 }
 
-// readLine returns the next line without its terminator. full reports a line longer
-// than max; data then holds its first bytes and the rest is still unread.
-func readLine(r *bufio.Reader, max int64) (data, eol []byte, full bool, err error) {
-	var buf []byte
+// lineReader splits its input into lines that point into large chunks it reads, so no
+// line is copied or allocated on its own. Chunks are not reused: the lines handed out keep
+// theirs alive until they are written.
+type lineReader struct {
+	r       io.Reader
+	buf     []byte // the current chunk; buf[pos:] is not handed out yet
+	pos     int
+	scanned int   // buf[pos:scanned] holds no newline
+	err     error // the reader's error once it stops
+}
+
+// chunkSize is how much each chunk holds: more than the bufio.Reader in front (256 KiB),
+// so reads go straight into the chunk, and small enough that the few chunks in flight
+// keep memory low.
+const chunkSize = 1 << 20
+
+// next returns the next line without its terminator. full reports a line longer than max;
+// data then holds its first bytes and the rest is still unread.
+func (lr *lineReader) next(max int64) (data, eol []byte, full bool, err error) {
 	for {
-		chunk, err := r.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if int64(len(buf)) > max+2 && !bytes.HasSuffix(buf, []byte("\n")) {
-			return buf, nil, true, nil
+		if i := bytes.IndexByte(lr.buf[lr.scanned:], '\n'); i >= 0 {
+			end := lr.scanned + i
+			data, eol = lr.buf[lr.pos:end:end], lr.buf[end:end+1:end+1]
+			if len(data) > 0 && data[len(data)-1] == '\r' {
+				data, eol = data[:len(data)-1:len(data)-1], lr.buf[end-1:end+1:end+1]
+			}
+			lr.pos, lr.scanned = end+1, end+1
+			if int64(len(data)) > max {
+				return lr.buf[lr.pos-len(data)-len(eol) : lr.pos], nil, true, nil
+			}
+			return data, eol, false, nil
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
+		lr.scanned = len(lr.buf)
+		unread := lr.buf[lr.pos:]
+		if int64(len(unread)) > max+2 {
+			lr.pos, lr.scanned = len(lr.buf), len(lr.buf)
+			return unread, nil, true, nil
 		}
-		switch {
-		case bytes.HasSuffix(buf, []byte("\r\n")):
-			data, eol = buf[:len(buf)-2], buf[len(buf)-2:]
-		case bytes.HasSuffix(buf, []byte("\n")):
-			data, eol = buf[:len(buf)-1], buf[len(buf)-1:]
-		default:
-			data = buf
+		if lr.err != nil {
+			lr.pos, lr.scanned = len(lr.buf), len(lr.buf)
+			if lr.err == io.EOF {
+				return unread[:len(unread):len(unread)], nil, false, io.EOF
+			}
+			return nil, nil, false, lr.err
 		}
-		if int64(len(data)) > max {
-			return buf, nil, true, nil
-		}
-		return data, eol, false, err
+		lr.fill()
 	}
 }
 
-// copyRestOfLine writes prefix and the rest of the current line (terminator included)
-// to w, which may be nil to discard, and returns the line's length.
-func copyRestOfLine(r *bufio.Reader, w io.Writer, prefix []byte) (int64, error) {
+// fill reads more input behind the unread bytes, into a new chunk when the current one
+// has little room left.
+func (lr *lineReader) fill() {
+	if cap(lr.buf)-len(lr.buf) < chunkSize/4 {
+		unread := lr.buf[lr.pos:]
+		nb := make([]byte, len(unread), len(unread)+chunkSize)
+		copy(nb, unread)
+		lr.buf, lr.scanned, lr.pos = nb, lr.scanned-lr.pos, 0
+	}
+	n, err := lr.r.Read(lr.buf[len(lr.buf):cap(lr.buf)])
+	lr.buf = lr.buf[:len(lr.buf)+n]
+	if err != nil {
+		lr.err = err
+	}
+}
+
+// copyRest writes prefix and the rest of the current line (terminator included) to w,
+// which may be nil to discard, and returns the line's length.
+func (lr *lineReader) copyRest(w io.Writer, prefix []byte) (int64, error) {
 	if w == nil {
 		w = io.Discard
 	}
@@ -249,16 +285,22 @@ func copyRestOfLine(r *bufio.Reader, w io.Writer, prefix []byte) (int64, error) 
 		return n, nil
 	}
 	for {
-		chunk, err := r.ReadSlice('\n')
-		n += int64(len(chunk))
-		if _, werr := w.Write(chunk); werr != nil {
-			return n, fmt.Errorf("write output: %w", werr)
+		rest := lr.buf[lr.pos:]
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			rest = rest[:i+1]
+		}
+		lr.pos += len(rest)
+		lr.scanned = lr.pos
+		n += int64(len(rest))
+		if _, err := w.Write(rest); err != nil {
+			return n, fmt.Errorf("write output: %w", err)
 		}
 		switch {
-		case err == nil, err == io.EOF:
+		case bytes.HasSuffix(rest, []byte("\n")), lr.err == io.EOF && lr.pos == len(lr.buf):
 			return n, nil
-		case !errors.Is(err, bufio.ErrBufferFull):
-			return n, fmt.Errorf("read input: %w", err)
+		case lr.err != nil && lr.pos == len(lr.buf):
+			return n, fmt.Errorf("read input: %w", lr.err)
 		}
+		lr.fill()
 	}
 }
