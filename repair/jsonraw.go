@@ -147,10 +147,26 @@ func specialBytes(x uint64) uint64 {
 }
 
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
-// escapes.
+// escapes. Most strings are plain ASCII: that case is kept short, the rest is left to
+// scanStringFrom.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
-	start := i
-	i++
+	j := i + 1
+	for j+8 <= len(b) {
+		if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) / 8
+			if b[j] == '"' {
+				return j + 1, false, nil
+			}
+			break
+		}
+		j += 8
+	}
+	return scanStringFrom(b, i, j)
+}
+
+// scanStringFrom is scanString for the string at b[start], of which b[start+1:i] is
+// already known to be plain.
+func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 	for i < len(b) {
 		for i+8 <= len(b) {
 			m := specialBytes(binary.LittleEndian.Uint64(b[i:]))
