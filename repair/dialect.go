@@ -185,8 +185,10 @@ func (ps *parser) one(p part) []part {
 
 // word returns a string member's text without allocating when it has no escapes, for
 // comparisons like switch string(m.word("role")); nil when it is not a string.
-func (m *message) word(key string) []byte {
-	v := m.get(key)
+func (m *message) word(key string) []byte { return wordOf(m.get(key)) }
+
+// wordOf is word for a member's value v.
+func wordOf(v []byte) []byte {
 	if len(v) < 2 || v[0] != '"' {
 		return nil
 	}
@@ -249,10 +251,12 @@ func (o obj) sub(key string) obj {
 
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
-	for _, k := range []string{"stopReason", "stop_reason"} {
-		switch string(m.word(k)) {
-		case "error", "aborted":
-			return true
+	for _, mb := range m.ms { // one pass for both spellings: this runs for every assistant message
+		if mb.is(m.raw, "stopReason") || mb.is(m.raw, "stop_reason") {
+			switch string(wordOf(mb.val(m.raw))) {
+			case "error", "aborted":
+				return true
+			}
 		}
 	}
 	return false
@@ -584,9 +588,9 @@ func messageSignal(m *message) Dialect {
 		switch string(m.raw[mb.keyStart+1 : mb.keyEnd-1]) {
 		case "role":
 			hasRole = true
-			role = m.word("role")
+			role = wordOf(mb.val(m.raw))
 		case "type":
-			typ = m.word("type")
+			typ = wordOf(mb.val(m.raw))
 		case "parts":
 			hasParts = true
 		case "tool_call_id":

@@ -36,7 +36,7 @@ func isSyntheticText(v []byte, blks []block) bool {
 	if len(q) < 2 || len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.Contains(q, []byte("cancelled")) {
 		return false
 	}
-	s, ok := stringValue(q)
+	s, ok := inputString(q) // only compared, never kept
 	if !ok {
 		return false
 	}
