@@ -43,6 +43,32 @@ type DocumentResult struct {
 // RepairDocument parses and repairs the document b (see ParseDocument), validating it
 // in one pass. The document's updated_at, if any, overrides opts.UpdatedAt.
 func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
+	return repairDocument(b, opts, func(doc Document, msgs [][]byte) []byte {
+		n := len(b) - (doc.end - doc.start) + arrayLen(msgs)
+		return appendDocument(make([]byte, 0, n), b, doc, msgs)
+	})
+}
+
+// AppendDocument is RepairDocument appending the output document to dst (b itself when
+// nothing changed or b cannot be repaired) and returning the extended dst; res.Output is
+// the appended part. A caller writing many documents can build them in one buffer
+// instead of allocating each.
+func AppendDocument(dst, b []byte, opts Options) ([]byte, DocumentResult, error) {
+	start := len(dst)
+	res, err := repairDocument(b, opts, func(doc Document, msgs [][]byte) []byte {
+		dst = appendDocument(dst, b, doc, msgs)
+		return dst[start:]
+	})
+	if len(dst) == start {
+		dst = append(dst, b...)
+		res.Output = dst[start:]
+	}
+	return dst, res, err
+}
+
+// repairDocument repairs b; when something changed, write builds the output from the
+// repaired messages (which live only until it returns).
+func repairDocument(b []byte, opts Options, write func(doc Document, msgs [][]byte) []byte) (DocumentResult, error) {
 	doc, p, err := documentPlan(b, opts)
 	defer p.release()
 	res := DocumentResult{Document: doc, Output: b, Report: p.report}
@@ -53,13 +79,16 @@ func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
 	if len(p.report.Actions) > 0 {
 		msgs := p.assemble()
 		res.Report.MessagesOut = len(msgs)
-		n := len(b) - (doc.end - doc.start) + arrayLen(msgs)
-		out := make([]byte, 0, n)
-		out = append(out, b[:doc.start]...)
-		out = appendArray(out, msgs)
-		res.Output = append(out, b[doc.end:]...)
+		res.Output = write(doc, msgs)
 	}
 	return res, nil
+}
+
+// appendDocument appends b with its messages array replaced by msgs.
+func appendDocument(dst, b []byte, doc Document, msgs [][]byte) []byte {
+	dst = append(dst, b[:doc.start]...)
+	dst = appendArray(dst, msgs)
+	return append(dst, b[doc.end:]...)
 }
 
 // ValidateDocument is Validate for a document (see RepairDocument).

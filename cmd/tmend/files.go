@@ -287,8 +287,9 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		}
 		return nil
 	}
-	process := func(it *item) {
-		it.out, it.outcome = processRecord(it.data, it.line, ropts, fix)
+	process := func(it *item, out []byte) []byte {
+		out, it.outcome = processRecord(out, it.data, it.line, ropts, fix)
+		return out
 	}
 
 	br := bufio.NewReaderSize(in, 256<<10)
@@ -324,7 +325,7 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 
 // dispatch sends a single document (an array, or a multi-line object) through process
 // directly, and JSON Lines through the parallel stream.
-func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts, process func(*item), emit func(*item) error) error {
+func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts, process func(*item, []byte) []byte, emit func(*item) error) error {
 	first, err := peekNonSpace(br)
 	if err == io.EOF {
 		return usageErrorf("input is empty")
@@ -352,9 +353,9 @@ func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts,
 		}
 		return emit(it)
 	}
-	process(it)
+	res := process(it, nil)
 	if out != nil {
-		if _, err := out.Write(it.out); err != nil {
+		if _, err := out.Write(res); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
 	}
@@ -391,16 +392,16 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 	}
 }
 
-// processRecord checks or repairs one document and reports on it. The output is the
-// input itself unless a repair changed it.
-func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
+// processRecord checks or repairs one document and reports on it. fix appends the output
+// to out: the input itself unless a repair changed it.
+func processRecord(out, data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
 	s := &report.Session{Line: line, BytesIn: len(data), BytesOut: len(data)}
-	out := data
 	var doc repair.Document
 	var rep repair.Report
 	if fix {
-		res, _ := repair.RepairDocument(data, opts)
-		doc, rep, out = res.Document, res.Report, res.Output
+		var res repair.DocumentResult
+		out, res, _ = repair.AppendDocument(out, data, opts)
+		doc, rep, s.BytesOut = res.Document, res.Report, len(res.Output)
 	} else {
 		doc, rep, _ = repair.ValidateDocument(data, opts)
 	}
@@ -408,7 +409,6 @@ func processRecord(data []byte, line int, opts repair.Options, fix bool) ([]byte
 	s.Status, s.Reason, s.Dialect = string(rep.Status), rep.Reason, rep.Dialect
 	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
 	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
-	s.BytesOut = len(out)
 	return out, s
 }
 

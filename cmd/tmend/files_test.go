@@ -68,9 +68,9 @@ func TestCheckAndFixRoundTrip(t *testing.T) {
 			broken := sum["by_status"].(map[string]any)["broken"].(float64)
 			require.Positive(t, broken)
 
-			fixed := runCLI(t, in, nil, "fix")
+			fixed := runCLI(t, in, nil, "fix", "--json")
 			require.Equal(t, exitOK, fixed.code, fixed.stderr)
-			require.Contains(t, fixed.stderr, "repaired")
+			fixReport := jsonLines(t, fixed.stderr)
 
 			// Clean sessions come out byte for byte; the whole output now checks clean.
 			inLines, outLines := strings.Split(in, "\n"), strings.Split(fixed.stdout, "\n")
@@ -80,7 +80,10 @@ func TestCheckAndFixRoundTrip(t *testing.T) {
 					require.Equal(t, inLines[i], outLines[i])
 				} else {
 					require.NotEqual(t, inLines[i], outLines[i])
+					require.Equal(t, "repaired", fixReport[i]["status"])
 				}
+				require.EqualValues(t, len(inLines[i]), fixReport[i]["bytes_in"])
+				require.EqualValues(t, len(outLines[i]), fixReport[i]["bytes_out"])
 			}
 			again := runCLI(t, fixed.stdout, nil, "check")
 			require.Equal(t, exitOK, again.code, again.stdout)

@@ -18,13 +18,15 @@ type item struct {
 	// from input to output unchanged when its turn comes.
 	tooLarge bool
 	size     int64
-	out      []byte // what to write (fix); nil writes nothing
-	outcome  any    // the processor's report for this record
+	outcome  any // the processor's report for this record
 }
 
 type batch struct {
 	seq   int
 	items []*item
+	// out is what to write for all items but a too-large one, built by the worker in a
+	// pooled buffer so that records are neither allocated nor copied one by one.
+	out *[]byte
 	// passthrough, when set, asks the writer to hand it the output at this point.
 	passthrough func(w io.Writer) error
 }
@@ -36,9 +38,9 @@ type streamConfig struct {
 	out      io.Writer // nil: no output (check)
 	maxBytes int64
 	workers  int
-	// process fills it.out and it.outcome for records with data; it must not touch
-	// shared state.
-	process func(it *item)
+	// process sets it.outcome for a record with data and appends what to write for it to
+	// out (when there is output); it must not touch shared state.
+	process func(it *item, out []byte) []byte
 	// emit is called in input order from a single goroutine, for every record (blank
 	// lines have line < 0; oversized ones have tooLarge and size set).
 	emit func(it *item) error
@@ -60,11 +62,20 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 		go func() {
 			defer wg.Done()
 			for b := range batches {
+				out := outBufs.Get().(*[]byte)
+				buf := (*out)[:0]
 				for _, it := range b.items {
-					if it.line >= 0 && !it.tooLarge {
-						cfg.process(it)
+					switch {
+					case it.tooLarge: // copied through by the writer
+						continue
+					case it.line < 0: // a blank line, kept as it is
+						buf = append(buf, it.data...)
+					default:
+						buf = cfg.process(it, buf)
 					}
+					buf = append(buf, it.eol...)
 				}
+				*out, b.out = buf, out
 				select {
 				case done <- b:
 				case <-ctx.Done():
@@ -110,19 +121,21 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	return context.Cause(ctx)
 }
 
+// outBufs recycles batch output buffers (a batch's worth of records, about 2 MB).
+var outBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 func writeBatch(cfg streamConfig, b *batch) error {
+	// A too-large record is always its batch's last: everything before it goes first.
+	if cfg.out != nil {
+		if _, err := cfg.out.Write(*b.out); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	outBufs.Put(b.out)
 	for _, it := range b.items {
 		if it.tooLarge && b.passthrough != nil {
 			if err := b.passthrough(cfg.out); err != nil {
 				return err
-			}
-		}
-		if cfg.out != nil && !it.tooLarge {
-			if _, err := cfg.out.Write(it.out); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			if _, err := cfg.out.Write(it.eol); err != nil {
-				return fmt.Errorf("write output: %w", err)
 			}
 		}
 		if err := cfg.emit(it); err != nil {
@@ -189,7 +202,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			// Blank lines are kept as they are and not counted as sessions.
-			cur.items = append(cur.items, &item{line: -line, out: data, eol: eol})
+			cur.items = append(cur.items, &item{line: -line, data: data, eol: eol})
 		} else {
 			cur.items = append(cur.items, &item{line: line, data: data, eol: eol})
 		}
