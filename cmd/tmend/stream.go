@@ -27,6 +27,9 @@ type batch struct {
 	// out is what to write for all items but a too-large one, built by the worker in a
 	// pooled buffer so that records are neither allocated nor copied one by one.
 	out *[]byte
+	// retired are input chunks that no record after this batch uses: free once it is
+	// written.
+	retired []*[]byte
 	// passthrough, when set, asks the writer to hand it the output at this point.
 	passthrough func(w io.Writer) error
 }
@@ -142,6 +145,9 @@ func writeBatch(cfg streamConfig, b *batch) error {
 			return err
 		}
 	}
+	for _, c := range b.retired {
+		chunks.Put(c)
+	}
 	return nil
 }
 
@@ -151,6 +157,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 	lr := &lineReader{r: cfg.in}
 	send := func() bool {
 		cur.seq = seq
+		cur.retired, lr.retired = lr.retired, nil
 		seq++
 		select {
 		case batches <- cur:
@@ -220,20 +227,24 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 }
 
 // lineReader splits its input into lines that point into large chunks it reads, so no
-// line is copied or allocated on its own. Chunks are not reused: the lines handed out keep
-// theirs alive until they are written.
+// line is copied or allocated on its own. A chunk it has moved on from is retired: it is
+// reused once the records read so far are written (reading into memory that is still in
+// the CPU's caches is much cheaper than into fresh memory).
 type lineReader struct {
 	r       io.Reader
 	buf     []byte // the current chunk; buf[pos:] is not handed out yet
 	pos     int
 	scanned int   // buf[pos:scanned] holds no newline
 	err     error // the reader's error once it stops
+	retired []*[]byte
 }
 
-// chunkSize is how much each chunk holds: more than the bufio.Reader in front (256 KiB),
-// so reads go straight into the chunk, and small enough that the few chunks in flight
-// keep memory low.
+// chunkSize is how much each read asks for at least: more than the bufio.Reader in front
+// (256 KiB), so reads go straight into the chunk, and small enough that the few chunks in
+// flight keep memory low. Pooled chunks hold twice that, for a line's start carried over.
 const chunkSize = 1 << 20
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, 0, 2*chunkSize); return &b }}
 
 // next returns the next line without its terminator. full reports a line longer than max;
 // data then holds its first bytes and the rest is still unread.
@@ -273,8 +284,16 @@ func (lr *lineReader) next(max int64) (data, eol []byte, full bool, err error) {
 func (lr *lineReader) fill() {
 	if cap(lr.buf)-len(lr.buf) < chunkSize/4 {
 		unread := lr.buf[lr.pos:]
-		nb := make([]byte, len(unread), len(unread)+chunkSize)
+		var nb []byte
+		if len(unread) <= chunkSize {
+			nb = (*chunks.Get().(*[]byte))[:len(unread)]
+		} else { // a long line: a chunk of its own, not pooled
+			nb = make([]byte, len(unread), len(unread)+chunkSize)
+		}
 		copy(nb, unread)
+		if old := lr.buf; cap(old) == 2*chunkSize {
+			lr.retired = append(lr.retired, &old)
+		}
 		lr.buf, lr.scanned, lr.pos = nb, lr.scanned-lr.pos, 0
 	}
 	n, err := lr.r.Read(lr.buf[len(lr.buf):cap(lr.buf)])
