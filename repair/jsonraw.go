@@ -3,9 +3,9 @@ package repair
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -141,9 +141,9 @@ const (
 func specialBytes(x uint64) uint64 {
 	quote := x ^ ('"' * lsb)
 	backslash := x ^ ('\\' * lsb)
-	zero := (quote - lsb) &^ quote | (backslash - lsb) &^ backslash // a byte equal to '"' or '\\'
-	control := (x - 0x20*lsb) &^ x                                   // a byte below 0x20
-	return (zero | control | x) & msb                                // x: a byte of 0x80 or more
+	zero := (quote-lsb)&^quote | (backslash-lsb)&^backslash // a byte equal to '"' or '\\'
+	control := (x - 0x20*lsb) &^ x                          // a byte below 0x20
+	return (zero | control | x) & msb                       // x: a byte of 0x80 or more
 }
 
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
