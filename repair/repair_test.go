@@ -286,18 +286,31 @@ func TestFailedTurnPolicy(t *testing.T) {
 
 func TestRealResultBeatsSynthetic(t *testing.T) {
 	t.Parallel()
-	in := []byte(`[{"role":"user","content":"go"},
+	// tmend's own text and the texts other repairers insert (research/provider-rules.md).
+	for _, text := range []string{
+		repair.SyntheticResultText,
+		"No result provided",
+		"aborted",
+		"[Tool call was interrupted and did not return a result.]",
+		"[openclaw] missing tool result for call c1",
+		"[System: Tool execution skipped/interrupted by user. No result provided for tool 'f']",
+		"Tool call f with id c1 was cancelled - another message came in before it could be completed.",
+	} {
+		content, err := json.Marshal(text)
+		require.NoError(t, err)
+		in := []byte(`[{"role":"user","content":"go"},
 {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
-{"role":"tool","tool_call_id":"c1","content":"No result provided"},
+{"role":"tool","tool_call_id":"c1","content":` + string(content) + `},
 {"role":"user","content":"hello?"},
 {"role":"tool","tool_call_id":"c1","content":"the real output"}]`)
-	res := checkInvariants(t, in, repair.Options{})
-	require.JSONEq(t, `[{"role":"user","content":"go"},
+		res := checkInvariants(t, in, repair.Options{})
+		require.JSONEq(t, `[{"role":"user","content":"go"},
 {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
 {"role":"tool","tool_call_id":"c1","content":"the real output"},
-{"role":"user","content":"hello?"}]`, string(res.Messages))
-	require.Equal(t, 1, res.Report.StageCounts[repair.StageMoveResults])
-	require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDuplicateResults])
+{"role":"user","content":"hello?"}]`, string(res.Messages), text)
+		require.Equal(t, 1, res.Report.StageCounts[repair.StageMoveResults], text)
+		require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDuplicateResults], text)
+	}
 }
 
 func TestUnrepairableInputIsLeftAlone(t *testing.T) {

@@ -23,7 +23,8 @@ var (
 		"[System: Tool execution skipped/interrupted by user. No result provided for tool", // LiteLLM
 	}
 	syntheticContains = []string{
-		"was cancelled - another message came in before it could be completed", // deepagents
+		// deepagents: "Tool call {name} with id {id} was cancelled - another ...".
+		"was cancelled - another message came in before it could be completed",
 	}
 )
 
@@ -32,8 +33,9 @@ var (
 // blks, when known), or a Gemini response object.
 func isSyntheticText(v []byte, blks []block) bool {
 	q := textValue(v, blks)
-	// Every known text is short, and the long ones start with '[' or say "cancelled".
-	if len(q) < 2 || len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.Contains(q, []byte("cancelled")) {
+	// Every known text is short, and the long ones start with '[' or "Tool call " (the
+	// deepagents one), which spares searching every result's text.
+	if len(q) < 2 || len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.HasPrefix(q[1:], []byte("Tool call ")) {
 		return false
 	}
 	s, ok := inputString(q) // only compared, never kept
