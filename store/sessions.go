@@ -136,7 +136,6 @@ func (e *conflictError) Error() string { return e.reason }
 // what was read, save that content as a version unless the latest version already is it,
 // write the repaired content, save it as a version, and insert the report. When the
 // content changed (or the row is locked or gone) it writes nothing but a conflict report.
-// A session costs four round trips: begin, lock and check, write, commit.
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
 	want := Hash(a.Session.Messages)
@@ -146,59 +145,10 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	if err != nil {
 		return out, err
 	}
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		out = model.Outcome{}
-		b := &pgx.Batch{}
-		// A live agent holding the row must not stall a run; it is retried next run.
-		b.Queue("SET LOCAL lock_timeout = '5s'")
-		b.Queue(s.sql.lockState, a.Session.ID)
-		br := tx.SendBatch(ctx, b)
-		var xmin string
-		var last int
-		var lastHash *string
-		_, err := br.Exec()
-		if err == nil {
-			err = br.QueryRow().Scan(&xmin, &last, &lastHash)
-		}
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			err = &conflictError{"the session was deleted after it was read"}
-		case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
-			err = &conflictError{"the session was locked by another writer for over 5s"}
-		case err == nil && xmin != a.Session.Xmin:
-			// Cheaper than comparing contents: no rendering of a large jsonb value.
-			err = &conflictError{"the session changed after it was read"}
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-
-		out.FromVersion = last
-		// The row holds exactly what was read (same row version, now locked), so the prior
-		// version is saved from those bytes rather than rendered again; the repaired one is
-		// saved from the row, so it is exactly what is stored.
-		var original *string
-		if lastHash == nil || *lastHash != want {
-			out.FromVersion = last + 1
-			o := string(a.Session.Messages)
-			original = &o
-		}
-		out.ToVersion = out.FromVersion + 1
-		// Repairing ends a rollback's hold: the content changed, or someone asked for it.
-		tag, err := tx.Exec(ctx, s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages),
-			nilIfZero(a.RunID), string(a.NewMessages), out.ToVersion, args[2], args[3], args[4], args[5], args[6], args[7], args[8])
-		if err != nil {
-			return fmt.Errorf("write repaired session: %w", err)
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("write repaired session: the report was not written")
-		}
-		out.Applied = true
-		return nil
+	err = retryTx(ctx, func() error {
+		var err error
+		out, err = s.apply(ctx, a, want, args)
+		return err
 	})
 	var ce *conflictError
 	if errors.As(err, &ce) {
@@ -212,5 +162,85 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	if err != nil {
 		return model.Outcome{}, fmt.Errorf("repair session %q: %w", a.Session.ID, err)
 	}
+	return out, nil
+}
+
+// apply is one attempt at Apply's transaction. It costs two round trips: BEGIN goes out
+// with the lock and checks, COMMIT with the write (the statements cost Postgres less
+// than the round trips between them). A transaction that fails or is refused is left
+// open on purpose: the pool closes a connection released inside a transaction, and the
+// server rolls it back.
+func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer conn.Release()
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	// A live agent holding the row must not stall a run; it is retried next run.
+	b.Queue("SET LOCAL lock_timeout = '5s'")
+	b.Queue(s.sql.lockState, a.Session.ID)
+	br := conn.SendBatch(ctx, b)
+	var xmin string
+	var last int
+	var lastHash *string
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&xmin, &last, &lastHash)
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = &conflictError{"the session was deleted after it was read"}
+	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
+		err = &conflictError{"the session was locked by another writer for over 5s"}
+	case err == nil && xmin != a.Session.Xmin:
+		// Cheaper than comparing contents: no rendering of a large jsonb value.
+		err = &conflictError{"the session changed after it was read"}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return out, err
+	}
+
+	out.FromVersion = last
+	// The row holds exactly what was read (same row version, now locked), so the prior
+	// version is saved from those bytes rather than rendered again; the repaired one is
+	// saved from the row, so it is exactly what is stored.
+	var original *string
+	if lastHash == nil || *lastHash != want {
+		out.FromVersion = last + 1
+		o := string(a.Session.Messages)
+		original = &o
+	}
+	out.ToVersion = out.FromVersion + 1
+	b = &pgx.Batch{}
+	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
+	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
+		string(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8])
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return out, fmt.Errorf("write repaired session: %w", err)
+	}
+	// The row is locked and matched, so the write cannot miss it; checked all the same.
+	if tag.RowsAffected() != 1 {
+		return out, fmt.Errorf("write repaired session: the report was not written")
+	}
+	out.Applied = true
 	return out, nil
 }

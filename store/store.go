@@ -74,8 +74,13 @@ func classify(err error) error {
 // short jittered, ctx-aware backoff. The rollback after a failure runs even when ctx is
 // cancelled, so nothing is left half-written.
 func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return retryTx(ctx, func() error { return s.tryTx(ctx, fn) })
+}
+
+// retryTx runs try, a whole transaction, again after a serialization failure or deadlock.
+func retryTx(ctx context.Context, try func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := s.tryTx(ctx, fn)
+		err := try()
 		var pgErr *pgconn.PgError
 		retry := errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.SerializationFailure || pgErr.Code == pgerrcode.DeadlockDetected)
 		if !retry || attempt >= 4 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -216,6 +217,64 @@ func TestApplyNeverOverwritesAConcurrentWrite(t *testing.T) {
 	var status string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM repair_reports WHERE session_id = 'a'`).Scan(&status))
 	require.Equal(t, model.StatusConflict, status)
+}
+
+// Every way Apply refuses to write ends its transaction: on a pool of one connection,
+// the next Apply works and nothing was written by the refused ones.
+func TestApplyConflictsEndTheirTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := storetest.NewDBURL(t)
+	cfg, err := store.ParseConfig(url, "")
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := store.Open(ctx, pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close(context.Background()) })
+
+	storetest.Sessions(t, pool, model.Session{ID: "gone", Messages: []byte(broken)},
+		model.Session{ID: "held", Messages: []byte(broken)}, model.Session{ID: "ok", Messages: []byte(broken)})
+	read := func(id string) model.Session {
+		page, err := st.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 1 << 20})
+		require.NoError(t, err)
+		return page[0]
+	}
+	apply := func(sess model.Session) model.Outcome {
+		res, err := repair.Repair(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+			Report: model.Report{Status: "repaired"}})
+		require.NoError(t, err)
+		return out
+	}
+
+	gone := read("gone")
+	_, err = pool.Exec(ctx, `DELETE FROM sessions WHERE id = 'gone'`)
+	require.NoError(t, err)
+	require.True(t, apply(gone).Conflict, "a deleted session")
+
+	held := read("held")
+	tx, err := other.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM tmend.sessions WHERE id = 'held' FOR UPDATE`)
+	require.NoError(t, err)
+	require.True(t, apply(held).Conflict, "a session locked by a live writer")
+	require.NoError(t, tx.Rollback(ctx))
+
+	require.True(t, apply(read("ok")).Applied, "the connection is usable again")
+	var reasons []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(reason ORDER BY session_id) FROM repair_reports WHERE status = 'conflict'`).Scan(&reasons))
+	require.Len(t, reasons, 2)
+	require.Contains(t, reasons[0], "deleted")
+	require.Contains(t, reasons[1], "locked by another writer")
+	var versions []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(DISTINCT session_id) FROM session_versions`).Scan(&versions))
+	require.Equal(t, []string{"ok"}, versions)
 }
 
 func TestOneLockHolder(t *testing.T) {
