@@ -304,7 +304,9 @@ func (lr *lineReader) fill() {
 }
 
 // copyRest writes prefix and the rest of the current line (terminator included) to w,
-// which may be nil to discard, and returns the line's length.
+// which may be nil to discard, and returns the line's length. It runs once every record
+// before the line is written, so the chunks it moves through are free at once: a line of
+// any length costs a chunk or two of memory.
 func (lr *lineReader) copyRest(w io.Writer, prefix []byte) (int64, error) {
 	if w == nil {
 		w = io.Discard
@@ -334,5 +336,9 @@ func (lr *lineReader) copyRest(w io.Writer, prefix []byte) (int64, error) {
 			return n, fmt.Errorf("read input: %w", lr.err)
 		}
 		lr.fill()
+		for _, c := range lr.retired {
+			chunks.Put(c)
+		}
+		lr.retired = lr.retired[:0]
 	}
 }

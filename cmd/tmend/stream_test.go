@@ -68,6 +68,23 @@ func TestLineReaderSplitsLikeSplit(t *testing.T) {
 	}
 }
 
+// Copying a line too large to hold goes through the chunks without keeping them.
+func TestLineReaderCopiesAHugeLineInLittleMemory(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", 20*chunkSize) + "\nnext\n"
+	lr := &lineReader{r: strings.NewReader(huge)}
+	data, _, full, err := lr.next(chunkSize)
+	require.NoError(t, err)
+	require.True(t, full)
+	n, err := lr.copyRest(io.Discard, data)
+	require.NoError(t, err)
+	require.EqualValues(t, 20*chunkSize+1, n)
+	require.Empty(t, lr.retired, "chunks passed through must not be held")
+	data, _, _, err = lr.next(chunkSize)
+	require.NoError(t, err)
+	require.Equal(t, "next", string(data))
+}
+
 // Input chunks are reused once the records in them are written; over many chunks, every
 // clean record must still come out exactly as it went in.
 func TestFixOverManyChunks(t *testing.T) {
