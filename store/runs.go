@@ -133,6 +133,19 @@ VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, 
 		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion}, nil
 }
 
+// AbandonRuns marks the source's scans (incremental and full) still recorded as running
+// as failed, and returns how many. Only a holder of the source's run lock may call it:
+// then no such scan can really be running.
+func (s *Store) AbandonRuns(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = 'failed', finished_at = now(),
+  error = 'abandoned: the process running it ended before recording its outcome'
+WHERE status = 'running' AND source = $1 AND mode IN ('incremental', 'full')`, s.src.Name())
+	if err != nil {
+		return 0, classify(fmt.Errorf("mark abandoned runs: %w", err))
+	}
+	return tag.RowsAffected(), nil
+}
+
 // TryLock takes the session-level advisory lock that lets one scheduled run go at a time
 // across replicas. ok is false when another process holds it. release frees it; the lock
 // also goes away with the connection if the process dies.

@@ -324,11 +324,14 @@ func TestKilledMidRunLeavesNothingHalfWritten(t *testing.T) {
 	done := checkNothingHalfWritten(t, b)
 	require.Positive(t, done)
 	require.Less(t, done, 1500, "the kill came too late to test anything: %s", out.String())
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'"))
 
-	// The next run completes the work.
+	// The next run completes the work, and records the killed one as abandoned.
 	r := runCLI(t, "", b.env, "scan", "--full")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Greater(t, checkNothingHalfWritten(t, b), done)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'failed' AND error LIKE 'abandoned:%'"))
 	rows, err := b.pool.Query(context.Background(), "SELECT messages::text FROM sessions")
 	require.NoError(t, err)
 	for rows.Next() {

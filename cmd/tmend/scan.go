@@ -117,7 +117,7 @@ finds sessions to repair.
 			defer r.close()
 			if mode != model.ModeSession {
 				// One run at a time per source, across CLI runs and daemons.
-				release, ok, err := r.store.TryLock(cmd.Context(), runLockName(r.store))
+				release, ok, err := r.lockRuns(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -156,8 +156,24 @@ finds sessions to repair.
 	return cmd
 }
 
-// runLockName names the advisory lock that serializes runs over one source.
-func runLockName(st *store.Store) string { return "runs:" + st.Source().Name() }
+// lockRuns takes the advisory lock that serializes scans of the runner's source. Holding
+// it proves no other scan of the source is under way, so scans still recorded as running
+// were left by a process that died or lost its database first: they are marked failed.
+func (r *runner) lockRuns(ctx context.Context) (release func(), ok bool, err error) {
+	release, ok, err = r.store.TryLock(ctx, "runs:"+r.store.Source().Name())
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	n, err := r.store.AbandonRuns(ctx)
+	if err != nil {
+		release()
+		return nil, false, err
+	}
+	if n > 0 {
+		r.log.Warn().Int64("num_runs", n).Msg("marked scans left running by an earlier process as failed")
+	}
+	return release, true, nil
+}
 
 func printRun(e *env, res *scanner.RunResult, asJSON bool) error {
 	var err error

@@ -77,11 +77,10 @@ written whole or not at all.
 
 // daemon holds what the scheduled job and the API share.
 type daemon struct {
-	r        *runner
-	log      zerolog.Logger
-	metrics  *metrics
-	token    string
-	lockName string
+	r       *runner
+	log     zerolog.Logger
+	metrics *metrics
+	token   string
 	// work is cancelled last, on a hard stop; stop is closed first, on a soft stop.
 	work context.Context
 	stop chan struct{}
@@ -120,7 +119,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	}
 	defer r.close()
 	d := &daemon{r: r, log: r.log.With().Str("component", "daemon").Logger(), metrics: newMetrics(),
-		token: s.get("api-token"), lockName: runLockName(r.store), work: work, stop: make(chan struct{})}
+		token: s.get("api-token"), work: work, stop: make(chan struct{})}
 	if d.token == "" {
 		d.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
 	}
@@ -202,7 +201,7 @@ func (d *daemon) prune(age time.Duration) {
 
 // runLocked runs under the advisory lock; errBusy when another process holds it.
 func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
-	release, ok, err := d.r.store.TryLock(d.work, d.lockName)
+	release, ok, err := d.r.lockRuns(d.work)
 	if err != nil {
 		return scanner.RunResult{}, err
 	}
