@@ -340,7 +340,8 @@ func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) er
 	m.partsKey = key
 	start := len(ps.parts)
 	for _, blk := range blks {
-		// Filled in place: a part handed to fn by address would otherwise be allocated.
+		// Filled in place (a part handed to fn by address would otherwise be allocated), so
+		// fn must not add parts itself.
 		ps.parts = append(ps.parts, part{raw: blk.raw})
 		if blk.raw[0] == '{' {
 			p := &ps.parts[len(ps.parts)-1]
