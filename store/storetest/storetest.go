@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
@@ -198,4 +199,27 @@ func Content(t testing.TB, pool *pgxpool.Pool, id string) string {
 		t.Fatalf("read session %q: %v", id, err)
 	}
 	return s
+}
+
+// AllClean fails t unless every stored session validates with no issues.
+func AllClean(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), "SELECT id, messages::text FROM sessions")
+	if err != nil {
+		t.Fatalf("read sessions: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, msgs string
+		if err := rows.Scan(&id, &msgs); err != nil {
+			t.Fatalf("read sessions: %v", err)
+		}
+		v, err := repair.Validate([]byte(msgs), repair.Options{})
+		if err != nil || len(v.Issues) > 0 {
+			t.Fatalf("session %q is not clean: %v %v", id, err, v.Issues)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read sessions: %v", err)
+	}
 }
