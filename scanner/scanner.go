@@ -362,7 +362,7 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 		}
 		log.Debug().Int("num_sessions", len(page)).Msg("page read")
 		if o.Mode == model.ModeSession && len(page) == 0 {
-			return fmt.Errorf("session %q not found", o.SessionID)
+			return fmt.Errorf("session %q %w", o.SessionID, model.ErrNotFound)
 		}
 		for _, sess := range page {
 			select {

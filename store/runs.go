@@ -15,7 +15,7 @@ import (
 )
 
 // ErrNotFound is returned for a run, session or version that does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = model.ErrNotFound
 
 // StartRun inserts a running repair_runs row and returns its id and the database time it
 // started, which bounds what the run scans.

@@ -320,7 +320,7 @@ func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
 	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil)
 	switch {
-	case err != nil && res.Counts.Scanned == 0 && strings.Contains(err.Error(), "not found"):
+	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "%v", err)
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "%v", err)

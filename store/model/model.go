@@ -16,6 +16,9 @@ import (
 // down), as opposed to an error about one statement: worth retrying with backoff.
 var ErrUnavailable = errors.New("database unavailable")
 
+// ErrNotFound marks a run, session or version that does not exist.
+var ErrNotFound = errors.New("not found")
+
 // Session is one stored transcript as read for a run.
 type Session struct {
 	ID string
