@@ -6,41 +6,86 @@ import (
 	"strings"
 )
 
-// Dialect names a transcript shape: where tool calls and tool results live.
+// Dialect names a transcript shape: where tool calls and tool results live. Each dialect
+// is one file, dialect_<name>.go, holding its constant, its spec and its synthetic-result
+// shape, and one line in registry.
 type Dialect string
 
-// The dialects tmend understands. The strings appear in reports and flags and never change.
-const (
-	OpenAIChat      Dialect = "openai-chat"
-	Anthropic       Dialect = "anthropic"
-	OpenAIResponses Dialect = "openai-responses"
-	OpenClaw        Dialect = "openclaw"
-	Gemini          Dialect = "gemini"
-	Bedrock         Dialect = "bedrock"
-	LangChain       Dialect = "langchain"
-)
+// registry lists every dialect's spec in detection order: a message shape of an earlier
+// dialect wins over a later one's. It is set in init because the parsers consult it.
+var registry []*spec
+
+func init() {
+	registry = []*spec{geminiSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec, bedrockSpec, anthropicSpec}
+}
 
 // Dialects lists every dialect in a stable order.
 func Dialects() []Dialect {
-	return []Dialect{OpenAIChat, Anthropic, OpenAIResponses, OpenClaw, Gemini, Bedrock, LangChain}
+	out := make([]Dialect, len(registry))
+	for i, s := range registry {
+		out[i] = s.name
+	}
+	return out
 }
 
 // ParseDialect accepts a dialect name as printed by Dialects.
 func ParseDialect(s string) (Dialect, error) {
-	for _, d := range Dialects() {
-		if string(d) == s {
-			return d, nil
-		}
+	if sp := specOf(Dialect(s)); sp != nil {
+		return sp.name, nil
 	}
-	return "", fmt.Errorf("unknown dialect %q (want one of %s)", s, joinDialects())
-}
-
-func joinDialects() string {
 	var names []string
 	for _, d := range Dialects() {
 		names = append(names, string(d))
 	}
-	return strings.Join(names, ", ")
+	return "", fmt.Errorf("unknown dialect %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// EnvelopeKey is the member a dialect's transcript goes under in an envelope object or a
+// JSON Lines record: "messages", "input" (OpenAI Responses) or "contents" (Gemini).
+func (d Dialect) EnvelopeKey() string {
+	if sp := specOf(d); sp != nil && sp.envelope != "" {
+		return sp.envelope
+	}
+	return "messages"
+}
+
+func specOf(d Dialect) *spec {
+	for _, s := range registry {
+		if s.name == d {
+			return s
+		}
+	}
+	return nil
+}
+
+// spec is what the engine needs to know about a dialect.
+type spec struct {
+	name     Dialect
+	envelope string // envelope member; "" for "messages"
+	parse    func(m *message, ps *parser) error
+	// messageSignal reports a message shape that only this dialect uses.
+	messageSignal func(f *msgFacts) bool
+	// blockSignal reports a content block shape that only this dialect uses; nil for none.
+	blockSignal func(o obj, typ []byte) bool
+	// block dialects put results as parts of a user message; whole dialects give each
+	// result a message of its own.
+	block bool
+	// resultsFirst: result parts must precede other parts of their user message.
+	resultsFirst bool
+	// anyUserSlot: the user message right after a call turn takes the results even when it
+	// holds none yet (Bedrock's strict alternation); otherwise a new message is inserted.
+	anyUserSlot bool
+	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
+	// one for the provider to accept them (nil: never).
+	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
+	synth             func(c *part, text string) []byte
+	wrap              func(parts [][]byte) []byte
+}
+
+// msgFacts are the members of a message that detection looks at, found in one pass.
+type msgFacts struct {
+	role, typ                                      []byte
+	hasParts, hasRole, hasToolCallID, hasToolCalls bool
 }
 
 type msgKind uint8
@@ -64,14 +109,20 @@ const (
 // part is one tool call, tool result or other piece of a message: a content block, a
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
-	kind      partKind
-	raw       []byte
-	id        string
+	kind  partKind
+	raw   []byte
+	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
+	idRaw []byte // the id's JSON text, which synthetic results copy
+	// idPath leads from raw to the id member, for rewriting it.
+	idPath    []string
 	hasID     bool
 	name      string
 	callType  string // Responses item type of a call, for the matching output type
 	malformed string // why a call can never be valid; "" when it is well formed
 	synthetic bool   // a result inserted by tmend or another repairer
+	// canonical is the dialect's canonical form of a call written in another shape the
+	// platform also accepts (OpenClaw's legacy snake_case blocks); nil when canonical.
+	canonical []byte
 }
 
 // message is one transcript element with what tmend found in it.
@@ -90,76 +141,6 @@ type message struct {
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
-
-// spec is what the engine needs to know about a dialect.
-type spec struct {
-	parse func(m *message, ps *parser) error
-	// block dialects put results as parts of a user message; whole dialects give each
-	// result a message of its own.
-	block bool
-	// resultsFirst: result parts must precede other parts of their user message.
-	resultsFirst bool
-	// anyUserSlot: the user message right after a call turn takes the results even when it
-	// holds none yet (Bedrock's strict alternation); otherwise a new message is inserted.
-	anyUserSlot  bool
-	synth        func(c *part, text string) []byte
-	wrap         func(parts [][]byte) []byte
-	callIDPath   []string
-	resultIDPath []string
-}
-
-var specs = map[Dialect]*spec{
-	OpenAIChat: {
-		parse:        parseOpenAIChat,
-		synth:        synthOpenAIChat,
-		callIDPath:   []string{"id"},
-		resultIDPath: []string{"tool_call_id"},
-	},
-	LangChain: {
-		parse:        parseLangChain,
-		synth:        synthLangChain,
-		callIDPath:   []string{"id"},
-		resultIDPath: []string{"tool_call_id"},
-	},
-	OpenClaw: {
-		parse:        parseOpenClaw,
-		synth:        synthOpenClaw,
-		callIDPath:   []string{"id"},
-		resultIDPath: []string{"toolCallId"},
-	},
-	OpenAIResponses: {
-		parse:        parseResponses,
-		synth:        synthResponses,
-		callIDPath:   []string{"call_id"},
-		resultIDPath: []string{"call_id"},
-	},
-	Anthropic: {
-		parse:        parseAnthropic,
-		block:        true,
-		resultsFirst: true,
-		synth:        synthAnthropic,
-		wrap:         func(p [][]byte) []byte { return wrapUser("content", p) },
-		callIDPath:   []string{"id"},
-		resultIDPath: []string{"tool_use_id"},
-	},
-	Bedrock: {
-		parse:        parseBedrock,
-		block:        true,
-		anyUserSlot:  true,
-		synth:        synthBedrock,
-		wrap:         func(p [][]byte) []byte { return wrapUser("content", p) },
-		callIDPath:   []string{"toolUse", "toolUseId"},
-		resultIDPath: []string{"toolResult", "toolUseId"},
-	},
-	Gemini: {
-		parse:        parseGemini,
-		block:        true,
-		synth:        synthGemini,
-		wrap:         func(p [][]byte) []byte { return wrapUser("parts", p) },
-		callIDPath:   []string{"functionCall", "id"},
-		resultIDPath: []string{"functionResponse", "id"},
-	},
-}
 
 func wrapUser(key string, parts [][]byte) []byte {
 	out := []byte(`{"role":"user","` + key + `":`)
@@ -262,18 +243,29 @@ func failedTurn(m *message) bool {
 	return false
 }
 
+// Paths from a part to its id member, shared by every part of that shape.
+var (
+	pathID         = []string{"id"}
+	pathCallID     = []string{"call_id"}
+	pathToolCallID = []string{"tool_call_id"}
+)
+
 // callShape fills a call part's id and name and says why it is malformed, if it is.
 // The id, the partial markers and status are members of o; the name is in nameObj and
-// the arguments member argsKey in args (either may be o itself).
-func callShape(p *part, o obj, idKey string, nameObj obj, args obj, argsKey string, idOptional bool) {
+// the arguments member argsKey in args (either may be o itself). idPath leads from the
+// part to o's id member.
+func callShape(p *part, o obj, idPath []string, nameObj obj, args obj, argsKey string, idOptional bool) {
 	p.kind = partCall
+	p.idPath = idPath
+	idKey := idPath[len(idPath)-1]
 	partial, incomplete, hasArgs := false, false, argsKey == ""
 	for _, m := range o.ms {
 		v := m.val(o.raw)
 		switch key := o.raw[m.keyStart+1 : m.keyEnd-1]; string(key) {
 		case idKey:
 			if string(v) != "null" {
-				p.id, _ = inputString(v)
+				p.id, _ = idString(v)
+				p.idRaw = v
 				p.hasID = true
 			}
 		case "partialJson", "partialArgs":
@@ -308,10 +300,13 @@ func callShape(p *part, o obj, idKey string, nameObj obj, args obj, argsKey stri
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-func resultShape(p *part, o obj, idKey string) {
+// resultShape fills a result part's id from o's member at the end of idPath.
+func resultShape(p *part, o obj, idPath []string) {
 	p.kind = partResult
-	if idv, ok := o.lookup(idKey); ok && string(idv) != "null" {
-		p.id, _ = inputString(idv)
+	p.idPath = idPath
+	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
+		p.id, _ = idString(idv)
+		p.idRaw = idv
 		p.hasID = true
 	}
 }
@@ -348,10 +343,8 @@ func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) er
 			mark := len(ps.scratch)
 			o := obj{blk.raw, blk.ms, ps}
 			fn(p, o)
-			if ps.detected != "" && ps.foreign == "" {
-				if d := blockSignal(o); d != "" && d != ps.detected {
-					ps.foreign, ps.foreignMsg = d, ps.msg
-				}
+			if p.kind == partOther {
+				ps.checkForeign(o)
 			}
 			ps.scratch = ps.scratch[:mark]
 		}
@@ -360,192 +353,27 @@ func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) er
 	return nil
 }
 
-// --- dialects ---
-
-func parseOpenAIChat(m *message, ps *parser) error {
-	switch string(m.word("role")) {
-	case "assistant":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		m.otherContent = !isEmptyValue(m.get("content"))
-		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
-			fn := o.sub("function")
-			callShape(p, o, "id", fn, fn, "arguments", false)
-			if !o.has("function") {
-				p.malformed = "function missing"
-			}
-		})
-	case "tool":
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
-		p.name, _ = inputString(m.get("name"))
-		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = ps.one(p)
+// checkForeignContent checks the content blocks of a message whose parts live elsewhere
+// (OpenAI chat and LangChain tool_calls) for another dialect's call or result shapes.
+func checkForeignContent(m *message, ps *parser) {
+	if ps.detected == "" || ps.foreign != "" {
+		return
 	}
-	return nil
-}
-
-func parseLangChain(m *message, ps *parser) error {
-	switch string(m.word("type")) {
-	case "ai", "AIMessageChunk":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		m.otherContent = !isEmptyValue(m.get("content"))
-		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
-			callShape(p, o, "id", o, o, "args", false)
-		})
-	case "tool":
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms, ps}, "tool_call_id")
-		p.name, _ = inputString(m.get("name"))
-		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = ps.one(p)
-	}
-	return nil
-}
-
-func parseOpenClaw(m *message, ps *parser) error {
-	switch string(m.word("role")) {
-	case "assistant":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if isString(o.get("type"), "toolCall") {
-				callShape(p, o, "id", o, o, "arguments", false)
-			}
-		})
-	case "toolResult":
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms, ps}, "toolCallId")
-		p.name, _ = inputString(m.get("toolName"))
-		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = ps.one(p)
-	}
-	return nil
-}
-
-// responsesCalls maps each Responses call item type to its arguments member and the
-// fallback tool name for items that carry none.
-var responsesCalls = map[string]struct{ args, name string }{
-	"function_call":    {"arguments", ""},
-	"custom_tool_call": {"input", ""},
-	"local_shell_call": {"action", "local_shell"},
-	"computer_call":    {"action", "computer"},
-}
-
-var responsesOutputs = map[string]bool{
-	"function_call_output":    true,
-	"custom_tool_call_output": true,
-	"local_shell_call_output": true,
-	"computer_call_output":    true,
-}
-
-func parseResponses(m *message, ps *parser) error {
-	typ := m.word("type")
-	o := obj{m.raw, m.ms, ps}
-	if c, ok := responsesCalls[string(typ)]; ok {
-		m.kind = msgCall
-		p := part{raw: m.raw, callType: string(typ)}
-		callShape(&p, o, "call_id", o, o, c.args, false)
-		if c.name != "" && p.name == "" {
-			p.name = c.name
-			if p.malformed == "missing or blank name" {
-				p.malformed = ""
-			}
+	for _, blk := range m.contentBlocks() {
+		if blk.raw[0] == '{' {
+			ps.checkForeign(obj{blk.raw, blk.ms, ps})
 		}
-		m.parts = ps.one(p)
-		return nil
 	}
-	if responsesOutputs[string(typ)] {
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		idKey := "call_id"
-		if !o.has("call_id") && string(typ) == "local_shell_call_output" {
-			idKey = "id"
+}
+
+// checkForeign records a block that the detected dialect does not recognise but another
+// dialect would: the transcript is then mixed and left alone.
+func (ps *parser) checkForeign(o obj) {
+	if ps.detected != "" && ps.foreign == "" {
+		if d := blockSignal(o); d != "" && d != ps.detected {
+			ps.foreign, ps.foreignMsg = d, ps.msg
 		}
-		resultShape(&p, o, idKey)
-		p.synthetic = isSyntheticText(m.get("output"), nil)
-		m.parts = ps.one(p)
-		return nil
 	}
-	m.reasoning = string(typ) == "reasoning"
-	return nil
-}
-
-func parseAnthropic(m *message, ps *parser) error {
-	switch string(m.word("role")) {
-	case "assistant":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if isString(o.get("type"), "tool_use") {
-				callShape(p, o, "id", o, o, "input", false)
-			}
-		})
-	case "user":
-		m.kind = msgUser
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if isString(o.get("type"), "tool_result") {
-				resultShape(p, o, "tool_use_id")
-				p.synthetic = isSyntheticText(o.get("content"), nil)
-			}
-		})
-	}
-	return nil
-}
-
-func parseBedrock(m *message, ps *parser) error {
-	switch string(m.word("role")) {
-	case "assistant":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if o.has("toolUse") {
-				tu := o.sub("toolUse")
-				callShape(p, tu, "toolUseId", tu, tu, "input", false)
-			}
-		})
-	case "user":
-		m.kind = msgUser
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if o.has("toolResult") {
-				tr := o.sub("toolResult")
-				resultShape(p, tr, "toolUseId")
-				p.synthetic = isSyntheticText(tr.get("content"), nil)
-			}
-		})
-	}
-	return nil
-}
-
-func parseGemini(m *message, ps *parser) error {
-	switch string(m.word("role")) {
-	case "model":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
-			if o.has("functionCall") {
-				fc := o.sub("functionCall")
-				// Gemini call ids are optional and args may be omitted for no-parameter
-				// functions; calls pair with responses by name and order then.
-				callShape(p, fc, "id", fc, fc, "", true)
-			}
-		})
-	case "user", "function", "tool":
-		m.kind = msgUser
-		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
-			if o.has("functionResponse") {
-				fr := o.sub("functionResponse")
-				resultShape(p, fr, "id")
-				p.name, _ = inputString(fr.get("name"))
-				p.synthetic = isSyntheticText(fr.get("response"), nil)
-			}
-		})
-	}
-	return nil
 }
 
 // detect names the dialect from shapes that only one dialect uses: first message-level
@@ -554,14 +382,12 @@ func parseGemini(m *message, ps *parser) error {
 // shapes of several dialects are mixed. Blocks of a foreign dialect are caught while
 // parsing (see parser.foreign).
 func detect(msgs []message, ps *parser) (Dialect, error) {
-	seen := map[Dialect]int{}
+	var first [8]int // by registry index: 1 + the first message with the signal
 	var order []Dialect
 	for i := range msgs {
-		if d := messageSignal(&msgs[i]); d != "" {
-			if _, ok := seen[d]; !ok {
-				seen[d] = i
-				order = append(order, d)
-			}
+		if k := messageSignal(&msgs[i]); k >= 0 && first[k] == 0 {
+			first[k] = i + 1
+			order = append(order, registry[k].name)
 		}
 	}
 	switch len(order) {
@@ -577,49 +403,39 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 	}
 	var parts []string
 	for _, d := range order {
-		parts = append(parts, fmt.Sprintf("%s (message %d)", d, seen[d]))
+		for k, s := range registry {
+			if s.name == d {
+				parts = append(parts, fmt.Sprintf("%s (message %d)", d, first[k]-1))
+			}
+		}
 	}
 	return "", fmt.Errorf("shapes of several dialects are mixed: %s", strings.Join(parts, ", "))
 }
 
-func messageSignal(m *message) Dialect {
-	var role, typ []byte
-	var hasParts, hasRole, hasToolCallID, hasToolCalls bool
+// messageSignal returns the registry index of the dialect whose message shape m has, or -1.
+func messageSignal(m *message) int {
+	var f msgFacts
 	for _, mb := range m.ms {
 		switch string(m.raw[mb.keyStart+1 : mb.keyEnd-1]) {
 		case "role":
-			hasRole = true
-			role = wordOf(mb.val(m.raw))
+			f.hasRole = true
+			f.role = wordOf(mb.val(m.raw))
 		case "type":
-			typ = wordOf(mb.val(m.raw))
+			f.typ = wordOf(mb.val(m.raw))
 		case "parts":
-			hasParts = true
+			f.hasParts = true
 		case "tool_call_id":
-			hasToolCallID = true
+			f.hasToolCallID = true
 		case "tool_calls":
-			hasToolCalls = true
+			f.hasToolCalls = true
 		}
 	}
-	switch {
-	case hasParts || string(role) == "model":
-		return Gemini
-	case string(role) == "toolResult":
-		return OpenClaw
-	case string(role) == "tool" && hasToolCallID, string(role) == "assistant" && hasToolCalls:
-		return OpenAIChat
-	}
-	if len(typ) > 0 {
-		if _, ok := responsesCalls[string(typ)]; ok || responsesOutputs[string(typ)] || string(typ) == "reasoning" {
-			return OpenAIResponses
-		}
-		if !hasRole {
-			switch string(typ) {
-			case "ai", "human", "tool", "system", "AIMessageChunk":
-				return LangChain
-			}
+	for k, s := range registry {
+		if s.messageSignal != nil && s.messageSignal(&f) {
+			return k
 		}
 	}
-	return ""
+	return -1
 }
 
 func blocksSignal(m *message, ps *parser) Dialect {
@@ -637,14 +453,19 @@ func blocksSignal(m *message, ps *parser) Dialect {
 // blockSignal names the dialect a content block's shape belongs to, if only one uses it.
 func blockSignal(o obj) Dialect {
 	typ := o.get("type")
-	switch {
-	case typ == nil && (o.has("toolUse") || o.has("toolResult")):
-		return Bedrock
-	case isString(typ, "toolCall"):
-		return OpenClaw
-	case isString(typ, "tool_use"), isString(typ, "tool_result"),
-		isString(typ, "server_tool_use"), isString(typ, "redacted_thinking"):
-		return Anthropic
+	for _, s := range registry {
+		if s.blockSignal != nil && s.blockSignal(o, typ) {
+			return s.name
+		}
 	}
 	return ""
+}
+
+// outMsg is a message of the repaired transcript, for the turn rules after removals.
+type outMsg struct {
+	raw  []byte
+	role []byte
+	// src is the input index of the message, or -1 for an inserted one.
+	src   int
+	calls bool // it keeps a tool call
 }

@@ -9,6 +9,7 @@
 package repair
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -100,10 +101,14 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 
 type callRef struct {
 	msg, part int
-	key       string
-	turn      int
-	results   []int // indices into plan.results, in transcript order
-	removed   bool
+	// key pairs calls and results: the id without surrounding white space, or for an
+	// id-less Gemini call its turn, name and rank among same-named calls.
+	key     string
+	turn    int
+	results []int // indices into plan.results, in transcript order
+	kept    int   // the result it keeps, or -1
+	slotted bool  // a result in its turn's slot is paired with it
+	removed bool
 }
 
 type resultRef struct {
@@ -129,9 +134,10 @@ type incoming struct {
 
 type edit struct {
 	drop    bool
-	stage   Stage  // why it was dropped
+	stage   Stage  // why it was dropped, or last lost a part
 	removed []bool // per part
 	dirty   bool
+	merge   bool // merged into the message before it (see planMerges)
 }
 
 type plan struct {
@@ -145,7 +151,10 @@ type plan struct {
 	turns   []turnRef
 	slotOf  []int32 // message index -> turn whose slot it is, or -1
 	byKey   map[string][]int
-	seenID  map[string]bool
+	names   map[string]int // id-less calls of the current turn by name, while finding turns
+	// suspects are the ids of results about to be dropped as orphans and of calls about to
+	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
+	suspects map[string]bool
 	removed []bool // the edits' removed flags, in one slab
 	edits   []edit
 	after   [][][]byte
@@ -153,7 +162,7 @@ type plan struct {
 }
 
 var plans = sync.Pool{New: func() any {
-	return &plan{byKey: map[string][]int{}, seenID: map[string]bool{}}
+	return &plan{byKey: map[string][]int{}, names: map[string]int{}, suspects: map[string]bool{}}
 }}
 
 // newPlan analyses b. Plans are pooled, with their slabs, because repairing many
@@ -191,6 +200,11 @@ func (p *plan) analyze() error {
 	p.findTurns()
 	p.pair()
 	p.decide()
+	if err := p.checkUnrecognized(); err != nil {
+		return err
+	}
+	p.uniqueIDs()
+	p.alignPaddedIDs()
 	if p.opts.Target != "" {
 		p.retarget()
 	}
@@ -204,11 +218,12 @@ func (p *plan) analyze() error {
 // briefly (clearing them cost more than the rest of a small repair, in write barriers).
 func (p *plan) release() {
 	clear(p.byKey)
-	clear(p.seenID)
+	clear(p.names)
+	clear(p.suspects)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0],
-		byKey: p.byKey, seenID: p.seenID,
+		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
 	}
@@ -270,7 +285,7 @@ func (p *plan) parse() error {
 		}
 		p.ps.detected = d
 	}
-	p.spec = specs[d]
+	p.spec = specOf(d)
 	if p.spec == nil {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
@@ -350,14 +365,16 @@ func (p *plan) findTurns() {
 			}
 			t.slotLast = j - 1
 		}
+		clear(p.names)
 		for k := t.first; k <= t.last; k++ {
 			for pi, pt := range p.msgs[k].parts {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: k, part: pi, turn: ti, key: pt.id}
+				c := callRef{msg: k, part: pi, turn: ti, key: strings.TrimSpace(pt.id), kept: -1}
 				if !pt.hasID {
-					c.key = fmt.Sprintf("\x00%d\x00%s\x00%d", ti, pt.name, p.countName(ti, pt.name))
+					c.key = idlessKey(ti, pt.name, p.names[pt.name])
+					p.names[pt.name]++
 				}
 				p.calls = append(p.calls, c)
 			}
@@ -365,6 +382,11 @@ func (p *plan) findTurns() {
 		p.turns = append(p.turns, t)
 		i = t.last
 	}
+}
+
+// idlessKey pairs id-less Gemini calls and responses by turn, name and order.
+func idlessKey(turn int, name string, rank int) string {
+	return fmt.Sprintf("\x00%d\x00%s\x00%d", turn, name, rank)
 }
 
 func hasResult(m *message) bool {
@@ -376,22 +398,11 @@ func hasResult(m *message) bool {
 	return false
 }
 
-// countName counts the id-less calls named name already seen in turn ti, so id-less
-// Gemini calls and responses pair by name and order within a turn.
-func (p *plan) countName(ti int, name string) int {
-	n := 0
-	for _, c := range p.calls {
-		if c.turn == ti && !p.part(c.msg, c.part).hasID && p.part(c.msg, c.part).name == name {
-			n++
-		}
-	}
-	return n
-}
-
 func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
-// it, else the latest matching call before it, else the first after it.
+// it, else the latest matching call before it, else the first after it. Ids match when
+// they are equal after trimming surrounding white space.
 func (p *plan) pair() {
 	byKey := p.byKey
 	for ci := range p.calls {
@@ -403,12 +414,14 @@ func (p *plan) pair() {
 	slotNames := map[[2]int]map[string]int{} // (turn, msg) -> name -> id-less results seen
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
+		lead := true // only results so far in this message
 		for pi := range m.parts {
 			pt := &m.parts[pi]
 			if pt.kind != partResult {
+				lead = false
 				continue
 			}
-			r := resultRef{msg: mi, part: pi, call: -1, key: pt.id}
+			r := resultRef{msg: mi, part: pi, call: -1, key: strings.TrimSpace(pt.id)}
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
 				r.key = ""
@@ -417,59 +430,46 @@ func (p *plan) pair() {
 					if slotNames[k] == nil {
 						slotNames[k] = map[string]int{}
 					}
-					r.key = fmt.Sprintf("\x00%d\x00%s\x00%d", ti, pt.name, slotNames[k][pt.name])
+					r.key = idlessKey(ti, pt.name, slotNames[k][pt.name])
 					slotNames[k][pt.name]++
 				}
 			}
 			ri := len(p.results)
 			cands := byKey[r.key]
 			if inSlot {
-				for _, ci := range cands {
-					if p.calls[ci].turn == ti && !p.hasSlotResult(ci) {
-						r.call, r.slotted = ci, true
-						break
-					}
-				}
-				if r.call < 0 {
-					for _, ci := range cands {
-						if p.calls[ci].turn == ti {
-							r.call, r.slotted = ci, true
-							break
-						}
-					}
-				}
+				r.call = p.slotCall(cands, ti)
+				r.slotted = r.call >= 0
 			}
 			if r.call < 0 && len(cands) > 0 {
-				r.call = cands[0]
-				for _, ci := range cands {
-					if p.calls[ci].msg < mi {
-						r.call = ci
-					}
-				}
+				// The latest call before the result, else the first one after it.
+				k := sort.Search(len(cands), func(k int) bool { return p.calls[cands[k]].msg >= mi })
+				r.call = cands[max(k-1, 0)]
 			}
-			r.inSlot = r.slotted
-			if r.inSlot && p.spec.resultsFirst {
-				for _, prev := range m.parts[:pi] {
-					if prev.kind != partResult {
-						r.inSlot = false
-					}
-				}
-			}
+			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			p.results = append(p.results, r)
 			if r.call >= 0 {
-				p.calls[r.call].results = append(p.calls[r.call].results, ri)
+				c := &p.calls[r.call]
+				c.results = append(c.results, ri)
+				c.slotted = c.slotted || r.slotted
 			}
 		}
 	}
 }
 
-func (p *plan) hasSlotResult(ci int) bool {
-	for _, ri := range p.calls[ci].results {
-		if p.results[ri].slotted {
-			return true
+// slotCall returns the call of turn ti among cands (call indexes in order) that a result
+// in the turn's slot answers: the first without a slotted result yet, else the first.
+func (p *plan) slotCall(cands []int, ti int) int {
+	k := sort.Search(len(cands), func(k int) bool { return p.calls[cands[k]].turn >= ti })
+	first := -1
+	for ; k < len(cands) && p.calls[cands[k]].turn == ti; k++ {
+		if !p.calls[cands[k]].slotted {
+			return cands[k]
+		}
+		if first < 0 {
+			first = cands[k]
 		}
 	}
-	return false
+	return first
 }
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
@@ -492,6 +492,35 @@ func (p *plan) quiet() bool {
 	return !o.Force && q > 0 && !o.Now.IsZero() && !o.UpdatedAt.IsZero() && o.Now.Sub(o.UpdatedAt) < q
 }
 
+// openTurn returns the turn whose calls may still be running: the session's last call
+// turn, when nothing but results follows it. -1 when there is none.
+func (p *plan) openTurn() int {
+	last := -1
+	for _, c := range p.calls {
+		if p.part(c.msg, c.part).malformed == "" {
+			last = c.turn
+		}
+	}
+	if last < 0 {
+		return -1
+	}
+	for j := p.turns[last].last + 1; j < len(p.msgs); j++ {
+		m := &p.msgs[j]
+		if m.kind == msgResult {
+			continue
+		}
+		if m.kind != msgUser || len(m.parts) == 0 {
+			return -1
+		}
+		for _, pt := range m.parts {
+			if pt.kind != partResult {
+				return -1 // the user wrote on: the run is over
+			}
+		}
+	}
+	return last
+}
+
 // decide runs the stages over the pairing and records edits, actions and issues.
 func (p *plan) decide() {
 	p.edits = grow(p.edits, len(p.msgs))
@@ -502,14 +531,10 @@ func (p *plan) decide() {
 		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
 	}
 
-	lastTurn := -1
-	for _, c := range p.calls {
-		if p.part(c.msg, c.part).malformed == "" {
-			lastTurn = c.turn
-		}
+	open := -1
+	if p.quiet() {
+		open = p.openTurn()
 	}
-	quiet := p.quiet()
-	seenID := p.seenID
 
 	// Stage order matters only for attribution: every stage acts on the same pairing.
 	for ci := range p.calls {
@@ -522,13 +547,7 @@ func (p *plan) decide() {
 			p.issue(IssueMalformedCall, c.msg, pt, pt.malformed)
 			continue
 		}
-		if pt.hasID {
-			if seenID[pt.id] {
-				p.issue(IssueDuplicateCallID, c.msg, pt, "")
-			}
-			seenID[pt.id] = true
-		}
-		kept, real := -1, 0
+		real := 0
 		for _, ri := range c.results {
 			if !p.resPart(ri).synthetic {
 				real++
@@ -551,7 +570,14 @@ func (p *plan) decide() {
 			}
 			continue
 		}
-		kept = p.pickKept(c)
+		if pt.canonical != nil {
+			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
+			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
+			pt.raw, pt.idPath = pt.canonical, pathID
+			p.edits[c.msg].dirty = true
+		}
+		kept := p.pickKept(c)
+		c.kept = kept
 		for _, ri := range c.results {
 			if ri == kept {
 				continue
@@ -575,7 +601,7 @@ func (p *plan) decide() {
 			p.act(StageMoveResults, ActionMove, r.msg, p.resPart(kept),
 				fmt.Sprintf("to after message %d", t.last))
 			p.issue(IssueMisplacedResult, r.msg, p.resPart(kept), "")
-		case c.turn == lastTurn && quiet && !p.msgs[c.msg].failed:
+		case c.turn == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
 		case pt.callType == "computer_call":
 			// A computer_call_output must carry a screenshot; none can be made up.
@@ -587,6 +613,9 @@ func (p *plan) decide() {
 			t.incoming = append(t.incoming, incoming{call: ci, result: -1})
 			p.act(StageSynthesizeMissingResults, ActionInsert, c.msg, pt, "synthetic error result")
 			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			if pt.hasID {
+				p.suspects[c.key] = true
+			}
 		}
 	}
 	for ri := range p.results {
@@ -595,6 +624,9 @@ func (p *plan) decide() {
 			p.removePart(r.msg, r.part, StageDropOrphanResults)
 			p.act(StageDropOrphanResults, ActionDrop, r.msg, p.resPart(ri), "no call with this id")
 			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
+			if p.resPart(ri).hasID {
+				p.suspects[r.key] = true
+			}
 		}
 	}
 }
@@ -627,13 +659,171 @@ func (p *plan) removePart(msg, pi int, st Stage) {
 	e := &p.edits[msg]
 	e.removed[pi] = true
 	e.dirty = true
+	e.stage = st
 	if p.msgs[msg].whole() {
-		e.drop, e.stage = true, st
+		e.drop = true
 	}
 }
 
-// finish places incoming results, drops Responses reasoning items orphaned by removed
-// calls, and sums up the report.
+// idKeys are the members in which a block of a shape tmend does not know may carry a
+// tool call id.
+var idKeys = []string{"id", "call_id", "tool_call_id", "toolUseId", "tool_use_id", "toolCallId"}
+
+// checkUnrecognized refuses the transcript when a block or item that the dialect
+// recognises neither as a call nor as a result carries the id of a result about to be
+// dropped as an orphan or of a call about to be answered synthetically: it is most likely
+// a call (or result) in a shape tmend does not know, and guessing would destroy real
+// tool output. The next platform's shapes are refused, not guessed.
+func (p *plan) checkUnrecognized() error {
+	if len(p.suspects) == 0 {
+		return nil
+	}
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		if !m.whole() {
+			if key, id, ok := p.carriesSuspect(m.raw, m.ms, 1); ok {
+				return p.refuseUnrecognized(i, key, id)
+			}
+		}
+		for k, blks := range m.arrays {
+			own := blockArrays[k] == m.partsKey
+			for bi, blk := range blks {
+				if blk.ms == nil || own && m.parts[bi].kind != partOther {
+					continue
+				}
+				if key, id, ok := p.carriesSuspect(blk.raw, blk.ms, 1); ok {
+					return p.refuseUnrecognized(i, key, id)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// carriesSuspect looks for a suspect id in the id-like members of o, and depth levels of
+// objects below.
+func (p *plan) carriesSuspect(o []byte, ms []member, depth int) (key, id string, ok bool) {
+	for _, m := range ms {
+		v := m.val(o)
+		switch v[0] {
+		case '"':
+			for _, k := range idKeys {
+				if m.is(o, k) {
+					if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
+						return k, s, true
+					}
+				}
+			}
+		case '{':
+			if depth > 0 {
+				if sub, err := membersOf(v); err == nil {
+					if key, id, ok := p.carriesSuspect(v, sub, depth-1); ok {
+						return key, id, ok
+					}
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+func (p *plan) refuseUnrecognized(msg int, key, id string) error {
+	detail := fmt.Sprintf("a block of a shape tmend does not know carries the id in %q", key)
+	p.report.Actions, p.report.StageCounts, p.report.PendingCalls = nil, nil, 0
+	p.report.Issues = []Issue{{Code: IssueUnrecognizedCall, MessageIndex: msg, CallID: strings.Clone(id), Detail: detail}}
+	return p.fail(StatusUnsupported, "message %d: %s, the id of a result or call tmend would otherwise drop or answer; left untouched",
+		msg, detail)
+}
+
+// uniqueIDs gives each call that reuses an earlier surviving call's id a new id derived
+// from the old one (valid under the same rules, and under the target's when there is one,
+// and used nowhere else in the transcript), and the result it keeps follows it.
+func (p *plan) uniqueIDs() {
+	var used map[string]bool
+	seen := map[string]bool{}
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		if c.removed || !pt.hasID {
+			continue
+		}
+		if !seen[c.key] {
+			seen[c.key] = true
+			continue
+		}
+		if used == nil {
+			used = p.usedIDs()
+		}
+		rule, ok := idRules[p.opts.Target]
+		if !ok {
+			rule = ruleLike(c.key)
+		}
+		id := rule.freshID(c.key, used)
+		p.issue(IssueDuplicateCallID, c.msg, pt, "")
+		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	}
+}
+
+// alignPaddedIDs rewrites the padded side of each pair whose ids are equal only after
+// trimming white space to the trimmed id.
+func (p *plan) alignPaddedIDs() {
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		if c.removed || c.kept < 0 || !pt.hasID || p.resPart(c.kept).id == pt.id {
+			continue
+		}
+		if pt.id != c.key {
+			p.issue(IssuePaddedCallID, c.msg, pt, "")
+			p.setPartID(c.msg, pt, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, c.msg, pt, "white space around the id removed")
+		}
+		if rp := p.resPart(c.kept); rp.id != c.key {
+			r := &p.results[c.kept]
+			p.issue(IssuePaddedCallID, r.msg, rp, "")
+			p.setPartID(r.msg, rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp, "white space around the id removed")
+		}
+	}
+}
+
+// usedIDs is every call and result id of the transcript, as written and trimmed.
+func (p *plan) usedIDs() map[string]bool {
+	used := map[string]bool{}
+	for i := range p.msgs {
+		for _, pt := range p.msgs[i].parts {
+			if pt.hasID {
+				used[pt.id] = true
+				used[strings.TrimSpace(pt.id)] = true
+			}
+		}
+	}
+	return used
+}
+
+// rewriteCallID gives call c the id id, and the result it keeps too.
+func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
+	pt := p.part(c.msg, c.part)
+	p.act(st, ActionRewrite, c.msg, pt, detail)
+	p.setPartID(c.msg, pt, id)
+	c.key = id
+	if c.kept >= 0 {
+		r := &p.results[c.kept]
+		rp := p.resPart(c.kept)
+		p.setPartID(r.msg, rp, id)
+		p.act(st, ActionRewrite, r.msg, rp, "result follows its call's new id")
+	}
+}
+
+func (p *plan) setPartID(msg int, pt *part, id string) {
+	pt.idRaw = encodeID(id)
+	pt.raw = setPath(pt.raw, pt.idPath, pt.idRaw)
+	pt.id = id
+	p.edits[msg].dirty = true
+}
+
+// finish places incoming results, drops dangling Responses reasoning items, plans the
+// merges that removals call for, and sums up the report.
 func (p *plan) finish() {
 	for ti := range p.turns {
 		t := &p.turns[ti]
@@ -659,7 +849,8 @@ func (p *plan) finish() {
 			p.after[t.last] = append(p.after[t.last], p.spec.wrap(raws))
 		}
 	}
-	p.dropOrphanedReasoning()
+	p.dropDanglingReasoning()
+	p.planMerges()
 
 	// Report actions in pipeline order, and issues in transcript order.
 	rank := map[Stage]int{}
@@ -689,25 +880,156 @@ func (p *plan) finish() {
 	}
 }
 
-// dropOrphanedReasoning follows the Responses rule that a reasoning item needs the item it
-// produced: when that call was removed and nothing it can precede follows, the reasoning
-// item goes too (its bytes stay in the saved version and the report).
-func (p *plan) dropOrphanedReasoning() {
+// dropDanglingReasoning follows the Responses rule that a reasoning item needs the model
+// item it produced after it: one followed by an input item, or by nothing, goes (its
+// bytes stay in the saved version and the report). A trailing one of a session that is
+// still within its quiet period may still be streaming and is left alone.
+func (p *plan) dropDanglingReasoning() {
 	for i := range p.msgs {
-		if !p.msgs[i].reasoning || i+1 >= len(p.msgs) || !p.edits[i+1].drop || p.msgs[i+1].kind != msgCall {
+		if !p.msgs[i].reasoning || p.edits[i].drop {
 			continue
 		}
-		j, gap := i+1, false
-		for ; j < len(p.msgs) && p.edits[j].drop; j++ {
-			gap = gap || len(p.after[j]) > 0
+		next := followsNothing
+		for j := i + 1; j < len(p.msgs); j++ {
+			if p.msgs[j].reasoning && !p.edits[j].drop {
+				// Reasoning items side by side in the input are left as they are; one that
+				// lost the item it produced has lost it.
+				next = followsModel
+				if j > i+1 {
+					next = followsInput
+				}
+				break
+			}
+			if !p.edits[j].drop {
+				next = responsesFollower(&p.msgs[j])
+				break
+			}
+			if len(p.after[j]) > 0 {
+				next = followsInput // inserted outputs
+				break
+			}
 		}
-		if !gap && j < len(p.msgs) && (p.msgs[j].kind == msgCall || string(p.msgs[j].word("role")) == "assistant") {
+		if next == followsModel || next == followsNothing && p.quiet() {
 			continue
 		}
-		p.edits[i].drop, p.edits[i].stage = true, p.edits[i+1].stage
-		p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[i+1].stage, Action: ActionDrop,
-			MessageIndex: i, Detail: "reasoning item whose following call was removed"})
+		p.edits[i].drop, p.edits[i].stage = true, StageDropDanglingReasoning
+		detail := "reasoning item with no model item after it"
+		if next == followsInput {
+			detail = "reasoning item followed by an input item, not the model item it produced"
+		}
+		p.report.Actions = append(p.report.Actions, Action{Stage: StageDropDanglingReasoning, Action: ActionDrop,
+			MessageIndex: i, Detail: detail})
+		p.report.Issues = append(p.report.Issues, Issue{Code: IssueDanglingReasoning, MessageIndex: i})
 	}
+}
+
+// gone reports whether message i leaves nothing in the output.
+func (p *plan) gone(i int) bool {
+	e, m := &p.edits[i], &p.msgs[i]
+	if e.drop {
+		return true
+	}
+	if !e.dirty || m.whole() || m.otherContent || p.spec.block && p.turnSlotMsg(i) >= 0 && len(p.after[i]) > 0 {
+		return false
+	}
+	for pi := range m.parts {
+		if !e.removed[pi] {
+			return false
+		}
+	}
+	return true
+}
+
+// planMerges marks each message that a removal left right after one the provider will
+// not accept it after (the dialect's mergeAfterRemoval), to be merged into it. A merge
+// that would lose a member (the two messages hold different values under one key) is
+// not made.
+func (p *plan) planMerges() {
+	rule := p.spec.mergeAfterRemoval
+	if rule == nil {
+		return
+	}
+	var prev outMsg
+	have, gap, gapAt := false, false, 0
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		if p.gone(i) {
+			gap, gapAt = true, i
+		} else {
+			cur := outMsg{raw: m.raw, role: m.word("role"), src: i, calls: p.keepsCall(i)}
+			if have && gap && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
+				p.edits[i].merge = true
+				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[gapAt].stage, Action: ActionMerge,
+					MessageIndex: i, Detail: fmt.Sprintf("merged into the %s message before it, next to it once message %d was removed",
+						cur.role, gapAt)})
+			} else {
+				prev, have = cur, true
+			}
+			gap = false
+		}
+		if p.spec.block && p.turnSlotMsg(i) < 0 && len(p.after[i]) > 0 {
+			prev, have, gap = outMsg{raw: p.after[i][0], role: []byte("user"), src: -1}, true, false
+		}
+	}
+}
+
+// keepsCall reports whether message i keeps a call part.
+func (p *plan) keepsCall(i int) bool {
+	for pi, pt := range p.msgs[i].parts {
+		if pt.kind == partCall && !p.edits[i].removed[pi] {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeable reports whether cur's members other than its parts and role can join prev
+// without one being lost: each is absent from prev or the same there.
+func mergeable(prev, cur []byte, partsKey string) bool {
+	pms, err1 := membersOf(prev)
+	cms, err2 := membersOf(cur)
+	if err1 != nil || err2 != nil || partsKey == "" {
+		return false
+	}
+	if m, ok := findMember(prev, pms, partsKey); !ok || m.val(prev)[0] != '[' {
+		return false
+	}
+	for _, cm := range cms {
+		if cm.is(cur, partsKey) || cm.is(cur, "role") {
+			continue
+		}
+		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
+			return false
+		}
+	}
+	return true
+}
+
+// merge returns prev with cur's parts appended to its own and cur's other members that
+// prev lacks added (mergeable said it loses nothing).
+func merge(prev, cur []byte, partsKey string) []byte {
+	pms, _ := membersOf(prev)
+	cms, _ := membersOf(cur)
+	var parts [][]byte
+	pm, _ := findMember(prev, pms, partsKey)
+	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })
+	var extra objectBuilder
+	for _, cm := range cms {
+		switch {
+		case cm.is(cur, partsKey):
+			eachElement(cm.val(cur), func(e []byte) bool { parts = append(parts, e); return true })
+		case cm.is(cur, "role"):
+		default:
+			if _, ok := findMember(prev, pms, cm.name(cur)); !ok {
+				extra = extra.member(cur[cm.keyStart:cm.keyEnd], cm.val(cur))
+			}
+		}
+	}
+	out := setMember(prev, pm, joinArray(parts))
+	if len(extra) > 0 {
+		out = append(append(append(out[:len(out)-1:len(out)-1], ','), extra[1:]...), '}')
+	}
+	return out
 }
 
 // assemble builds the repaired message list.
@@ -716,16 +1038,22 @@ func (p *plan) assemble() [][]byte {
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
+		var raw []byte
 		switch {
 		case e.drop:
 		case m.whole():
-			out = append(out, m.parts[0].raw)
+			raw = m.parts[0].raw
 		case e.dirty:
-			if raw, ok := p.rebuild(i); ok {
-				out = append(out, raw)
-			}
+			raw, _ = p.rebuild(i)
 		default:
-			out = append(out, m.raw)
+			raw = m.raw
+		}
+		switch {
+		case raw == nil:
+		case e.merge:
+			out[len(out)-1] = merge(out[len(out)-1], raw, m.partsKey)
+		default:
+			out = append(out, raw)
 		}
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
 			out = append(out, p.after[i]...)

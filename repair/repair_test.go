@@ -328,8 +328,10 @@ func TestUnrepairableInputIsLeftAlone(t *testing.T) {
 		{"InvalidUTF8", "[{\"role\":\"user\",\"content\":\"\xff\"}]", repair.StatusUnparseable, "invalid UTF-8"},
 		{"TooDeep", "[" + strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 600) + "]", repair.StatusUnparseable, "nesting deeper"},
 		{"Trailing", `[] []`, repair.StatusUnparseable, "after the top-level value"},
-		{"Mixed", `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]`,
-			repair.StatusUnknownDialect, "openclaw, and anthropic (message 0)"},
+		{"Mixed", `[{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"f","arguments":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]`,
+			repair.StatusUnknownDialect, "openclaw, and anthropic (message 1)"},
+		{"AnthropicBlocksInOpenAIChat", `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}],"tool_calls":[{"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"b","content":"ok"}]`,
+			repair.StatusUnknownDialect, "openai-chat, and anthropic (message 0)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,10 @@ type Stage string
 
 // The stages, in the order they apply.
 const (
+	StageNormalizeCallBlocks      Stage = "normalize_call_blocks"
+	StageNormalizeCallIDs         Stage = "normalize_call_ids"
 	StageStripMalformedCalls      Stage = "strip_malformed_calls"
+	StageDropDanglingReasoning    Stage = "drop_dangling_reasoning"
 	StageFailedTurnCalls          Stage = "failed_turn_calls"
 	StageMoveResults              Stage = "move_results"
 	StageDropDuplicateResults     Stage = "drop_duplicate_results"
@@ -19,7 +22,8 @@ const (
 
 // Stages lists the stages in pipeline order.
 func Stages() []Stage {
-	return []Stage{StageStripMalformedCalls, StageFailedTurnCalls, StageMoveResults,
+	return []Stage{StageNormalizeCallBlocks, StageNormalizeCallIDs, StageStripMalformedCalls,
+		StageDropDanglingReasoning, StageFailedTurnCalls, StageMoveResults,
 		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageRewriteCallIDs}
 }
 
@@ -32,6 +36,9 @@ const (
 	ActionMove    ActionKind = "move"
 	ActionInsert  ActionKind = "insert"
 	ActionRewrite ActionKind = "rewrite"
+	// ActionMerge joins a message to the one before it, where a removal left two that
+	// the provider rejects side by side (content concatenated in order).
+	ActionMerge ActionKind = "merge"
 )
 
 // Action is one change the repair made. MessageIndex is the index in the input of the
@@ -68,9 +75,22 @@ const (
 	IssueMisplacedResult IssueCode = "misplaced_tool_result"
 	// A call that can never be valid: no id, no name, no arguments, or a streaming leftover.
 	IssueMalformedCall IssueCode = "malformed_tool_call"
-	// Two calls share an id; Anthropic and OpenAI reject the request. Repaired only with a
-	// provider target, which rewrites the later ids.
+	// Two calls share an id: Anthropic "tool_use ids must be unique"; OpenAI Responses
+	// rejects it too. The later call gets a new id, and its result follows.
 	IssueDuplicateCallID IssueCode = "duplicate_tool_call_id"
+	// A call and its result whose ids differ only by surrounding white space; providers
+	// compare ids exactly, so the result would be an orphan.
+	IssuePaddedCallID IssueCode = "padded_tool_call_id"
+	// A call written in a shape the platform accepts but does not send to providers as a
+	// tool call (OpenClaw's legacy snake_case blocks): "unexpected tool_use_id found in
+	// tool_result blocks".
+	IssueNoncanonicalCall IssueCode = "noncanonical_tool_call"
+	// A block tmend does not recognise as a call or result carries the id of a result or
+	// call it would drop or answer: the transcript is left untouched (status unsupported).
+	IssueUnrecognizedCall IssueCode = "unrecognized_tool_call"
+	// A Responses reasoning item with no model item after it: "Item 'rs_...' of type
+	// 'reasoning' was provided without its required following item".
+	IssueDanglingReasoning IssueCode = "dangling_reasoning"
 	// A call of a turn that ended in error or abort still has its result, which clients
 	// that drop failed turns turn into an orphan (reported with --failed-turns strip).
 	IssueFailedTurnCall IssueCode = "failed_turn_tool_call"
@@ -94,7 +114,11 @@ func IssueCodes() []struct {
 		{IssueDuplicateResult, "a tool call has more than one result (provider: \"Duplicate value for 'tool_call_id'\")"},
 		{IssueMisplacedResult, "a tool result is not directly after its call's turn (provider: \"function response turn comes immediately after a function call turn\")"},
 		{IssueMalformedCall, "a tool call has no id, no name or no arguments, or is a streaming leftover"},
-		{IssueDuplicateCallID, "two tool calls share one id (repaired only with --target)"},
+		{IssueDuplicateCallID, "two tool calls share one id (provider: \"tool_use ids must be unique\")"},
+		{IssuePaddedCallID, "a call and its result have ids that differ only by surrounding white space"},
+		{IssueNoncanonicalCall, "a call block in a legacy shape the provider does not see as a call (provider: \"unexpected tool_use_id found in tool_result blocks\")"},
+		{IssueUnrecognizedCall, "a block tmend does not know carries a tool call id; left untouched (status unsupported)"},
+		{IssueDanglingReasoning, "a reasoning item has no model item after it (provider: \"provided without its required following item\")"},
 		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},
 		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
 	}
@@ -119,6 +143,7 @@ const (
 	StatusPending        Status = "pending"         // only calls that may still be running remain
 	StatusUnparseable    Status = "unparseable"     // not JSON, or not an array of objects
 	StatusUnknownDialect Status = "unknown_dialect" // shapes of several dialects, or not the forced one
+	StatusUnsupported    Status = "unsupported"     // a call or result in a shape tmend does not know
 )
 
 // Report says what Repair found and did.

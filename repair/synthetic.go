@@ -115,12 +115,17 @@ func parseBlockList(v []byte) []block {
 type objectBuilder []byte
 
 func (b objectBuilder) raw(key string, val []byte) objectBuilder {
+	return b.member(jsonString(key), val)
+}
+
+// member adds a member whose key is already JSON text.
+func (b objectBuilder) member(key, val []byte) objectBuilder {
 	if len(b) == 0 {
 		b = append(b, '{')
 	} else {
 		b = append(b, ',')
 	}
-	b = append(b, jsonString(key)...)
+	b = append(b, key...)
 	b = append(b, ':')
 	return append(b, val...)
 }
@@ -137,44 +142,3 @@ func textBlocks(typed bool, text string) []byte {
 	return joinArray([][]byte{blk.str("text", text).done()})
 }
 
-func synthOpenAIChat(c *part, text string) []byte {
-	return objectBuilder(nil).str("role", "tool").str("tool_call_id", c.id).str("content", text).done()
-}
-
-func synthLangChain(c *part, text string) []byte {
-	return objectBuilder(nil).str("type", "tool").str("content", text).str("tool_call_id", c.id).
-		str("name", c.name).str("status", "error").done()
-}
-
-func synthOpenClaw(c *part, text string) []byte {
-	return objectBuilder(nil).str("role", "toolResult").str("toolCallId", c.id).str("toolName", c.name).
-		raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
-}
-
-func synthResponses(c *part, text string) []byte {
-	typ := "function_call_output" // also for local_shell_call, as Codex answers them
-	if c.callType == "custom_tool_call" {
-		typ = "custom_tool_call_output"
-	}
-	return objectBuilder(nil).str("type", typ).str("call_id", c.id).str("output", text).done()
-}
-
-func synthAnthropic(c *part, text string) []byte {
-	return objectBuilder(nil).str("type", "tool_result").str("tool_use_id", c.id).str("content", text).
-		raw("is_error", []byte("true")).done()
-}
-
-func synthBedrock(c *part, text string) []byte {
-	tr := objectBuilder(nil).str("toolUseId", c.id).raw("content", textBlocks(false, text)).
-		str("status", "error").done()
-	return objectBuilder(nil).raw("toolResult", tr).done()
-}
-
-func synthGemini(c *part, text string) []byte {
-	var fr objectBuilder
-	if c.hasID {
-		fr = fr.str("id", c.id)
-	}
-	fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
-	return objectBuilder(nil).raw("functionResponse", fr.done()).done()
-}

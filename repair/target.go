@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"unicode/utf8"
 )
 
 // Target is a provider whose call-id rules a repair enforces (stage rewrite_call_ids).
@@ -73,6 +74,33 @@ func (r idRule) valid(id string) bool {
 	return true
 }
 
+// ruleLike is the strictest rule that old already meets, for ids derived from it: a
+// 9-character alphanumeric id stays one (Mistral), an id of [a-zA-Z0-9_-] keeps to them
+// (Anthropic, Bedrock), and none grows past 40 characters (OpenAI) or its own length.
+func ruleLike(old string) idRule {
+	r := idRule{maxLen: max(len(old), 40), allowed: alnumDash}
+	for i := 0; i < len(old); i++ {
+		if !alnumDash(old[i]) {
+			r.allowed = nil
+		}
+	}
+	if r.allowed != nil && len(old) == 9 && strings.IndexAny(old, "_-") < 0 {
+		return idRules[TargetMistral]
+	}
+	return r
+}
+
+// freshID derives from old an id the rule accepts and used does not hold, and adds it
+// to used.
+func (r idRule) freshID(old string, used map[string]bool) string {
+	id := old
+	for attempt := 0; id == old || used[id]; attempt++ {
+		id = r.newID(old, attempt)
+	}
+	used[id] = true
+	return id
+}
+
 // newID derives a valid id from old: the old id with bad characters replaced and, when it
 // is too long or already taken, a hash suffix; Mistral gets a 9-character hash. attempt
 // varies the hash to get past collisions. Derived ids depend only on old and attempt.
@@ -96,76 +124,37 @@ func (r idRule) newID(old string, attempt int) string {
 		return id
 	}
 	const suffix = 9 // "_" + 8 hash characters
-	if len(id) > max-suffix {
-		id = id[:max-suffix]
+	if n := max - suffix; len(id) > n {
+		for n > 0 && !utf8.RuneStart(id[n]) {
+			n-- // cut between characters, not inside one
+		}
+		id = id[:n]
 	}
 	return strings.TrimRight(id, "_") + "_" + hash[:8]
 }
 
-// retarget rewrites ids the target rejects, and later duplicates of an id, in each kept
-// call and the result it keeps, so that pairs stay pairs and no two calls share an id.
+// retarget rewrites the ids the target rejects, in each kept call and the result it
+// keeps, so that pairs stay pairs and no two calls share an id.
 func (p *plan) retarget() {
 	rule := idRules[p.opts.Target]
-	used := map[string]bool{}
-	for _, c := range p.calls {
-		if !c.removed {
-			used[p.part(c.msg, c.part).id] = true
-		}
-	}
-	seen := map[string]bool{}
+	var used map[string]bool
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID {
+		if c.removed || !pt.hasID || rule.valid(pt.id) {
 			continue
+		}
+		if used == nil {
+			used = p.usedIDs()
 		}
 		old := pt.id
-		dup := seen[old]
-		seen[old] = true
-		if rule.valid(old) && !dup {
-			continue
-		}
-		id := old
-		for attempt := 0; id == old || used[id]; attempt++ {
-			id = rule.newID(old, attempt)
-		}
-		used[id] = true
-		detail := fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch)
-		if dup {
-			detail = fmt.Sprintf("duplicate id %q rewritten to %q", old, id)
-		} else {
-			p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
-		}
-		p.act(StageRewriteCallIDs, ActionRewrite, c.msg, pt, detail)
-		pt.raw = setPath(pt.raw, p.spec.callIDPath, jsonString(id))
-		pt.id = id
-		p.edits[c.msg].dirty = true
-		for _, ri := range c.results {
-			rp := p.resPart(ri)
-			r := &p.results[ri]
-			if p.edits[r.msg].removed[r.part] && !p.isIncoming(ri) {
-				continue
-			}
-			rp.raw = setPath(rp.raw, p.spec.resultIDPath, jsonString(id))
-			rp.id = id
-			p.edits[r.msg].dirty = true
-			p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "result follows its call's new id")
-		}
+		id := rule.freshID(old, used)
+		p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
+		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
 	}
 }
 
-func (p *plan) isIncoming(ri int) bool {
-	for _, t := range p.turns {
-		for _, in := range t.incoming {
-			if in.result == ri {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// setPath returns obj with the string at path (nested object keys) replaced by val. A
+// setPath returns obj with the value at path (nested object keys) replaced by val. A
 // path that does not exist leaves obj as it is.
 func setPath(obj []byte, path []string, val []byte) []byte {
 	ms, err := membersOf(obj)

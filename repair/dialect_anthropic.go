@@ -1,0 +1,56 @@
+package repair
+
+// Anthropic is the Anthropic Messages API: assistant blocks {type:"tool_use", id, name,
+// input}, answered by {type:"tool_result", tool_use_id} blocks that lead the next user
+// message.
+const Anthropic Dialect = "anthropic"
+
+var anthropicSpec = &spec{
+	name:         Anthropic,
+	parse:        parseAnthropic,
+	block:        true,
+	resultsFirst: true,
+	blockSignal: func(o obj, typ []byte) bool {
+		return isString(typ, "tool_use") || isString(typ, "tool_result") ||
+			isString(typ, "server_tool_use") || isString(typ, "redacted_thinking")
+	},
+	// The API folds consecutive same-role turns into one; with an Anthropic target tmend
+	// does so itself where a removal made them adjacent, so results stay in the turn right
+	// after their call.
+	mergeAfterRemoval: func(prev, cur *outMsg, target Target) bool {
+		return target == TargetAnthropic && sameRole(prev, cur)
+	},
+	synth: func(c *part, text string) []byte {
+		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", c.idRaw).str("content", text).
+			raw("is_error", []byte("true")).done()
+	},
+	wrap: func(p [][]byte) []byte { return wrapUser("content", p) },
+}
+
+var pathToolUseID = []string{"tool_use_id"}
+
+func parseAnthropic(m *message, ps *parser) error {
+	switch string(m.word("role")) {
+	case "assistant":
+		m.kind = msgAssistant
+		m.failed = failedTurn(m)
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
+			if isString(o.get("type"), "tool_use") {
+				callShape(p, o, pathID, o, o, "input", false)
+			}
+		})
+	case "user":
+		m.kind = msgUser
+		return parseBlocks(m, ps, "content", func(p *part, o obj) {
+			if isString(o.get("type"), "tool_result") {
+				resultShape(p, o, pathToolUseID)
+				p.synthetic = isSyntheticText(o.get("content"), nil)
+			}
+		})
+	}
+	return nil
+}
+
+func sameRole(prev, cur *outMsg) bool {
+	return len(prev.role) > 0 && string(prev.role) == string(cur.role)
+}

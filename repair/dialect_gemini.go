@@ -1,0 +1,63 @@
+package repair
+
+// Gemini is the Gemini API: model parts {functionCall:{id?, name, args?}}, answered by
+// {functionResponse:{id?, name, response}} parts in the next turn. A function-call turn
+// must follow a user turn or a function-response turn.
+const Gemini Dialect = "gemini"
+
+var geminiSpec = &spec{
+	name:     Gemini,
+	envelope: "contents",
+	parse:    parseGemini,
+	block:    true,
+	messageSignal: func(f *msgFacts) bool {
+		return f.hasParts || string(f.role) == "model"
+	},
+	// "Please ensure that function call turn comes immediately after a user turn or after
+	// a function response turn": a removal must not leave one after another model turn.
+	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool {
+		return string(prev.role) == "model" && string(cur.role) == "model" && cur.calls
+	},
+	synth: func(c *part, text string) []byte {
+		var fr objectBuilder
+		if c.hasID {
+			fr = fr.raw("id", c.idRaw)
+		}
+		fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
+		return objectBuilder(nil).raw("functionResponse", fr.done()).done()
+	},
+	wrap: func(p [][]byte) []byte { return wrapUser("parts", p) },
+}
+
+var (
+	pathFunctionCallID     = []string{"functionCall", "id"}
+	pathFunctionResponseID = []string{"functionResponse", "id"}
+)
+
+func parseGemini(m *message, ps *parser) error {
+	switch string(m.word("role")) {
+	case "model":
+		m.kind = msgAssistant
+		m.failed = failedTurn(m)
+		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
+			if o.has("functionCall") {
+				fc := o.sub("functionCall")
+				// Gemini call ids are optional and args may be omitted for no-parameter
+				// functions; calls pair with responses by name and order then.
+				callShape(p, fc, pathFunctionCallID, fc, fc, "", true)
+			}
+		})
+	case "user", "function", "tool":
+		m.kind = msgUser
+		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
+			if o.has("functionResponse") {
+				fr := o.sub("functionResponse")
+				resultShape(p, fr, pathFunctionResponseID)
+				p.name, _ = inputString(fr.get("name"))
+				p.synthetic = isSyntheticText(fr.get("response"), nil)
+			}
+		})
+	}
+	return nil
+}
+

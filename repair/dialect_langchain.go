@@ -1,0 +1,44 @@
+package repair
+
+// LangChain is LangChain's flat message serialization: {type:"ai", tool_calls:[{id, name,
+// args}]}, answered by {type:"tool", tool_call_id}.
+const LangChain Dialect = "langchain"
+
+var langChainSpec = &spec{
+	name:  LangChain,
+	parse: parseLangChain,
+	messageSignal: func(f *msgFacts) bool {
+		switch string(f.typ) {
+		case "ai", "human", "tool", "system", "AIMessageChunk":
+			return !f.hasRole
+		}
+		return false
+	},
+	synth: func(c *part, text string) []byte {
+		return objectBuilder(nil).str("type", "tool").str("content", text).raw("tool_call_id", c.idRaw).
+			str("name", c.name).str("status", "error").done()
+	},
+}
+
+func parseLangChain(m *message, ps *parser) error {
+	switch string(m.word("type")) {
+	case "ai", "AIMessageChunk":
+		m.kind = msgAssistant
+		m.failed = failedTurn(m)
+		m.otherContent = !isEmptyValue(m.get("content"))
+		checkForeignContent(m, ps)
+		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
+			callShape(p, o, pathID, o, o, "args", false)
+		})
+	case "tool":
+		m.kind = msgResult
+		p := part{raw: m.raw}
+		resultShape(&p, obj{m.raw, m.ms, ps}, pathToolCallID)
+		p.name, _ = inputString(m.get("name"))
+		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
+		m.parts = ps.one(p)
+	default:
+		checkForeignContent(m, ps)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package repair
+
+// OpenAIChat is OpenAI Chat Completions: assistant tool_calls[] {id, type, function:{name,
+// arguments}}, answered by {role:"tool", tool_call_id} messages.
+const OpenAIChat Dialect = "openai-chat"
+
+var openAIChatSpec = &spec{
+	name:  OpenAIChat,
+	parse: parseOpenAIChat,
+	messageSignal: func(f *msgFacts) bool {
+		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
+	},
+	synth: func(c *part, text string) []byte {
+		return objectBuilder(nil).str("role", "tool").raw("tool_call_id", c.idRaw).str("content", text).done()
+	},
+}
+
+func parseOpenAIChat(m *message, ps *parser) error {
+	switch string(m.word("role")) {
+	case "assistant":
+		m.kind = msgAssistant
+		m.failed = failedTurn(m)
+		m.otherContent = !isEmptyValue(m.get("content"))
+		checkForeignContent(m, ps)
+		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
+			fn := o.sub("function")
+			callShape(p, o, pathID, fn, fn, "arguments", false)
+			if !o.has("function") {
+				p.malformed = "function missing"
+			}
+		})
+	case "tool":
+		m.kind = msgResult
+		p := part{raw: m.raw}
+		resultShape(&p, obj{m.raw, m.ms, ps}, pathToolCallID)
+		p.name, _ = inputString(m.get("name"))
+		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
+		m.parts = ps.one(p)
+	default:
+		checkForeignContent(m, ps)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package repair
+
+import "bytes"
+
+// OpenAIResponses is the OpenAI Responses API: items {type:"function_call", call_id, name,
+// arguments} (and custom_tool_call, local_shell_call, computer_call), answered by items
+// {type:"function_call_output", call_id} (and the matching *_output types).
+const OpenAIResponses Dialect = "openai-responses"
+
+var responsesSpec = &spec{
+	name:     OpenAIResponses,
+	envelope: "input",
+	parse:    parseResponses,
+	messageSignal: func(f *msgFacts) bool {
+		if len(f.typ) == 0 {
+			return false
+		}
+		_, call := responsesCalls[string(f.typ)]
+		return call || responsesOutputs[string(f.typ)] || string(f.typ) == "reasoning"
+	},
+	synth: func(c *part, text string) []byte {
+		typ := "function_call_output" // also for local_shell_call, as Codex answers them
+		if c.callType == "custom_tool_call" {
+			typ = "custom_tool_call_output"
+		}
+		return objectBuilder(nil).str("type", typ).raw("call_id", c.idRaw).str("output", text).done()
+	},
+}
+
+// responsesCalls maps each Responses call item type to its arguments member and the
+// fallback tool name for items that carry none.
+var responsesCalls = map[string]struct{ args, name string }{
+	"function_call":    {"arguments", ""},
+	"custom_tool_call": {"input", ""},
+	"local_shell_call": {"action", "local_shell"},
+	"computer_call":    {"action", "computer"},
+}
+
+var responsesOutputs = map[string]bool{
+	"function_call_output":    true,
+	"custom_tool_call_output": true,
+	"local_shell_call_output": true,
+	"computer_call_output":    true,
+}
+
+func parseResponses(m *message, ps *parser) error {
+	typ := m.word("type")
+	o := obj{m.raw, m.ms, ps}
+	if c, ok := responsesCalls[string(typ)]; ok {
+		m.kind = msgCall
+		p := part{raw: m.raw, callType: string(typ)}
+		callShape(&p, o, pathCallID, o, o, c.args, false)
+		if c.name != "" && p.name == "" {
+			p.name = c.name
+			if p.malformed == "missing or blank name" {
+				p.malformed = ""
+			}
+		}
+		m.parts = ps.one(p)
+		return nil
+	}
+	if responsesOutputs[string(typ)] {
+		m.kind = msgResult
+		p := part{raw: m.raw}
+		idPath := pathCallID
+		if !o.has("call_id") && string(typ) == "local_shell_call_output" {
+			idPath = pathID
+		}
+		resultShape(&p, o, idPath)
+		p.synthetic = isSyntheticText(m.get("output"), nil)
+		m.parts = ps.one(p)
+		return nil
+	}
+	m.reasoning = string(typ) == "reasoning"
+	return nil
+}
+
+// responsesFollower says what a reasoning item is followed by: the model item it produced
+// (an assistant message, a call), an input item (a user, system or developer message, a
+// tool output), or neither.
+type follower uint8
+
+const (
+	followsModel follower = iota
+	followsInput
+	followsNothing
+)
+
+func responsesFollower(m *message) follower {
+	switch m.kind {
+	case msgCall:
+		return followsModel
+	case msgResult:
+		return followsInput
+	}
+	switch string(m.word("role")) {
+	case "user", "system", "developer":
+		return followsInput
+	}
+	if bytes.HasSuffix(m.word("type"), []byte("_output")) {
+		return followsInput
+	}
+	// An assistant message, another model item (web_search_call, ...) or a shape tmend
+	// does not know: taken as model output, so the reasoning item stays.
+	return followsModel
+}
