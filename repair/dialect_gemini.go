@@ -60,4 +60,3 @@ func parseGemini(m *message, ps *parser) error {
 	}
 	return nil
 }
-

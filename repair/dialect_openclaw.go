@@ -106,4 +106,3 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	p.canonical = b.done()
 }
-

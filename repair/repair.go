@@ -155,10 +155,10 @@ type plan struct {
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
 	suspects map[string]bool
-	removed []bool // the edits' removed flags, in one slab
-	edits   []edit
-	after   [][][]byte
-	report  Report
+	removed  []bool // the edits' removed flags, in one slab
+	edits    []edit
+	after    [][][]byte
+	report   Report
 }
 
 var plans = sync.Pool{New: func() any {

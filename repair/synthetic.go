@@ -141,4 +141,3 @@ func textBlocks(typed bool, text string) []byte {
 	}
 	return joinArray([][]byte{blk.str("text", text).done()})
 }
-
