@@ -681,8 +681,12 @@ func (p *plan) checkUnrecognized() error {
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		if !m.whole() {
-			if key, id, ok := p.carriesSuspect(m.raw, m.ms, 1); ok {
-				return p.refuseUnrecognized(i, key, id)
+			for _, mb := range m.ms {
+				if !isBlockArray(m.raw, mb) {
+					if key, id, ok := p.carriesSuspect(m.raw, mb, 3); ok {
+						return p.refuseUnrecognized(i, key, id)
+					}
+				}
 			}
 		}
 		for k, blks := range m.arrays {
@@ -691,8 +695,10 @@ func (p *plan) checkUnrecognized() error {
 				if blk.ms == nil || own && m.parts[bi].kind != partOther {
 					continue
 				}
-				if key, id, ok := p.carriesSuspect(blk.raw, blk.ms, 1); ok {
-					return p.refuseUnrecognized(i, key, id)
+				for _, mb := range blk.ms {
+					if key, id, ok := p.carriesSuspect(blk.raw, mb, 3); ok {
+						return p.refuseUnrecognized(i, key, id)
+					}
 				}
 			}
 		}
@@ -700,31 +706,61 @@ func (p *plan) checkUnrecognized() error {
 	return nil
 }
 
-// carriesSuspect looks for a suspect id in the id-like members of o, and depth levels of
-// objects below.
-func (p *plan) carriesSuspect(o []byte, ms []member, depth int) (key, id string, ok bool) {
-	for _, m := range ms {
-		v := m.val(o)
-		switch v[0] {
-		case '"':
-			for _, k := range idKeys {
-				if m.is(o, k) {
-					if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
-						return k, s, true
-					}
-				}
-			}
-		case '{':
-			if depth > 0 {
-				if sub, err := membersOf(v); err == nil {
-					if key, id, ok := p.carriesSuspect(v, sub, depth-1); ok {
-						return key, id, ok
-					}
+func isBlockArray(obj []byte, m member) bool {
+	for _, name := range blockArrays {
+		if m.is(obj, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesSuspect looks for a suspect id in member m of object o: in its value when it is
+// an id-like member holding a string, else in the objects and arrays below it, down to
+// depth levels.
+func (p *plan) carriesSuspect(o []byte, m member, depth int) (key, id string, ok bool) {
+	v := m.val(o)
+	switch v[0] {
+	case '"':
+		for _, k := range idKeys {
+			if m.is(o, k) {
+				if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
+					return k, s, true
 				}
 			}
 		}
+	case '{', '[':
+		if depth == 0 {
+			break
+		}
+		eachObject(v, func(sub []byte, ms []member) bool {
+			for _, sm := range ms {
+				if key, id, ok = p.carriesSuspect(sub, sm, depth-1); ok {
+					return false
+				}
+			}
+			return true
+		})
 	}
-	return "", "", false
+	return key, id, ok
+}
+
+// eachObject calls fn with v when it is an object, or with each object element of v when
+// it is an array, until fn returns false.
+func eachObject(v []byte, fn func(obj []byte, ms []member) bool) {
+	if v[0] == '{' {
+		if ms, err := membersOf(v); err == nil {
+			fn(v, ms)
+		}
+		return
+	}
+	eachElement(v, func(e []byte) bool {
+		if e[0] != '{' {
+			return true
+		}
+		ms, err := membersOf(e)
+		return err != nil || fn(e, ms)
+	})
 }
 
 func (p *plan) refuseUnrecognized(msg int, key, id string) error {

@@ -1,0 +1,142 @@
+package repair_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// toolRef is a call or result found by toolRefs.
+type toolRef struct {
+	id      string
+	payload string // the block without its id, for finding it again after an id rewrite
+}
+
+// toolRefs finds the tool calls and results of a transcript in any dialect by walking
+// every object: an oracle written apart from the engine, for the conservation checks.
+func toolRefs(t testing.TB, msgs []byte) (calls, results []toolRef) {
+	t.Helper()
+	var v any
+	d := json.NewDecoder(bytes.NewReader(msgs))
+	d.UseNumber()
+	require.NoError(t, d.Decode(&v))
+	str := func(o map[string]any, k string) (string, bool) { s, ok := o[k].(string); return s, ok }
+	without := func(o map[string]any, k string) string {
+		c := map[string]any{}
+		for kk, vv := range o {
+			if kk != k {
+				c[kk] = vv
+			}
+		}
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	var walk func(v any, inToolCalls bool)
+	walk = func(v any, inToolCalls bool) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e, inToolCalls)
+			}
+		case map[string]any:
+			typ, _ := str(x, "type")
+			role, _ := str(x, "role")
+			addResult := func(o map[string]any, k string) {
+				if id, ok := str(o, k); ok {
+					results = append(results, toolRef{strings.TrimSpace(id), without(o, k)})
+				}
+			}
+			addCall := func(o map[string]any, ks ...string) {
+				for _, k := range ks {
+					if id, ok := str(o, k); ok {
+						calls = append(calls, toolRef{strings.TrimSpace(id), without(o, k)})
+						return
+					}
+				}
+			}
+			switch {
+			case inToolCalls:
+				addCall(x, "id")
+			case role == "tool" || typ == "tool":
+				addResult(x, "tool_call_id")
+			case role == "toolResult":
+				addResult(x, "toolCallId")
+			case typ == "tool_result":
+				addResult(x, "tool_use_id")
+			case strings.HasSuffix(typ, "_call_output"):
+				if _, ok := x["call_id"]; ok {
+					addResult(x, "call_id")
+				} else {
+					addResult(x, "id")
+				}
+			case strings.HasSuffix(typ, "_call") && x["call_id"] != nil:
+				addCall(x, "call_id")
+			case typ == "tool_use" || typ == "toolCall" || typ == "toolUse" || typ == "functionCall" ||
+				typ == "tool_call" || typ == "function_call":
+				addCall(x, "id", "tool_call_id", "call_id")
+			}
+			if o, ok := x["toolUse"].(map[string]any); ok {
+				addCall(o, "toolUseId")
+			}
+			if o, ok := x["toolResult"].(map[string]any); ok {
+				addResult(o, "toolUseId")
+			}
+			if o, ok := x["functionCall"].(map[string]any); ok {
+				addCall(o, "id")
+			}
+			if o, ok := x["functionResponse"].(map[string]any); ok {
+				addResult(o, "id")
+			}
+			for k, e := range x {
+				walk(e, k == "tool_calls")
+			}
+		}
+	}
+	walk(v, false)
+	return calls, results
+}
+
+// syntheticMarks are parts of the texts repairers put in the results they insert.
+var syntheticMarks = []string{"[tmend]", "[openclaw] missing tool result", "No result provided", `"aborted"`,
+	"interrupted and did not return", "Tool execution skipped", "was cancelled - another message"}
+
+func isSynthetic(payload string) bool {
+	for _, m := range syntheticMarks {
+		if strings.Contains(payload, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkConservation asserts DESIGN.md's invariant 8 on a repair of in into out: no real
+// result whose call survives is absent from the output (it may only give way to another
+// real result for the same call), and every call id in the output is unique.
+func checkConservation(t testing.TB, in, out []byte) {
+	t.Helper()
+	_, inResults := toolRefs(t, in)
+	outCalls, outResults := toolRefs(t, out)
+	callIDs := map[string]int{}
+	for _, c := range outCalls {
+		callIDs[c.id]++
+		require.LessOrEqual(t, callIDs[c.id], 1, "call id %q is not unique in the output\n%s", c.id, out)
+	}
+	payloads := map[string]bool{}
+	realFor := map[string]bool{}
+	for _, r := range outResults {
+		payloads[r.payload] = true
+		if !isSynthetic(r.payload) {
+			realFor[r.id] = true
+		}
+	}
+	for _, r := range inResults {
+		if isSynthetic(r.payload) || payloads[r.payload] || r.id == "" {
+			continue
+		}
+		require.False(t, callIDs[r.id] > 0 && !realFor[r.id],
+			"the real result %s of call %q was lost while the call survives\nin:  %s\nout: %s", r.payload, r.id, in, out)
+	}
+}

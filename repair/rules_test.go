@@ -1,0 +1,309 @@
+package repair_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// Hand-written cases for the rules of issue 10 and the id rules, each with the output it
+// must give. The golden files hold more of them per dialect.
+
+func TestOpenClawToolUseAndFunctionCallBlocksAreCalls(t *testing.T) {
+	t.Parallel()
+	// 1,000 completed calls written as toolUse / functionCall blocks: nothing to repair,
+	// and above all no result may be taken for an orphan.
+	var b strings.Builder
+	b.WriteString(`[{"role":"user","content":[{"type":"text","text":"go"}]}`)
+	for i := range 1000 {
+		typ, args := "toolUse", "input"
+		if i%2 == 1 {
+			typ, args = "functionCall", "arguments"
+		}
+		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":%q,"id":"c%d","name":"exec",%q:{"cmd":"ls"}}]}`, typ, i, args)
+		fmt.Fprintf(&b, `,{"role":"toolResult","toolCallId":"c%d","toolName":"exec","content":[{"type":"text","text":"out %d"}],"isError":false}`, i, i)
+	}
+	b.WriteString(`]`)
+	in := []byte(b.String())
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, res.Report.Status, "%+v", res.Report.Actions)
+	require.Equal(t, repair.OpenClaw, res.Report.Dialect)
+	require.Equal(t, in, res.Messages)
+}
+
+func TestOpenClawLegacyCallsAreRewritten(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, block, want string }{
+		{"ToolUseID", `{"type":"tool_use","id":"a1","name":"exec","input":{"cmd":"ls","n":1.50}}`,
+			`{"type":"toolCall","id":"a1","name":"exec","arguments":{"cmd":"ls","n":1.50}}`},
+		{"ToolCallToolCallID", `{"type":"tool_call","tool_call_id":"a1","name":"exec","arguments":{"cmd":"ls"},"x-extra":[1]}`,
+			`{"type":"toolCall","id":"a1","name":"exec","arguments":{"cmd":"ls"},"x-extra":[1]}`},
+		{"FunctionCallCallIDStringArgs", `{"type":"function_call","call_id":"a1","name":"exec","arguments":"{\"cmd\":\"ls\"}"}`,
+			`{"type":"toolCall","id":"a1","name":"exec","arguments":{"cmd":"ls"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"ok"},` + tt.block + `]},
+{"role":"toolResult","toolCallId":"a1","toolName":"exec","content":[{"type":"text","text":"file.txt"}],"isError":false}]`)
+			res := checkInvariants(t, in, repair.Options{})
+			require.Equal(t, map[repair.Stage]int{repair.StageNormalizeCallBlocks: 1}, res.Report.StageCounts)
+			require.Equal(t, []string{string(repair.IssueNoncanonicalCall)}, res.Report.IssueCodeSet())
+			require.Equal(t, `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"ok"},`+tt.want+`]},{"role":"toolResult","toolCallId":"a1","toolName":"exec","content":[{"type":"text","text":"file.txt"}],"isError":false}]`,
+				string(res.Messages))
+		})
+	}
+	t.Run("StringArgsNotJSONAreMalformed", func(t *testing.T) {
+		t.Parallel()
+		in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_call","id":"a1","name":"exec","arguments":"{cmd: ls"}]},
+{"role":"toolResult","toolCallId":"a1","toolName":"exec","content":"error: bad arguments"}]`)
+		res := checkInvariants(t, in, repair.Options{})
+		require.Equal(t, map[repair.Stage]int{repair.StageStripMalformedCalls: 1, repair.StageDropOrphanResults: 1}, res.Report.StageCounts)
+		require.Equal(t, `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"ok"}]}]`, string(res.Messages))
+	})
+}
+
+func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"OpenClaw": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}},{"type":"tool_invocation","id":"c9","tool":"g"}]},
+{"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`,
+		"Anthropic": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"mystery_call","id":"toolu_9","name":"g"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
+		"Responses": `[{"type":"message","role":"user","content":"go"},{"type":"shell_exec","call_id":"c9","command":["ls"]},
+{"type":"function_call_output","call_id":"c9","output":"real output"}]`,
+		"OpenAIChat": `[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"x_calls":[{"tool_call_id":"c9"}]},
+{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c9","content":"real output"}]`,
+		"Nested": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseId":"toolu_9"}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res, err := repair.Repair([]byte(in), repair.Options{})
+			var ue *repair.UnrepairableError
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, repair.StatusUnsupported, ue.Status)
+			require.Equal(t, repair.StatusUnsupported, res.Report.Status)
+			require.Equal(t, []string{string(repair.IssueUnrecognizedCall)}, res.Report.IssueCodeSet())
+			require.Empty(t, res.Report.Actions)
+			require.Equal(t, in, string(res.Messages))
+
+			v, err := repair.Validate([]byte(in), repair.Options{})
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, repair.StatusUnsupported, v.Status)
+		})
+	}
+}
+
+func TestPaddedIDsPairAndAreTrimmed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		dialect repair.Dialect
+		in      string
+		want    string
+	}{
+		{"OpenAIChatResultPadded", repair.OpenAIChat,
+			`[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_7","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":" call_7","content":"real"}]`,
+			`[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_7","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_7","content":"real"}]`},
+		{"AnthropicCallPadded", repair.Anthropic,
+			`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_x\t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"real"}]}]`,
+			`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_x","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_x","content":"real"}]}]`},
+		{"BedrockBothPadded", repair.Bedrock,
+			`[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":" t1","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1 ","content":[{"text":"real"}]}}]}]`,
+			`[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"real"}]}}]}]`},
+		{"ResponsesResultPadded", repair.OpenAIResponses,
+			`[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1\n","output":"real"}]`,
+			`[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"real"}]`},
+		{"OpenClawResultPadded", repair.OpenClaw,
+			`[{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},{"role":"toolResult","toolCallId":" c1","toolName":"f","content":"real"}]`,
+			`[{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},{"role":"toolResult","toolCallId":"c1","toolName":"f","content":"real"}]`},
+		{"GeminiResultPadded", repair.Gemini,
+			`[{"role":"model","parts":[{"functionCall":{"id":"g1","name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"g1 ","name":"f","response":{"ok":true}}}]}]`,
+			`[{"role":"model","parts":[{"functionCall":{"id":"g1","name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"g1","name":"f","response":{"ok":true}}}]}]`},
+		{"LangChainCallPadded", repair.LangChain,
+			`[{"type":"ai","content":"","tool_calls":[{"id":" l1","name":"f","args":{}}]},{"type":"tool","tool_call_id":"l1","content":"real"}]`,
+			`[{"type":"ai","content":"","tool_calls":[{"id":"l1","name":"f","args":{}}]},{"type":"tool","tool_call_id":"l1","content":"real"}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := checkInvariants(t, []byte(tt.in), repair.Options{})
+			require.Equal(t, tt.dialect, res.Report.Dialect)
+			require.Equal(t, tt.want, string(res.Messages))
+			require.Equal(t, []string{string(repair.IssuePaddedCallID)}, res.Report.IssueCodeSet())
+			for _, a := range res.Report.Actions {
+				require.Equal(t, repair.StageNormalizeCallIDs, a.Stage)
+				require.Equal(t, repair.ActionRewrite, a.Action)
+			}
+		})
+	}
+}
+
+func TestReusedCallIDsBecomeUnique(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":[{"type":"text","text":"go"}]},
+{"role":"assistant","content":[{"type":"tool_use","id":"exec_0","name":"bash","input":{"c":"ls"}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"exec_0","content":"first"}]},
+{"role":"assistant","content":[{"type":"tool_use","id":"exec_0","name":"bash","input":{"c":"pwd"}},{"type":"tool_use","id":"exec_0","name":"bash","input":{"c":"id"}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"exec_0","content":"second"},{"type":"tool_result","tool_use_id":"exec_0","content":"third"}]}]`)
+	res := checkInvariants(t, in, repair.Options{})
+	var msgs []struct {
+		Content []struct {
+			ID        string `json:"id"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   string `json:"content"`
+		} `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(res.Messages, &msgs))
+	require.Len(t, msgs, 5)
+	first, second, third := msgs[1].Content[0].ID, msgs[3].Content[0].ID, msgs[3].Content[1].ID
+	require.Equal(t, "exec_0", first)
+	require.Equal(t, "exec_0", msgs[2].Content[0].ToolUseID)
+	require.Regexp(t, `^exec_0_[a-zA-Z0-9]{8}$`, second)
+	require.Regexp(t, `^exec_0_[a-zA-Z0-9]{8}$`, third)
+	require.NotEqual(t, second, third)
+	require.Equal(t, "first", msgs[2].Content[0].Content)
+	require.Equal(t, []string{second, third}, []string{msgs[4].Content[0].ToolUseID, msgs[4].Content[1].ToolUseID})
+	require.Equal(t, []string{"second", "third"}, []string{msgs[4].Content[0].Content, msgs[4].Content[1].Content})
+	require.Equal(t, map[repair.Stage]int{repair.StageNormalizeCallIDs: 4}, res.Report.StageCounts)
+	require.Equal(t, []string{string(repair.IssueDuplicateCallID)}, res.Report.IssueCodeSet())
+
+	// Under a target the new ids follow the target's rules.
+	res = checkInvariants(t, in, repair.Options{Target: repair.TargetMistral})
+	require.NoError(t, json.Unmarshal(res.Messages, &msgs))
+	for _, i := range []int{1, 3} {
+		for _, c := range msgs[i].Content {
+			require.Regexp(t, `^[a-zA-Z0-9]{9}$`, c.ID)
+		}
+	}
+}
+
+func TestRemovalsKeepTurnRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		opts repair.Options
+		want string
+	}{
+		{"Bedrock", `[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":1},{"role":"assistant","content":[{"text":"ok"}]}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"},{"text":"b"}],"x":1},{"role":"assistant","content":[{"text":"ok"}]}]`},
+		{"Gemini", `[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"thinking"}]},{"role":"model","parts":[{"functionCall":{"id":"","name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"x","name":"f","response":{}}}]},{"role":"model","parts":[{"functionCall":{"id":"g2","name":"f"}}]},{"role":"user","parts":[{"functionResponse":{"id":"g2","name":"f","response":{"ok":1}}}]}]`,
+			repair.Options{},
+			`[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"thinking"},{"functionCall":{"id":"g2","name":"f"}}]},{"role":"user","parts":[{"functionResponse":{"id":"g2","name":"f","response":{"ok":1}}}]}]`},
+		{"AnthropicTarget", `[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":"b"}]`,
+			repair.Options{Target: repair.TargetAnthropic},
+			`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`},
+		{"AnthropicNoTarget", `[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":"b"}]`,
+			repair.Options{},
+			`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`},
+		{"BedrockConflictingMembers", `[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":2}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"user","content":[{"text":"b"}],"x":2}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := checkInvariants(t, []byte(tt.in), tt.opts)
+			require.Equal(t, tt.want, string(res.Messages))
+		})
+	}
+}
+
+func TestDanglingReasoningIsDropped(t *testing.T) {
+	t.Parallel()
+	user := `{"type":"message","role":"user","content":"go"}`
+	rs := `{"type":"reasoning","id":"rs_1","summary":[]}`
+	rs2 := `{"type":"reasoning","id":"rs_2","summary":[]}`
+	call := `{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"}`
+	out := `{"type":"function_call_output","call_id":"c2","output":"x"}`
+	tests := []struct{ name, in, want string }{
+		{"AtTheEnd", `[` + user + `,` + rs + `]`, `[` + user + `]`},
+		{"BeforeUser", `[` + user + `,` + rs + `,` + user + `]`, `[` + user + `,` + user + `]`},
+		{"BeforeItsCall", `[` + user + `,` + rs + `,{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]`, ""},
+		{"SideBySide", `[` + user + `,` + rs + `,` + rs2 + `,` + call + `,` + out + `]`, ""},
+		{"LostItsCall", `[` + user + `,` + rs + `,{"type":"function_call","call_id":"","name":"f","arguments":"{}"},` + rs2 + `,` + call + `,` + out + `]`,
+			`[` + user + `,` + rs2 + `,` + call + `,` + out + `]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := []byte(tt.in)
+			if tt.want == "" {
+				res, err := repair.Repair(in, repair.Options{})
+				require.NoError(t, err)
+				require.Equal(t, repair.StatusClean, res.Report.Status)
+				return
+			}
+			res := checkInvariants(t, in, repair.Options{})
+			require.Equal(t, tt.want, string(res.Messages))
+			require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDanglingReasoning])
+		})
+	}
+	t.Run("StillStreaming", func(t *testing.T) {
+		t.Parallel()
+		now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+		res, err := repair.Repair([]byte(`[`+user+`,`+rs+`]`), repair.Options{Now: now, UpdatedAt: now.Add(-time.Minute)})
+		require.NoError(t, err)
+		require.Empty(t, res.Report.Actions)
+	})
+}
+
+func TestGeminiCallWithoutArgsIsValid(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","parts":[{"text":"time?"}]},{"role":"model","parts":[{"functionCall":{"id":"g1","name":"now"}}]},{"role":"user","parts":[{"functionResponse":{"id":"g1","name":"now","response":{"t":"12:00"}}}]}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, res.Report.Status)
+	v, err := repair.Validate(in, repair.Options{})
+	require.NoError(t, err)
+	require.Empty(t, v.Issues)
+}
+
+func TestOnlyTheLastTurnMayBeRunning(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	recent := repair.Options{Now: now, UpdatedAt: now.Add(-time.Minute)}
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+	// The user wrote after the call: it is not running any more.
+	res := checkInvariants(t, []byte(`[{"role":"user","content":"go"},`+call+`,{"role":"user","content":"hello?"}]`), recent)
+	require.Equal(t, 1, res.Report.StageCounts[repair.StageSynthesizeMissingResults])
+	require.Zero(t, res.Report.PendingCalls)
+	// Nothing after the call: it may be.
+	res, err := repair.Repair([]byte(`[{"role":"user","content":"go"},`+call+`]`), recent)
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusPending, res.Report.Status)
+	require.Equal(t, 1, res.Report.PendingCalls)
+}
+
+func TestLoneSurrogatesInIDsAreExact(t *testing.T) {
+	t.Parallel()
+	// encoding/json conflates the two ids, so checkInvariants' oracle cannot be used here.
+	in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_\ud83d","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_\ufffd","content":"other"}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	again, err := repair.Repair(res.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, again.Report.Status, "%+v", again.Report.Actions)
+	require.Equal(t, `[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_\ud83d","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_\ud83d","content":"`+repair.SyntheticResultText+`"}]`,
+		string(res.Messages))
+	require.Equal(t, 1, res.Report.StageCounts[repair.StageDropOrphanResults])
+	v, err := repair.Validate(res.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.Empty(t, v.Issues)
+
+	// Two different lone surrogates are two ids.
+	v, err = repair.Validate([]byte(`[{"role":"assistant","content":null,"tool_calls":[{"id":"a\udc00","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a\udc01","content":"x"}]`), repair.Options{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{string(repair.IssueCallWithoutResult), string(repair.IssueResultWithoutCall)}, v.IssueCodeSet())
+}
