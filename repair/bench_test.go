@@ -68,3 +68,47 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRepairManyBlocks repairs one Anthropic transcript of n tool_use blocks in one
+// assistant message, answered by one user message of n tool_result blocks (every tenth
+// missing, so the pairing, the synthesis and the rebuild all run): the cost must grow
+// linearly with n.
+func BenchmarkRepairManyBlocks(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
+			in := manyBlocks(n)
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := repair.Repair(in, repair.Options{})
+				if err != nil || res.Report.Status != repair.StatusRepaired {
+					b.Fatal(err, res.Report.Status)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "blocks/s")
+		})
+	}
+}
+
+func manyBlocks(n int) []byte {
+	out := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[`)
+	for i := range n {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, `{"type":"tool_use","id":"toolu_%d","name":"f","input":{}}`, i)
+	}
+	out = append(out, `]},{"role":"user","content":[`...)
+	first := true
+	for i := range n {
+		if i%10 == 9 {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = fmt.Appendf(out, `{"type":"tool_result","tool_use_id":"toolu_%d","content":"ok"}`, i)
+	}
+	return append(out, `]}]`...)
+}

@@ -64,7 +64,7 @@ type spec struct {
 	envelope string // envelope member; "" for "messages"
 	parse    func(m *message, ps *parser) error
 	// messageSignal reports a message shape that only this dialect uses.
-	messageSignal func(f *msgFacts) bool
+	messageSignal func(f msgFacts) bool
 	// blockSignal reports a content block shape that only this dialect uses; nil for none.
 	blockSignal func(o obj, typ []byte) bool
 	// block dialects put results as parts of a user message; whole dialects give each
@@ -431,7 +431,7 @@ func messageSignal(m *message) int {
 		}
 	}
 	for k, s := range registry {
-		if s.messageSignal != nil && s.messageSignal(&f) {
+		if s.messageSignal != nil && s.messageSignal(f) {
 			return k
 		}
 	}

@@ -10,7 +10,7 @@ var geminiSpec = &spec{
 	envelope: "contents",
 	parse:    parseGemini,
 	block:    true,
-	messageSignal: func(f *msgFacts) bool {
+	messageSignal: func(f msgFacts) bool {
 		return f.hasParts || string(f.role) == "model"
 	},
 	// "Please ensure that function call turn comes immediately after a user turn or after

@@ -7,7 +7,7 @@ const LangChain Dialect = "langchain"
 var langChainSpec = &spec{
 	name:  LangChain,
 	parse: parseLangChain,
-	messageSignal: func(f *msgFacts) bool {
+	messageSignal: func(f msgFacts) bool {
 		switch string(f.typ) {
 		case "ai", "human", "tool", "system", "AIMessageChunk":
 			return !f.hasRole

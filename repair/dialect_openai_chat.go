@@ -7,7 +7,7 @@ const OpenAIChat Dialect = "openai-chat"
 var openAIChatSpec = &spec{
 	name:  OpenAIChat,
 	parse: parseOpenAIChat,
-	messageSignal: func(f *msgFacts) bool {
+	messageSignal: func(f msgFacts) bool {
 		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
 	},
 	synth: func(c *part, text string) []byte {

@@ -11,7 +11,7 @@ var responsesSpec = &spec{
 	name:     OpenAIResponses,
 	envelope: "input",
 	parse:    parseResponses,
-	messageSignal: func(f *msgFacts) bool {
+	messageSignal: func(f msgFacts) bool {
 		if len(f.typ) == 0 {
 			return false
 		}

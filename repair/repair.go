@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -103,16 +104,28 @@ type callRef struct {
 	msg, part int
 	// key pairs calls and results: the id without surrounding white space, or for an
 	// id-less Gemini call its turn, name and rank among same-named calls.
-	key     string
-	turn    int
-	results []int // indices into plan.results, in transcript order
-	kept    int   // the result it keeps, or -1
-	slotted bool  // a result in its turn's slot is paired with it
-	removed bool
+	key  string
+	turn int
+	// firstRes and lastRes chain its results (resultRef.nextRes) in transcript order; -1
+	// when it has none. nextSame chains the calls that share its key.
+	firstRes, lastRes, nextSame int32
+	kept                        int  // the result it keeps, or -1
+	slotted                     bool // a result in its turn's slot is paired with it
+	removed                     bool
+}
+
+// keyChain is the list of well-formed calls sharing a key, with two cursors that only
+// move forward while results are paired in transcript order, so pairing stays linear
+// however many calls share an id.
+type keyChain struct {
+	head, tail int32
+	before     int32 // the latest call before the result being paired, or -1
+	inTurn     int32 // the first call whose turn is not before the result's slot turn
 }
 
 type resultRef struct {
 	msg, part int
+	nextRes   int32 // the next result of the same call, or -1
 	key       string
 	call      int  // -1: no call
 	slotted   bool // in the slot of its call's turn
@@ -150,7 +163,8 @@ type plan struct {
 	results []resultRef
 	turns   []turnRef
 	slotOf  []int32 // message index -> turn whose slot it is, or -1
-	byKey   map[string][]int
+	byKey   map[string]int32 // key -> index in chains
+	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
@@ -162,7 +176,7 @@ type plan struct {
 }
 
 var plans = sync.Pool{New: func() any {
-	return &plan{byKey: map[string][]int{}, names: map[string]int{}, suspects: map[string]bool{}}
+	return &plan{byKey: map[string]int32{}, names: map[string]int{}, suspects: map[string]bool{}}
 }}
 
 // newPlan analyses b. Plans are pooled, with their slabs, because repairing many
@@ -221,7 +235,7 @@ func (p *plan) release() {
 	clear(p.names)
 	clear(p.suspects)
 	*p = plan{
-		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0],
+		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
@@ -290,6 +304,9 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
 	p.report.Dialect = d
+	// Every part is a block or a whole message: size the slab once, as a large transcript
+	// would otherwise spend most of its time growing it.
+	p.ps.parts = slices.Grow(p.ps.parts[:0], len(p.sc.blocks)+len(p.msgs))
 	for j := range p.msgs {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
@@ -371,7 +388,8 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: k, part: pi, turn: ti, key: strings.TrimSpace(pt.id), kept: -1}
+				c := callRef{msg: k, part: pi, turn: ti, key: strings.TrimSpace(pt.id), kept: -1,
+					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
 					c.key = idlessKey(ti, pt.name, p.names[pt.name])
 					p.names[pt.name]++
@@ -404,14 +422,21 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 // it, else the latest matching call before it, else the first after it. Ids match when
 // they are equal after trimming surrounding white space.
 func (p *plan) pair() {
-	byKey := p.byKey
 	for ci := range p.calls {
 		c := &p.calls[ci]
-		if p.part(c.msg, c.part).malformed == "" {
-			byKey[c.key] = append(byKey[c.key], ci)
+		if p.part(c.msg, c.part).malformed != "" {
+			continue
+		}
+		if k, ok := p.byKey[c.key]; ok {
+			ch := &p.chains[k]
+			p.calls[ch.tail].nextSame = int32(ci)
+			ch.tail = int32(ci)
+		} else {
+			p.byKey[c.key] = int32(len(p.chains))
+			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
 		}
 	}
-	slotNames := map[[2]int]map[string]int{} // (turn, msg) -> name -> id-less results seen
+	var slotNames map[[2]int]map[string]int // (turn, msg) -> name -> id-less results seen
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
 		lead := true // only results so far in this message
@@ -421,12 +446,15 @@ func (p *plan) pair() {
 				lead = false
 				continue
 			}
-			r := resultRef{msg: mi, part: pi, call: -1, key: strings.TrimSpace(pt.id)}
+			r := resultRef{msg: mi, part: pi, call: -1, nextRes: -1, key: strings.TrimSpace(pt.id)}
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
 				r.key = ""
 				if inSlot {
 					k := [2]int{ti, mi}
+					if slotNames == nil {
+						slotNames = map[[2]int]map[string]int{}
+					}
 					if slotNames[k] == nil {
 						slotNames[k] = map[string]int{}
 					}
@@ -434,42 +462,64 @@ func (p *plan) pair() {
 					slotNames[k][pt.name]++
 				}
 			}
-			ri := len(p.results)
-			cands := byKey[r.key]
-			if inSlot {
-				r.call = p.slotCall(cands, ti)
-				r.slotted = r.call >= 0
-			}
-			if r.call < 0 && len(cands) > 0 {
-				// The latest call before the result, else the first one after it.
-				k := sort.Search(len(cands), func(k int) bool { return p.calls[cands[k]].msg >= mi })
-				r.call = cands[max(k-1, 0)]
+			if k, ok := p.byKey[r.key]; ok {
+				ch := &p.chains[k]
+				if inSlot {
+					r.call = p.slotCall(ch, ti)
+					r.slotted = r.call >= 0
+				}
+				if r.call < 0 {
+					r.call = p.latestBefore(ch, mi)
+				}
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
+			ri := int32(len(p.results))
 			p.results = append(p.results, r)
 			if r.call >= 0 {
 				c := &p.calls[r.call]
-				c.results = append(c.results, ri)
+				if c.lastRes >= 0 {
+					p.results[c.lastRes].nextRes = ri
+				} else {
+					c.firstRes = ri
+				}
+				c.lastRes = ri
 				c.slotted = c.slotted || r.slotted
 			}
 		}
 	}
 }
 
-// slotCall returns the call of turn ti among cands (call indexes in order) that a result
-// in the turn's slot answers: the first without a slotted result yet, else the first.
-func (p *plan) slotCall(cands []int, ti int) int {
-	k := sort.Search(len(cands), func(k int) bool { return p.calls[cands[k]].turn >= ti })
+// slotCall returns the call of turn ti in ch that a result in the turn's slot answers:
+// the first without a slotted result yet, else the first; -1 when the turn has none.
+func (p *plan) slotCall(ch *keyChain, ti int) int {
+	for ch.inTurn >= 0 && p.calls[ch.inTurn].turn < ti {
+		ch.inTurn = p.calls[ch.inTurn].nextSame
+	}
 	first := -1
-	for ; k < len(cands) && p.calls[cands[k]].turn == ti; k++ {
-		if !p.calls[cands[k]].slotted {
-			return cands[k]
+	for ci := ch.inTurn; ci >= 0 && p.calls[ci].turn == ti; ci = p.calls[ci].nextSame {
+		if !p.calls[ci].slotted {
+			return int(ci)
 		}
 		if first < 0 {
-			first = cands[k]
+			first = int(ci)
 		}
 	}
 	return first
+}
+
+// latestBefore returns the latest call in ch before message mi, else the first call.
+func (p *plan) latestBefore(ch *keyChain, mi int) int {
+	next := ch.head
+	if ch.before >= 0 {
+		next = p.calls[ch.before].nextSame
+	}
+	for next >= 0 && p.calls[next].msg < mi {
+		ch.before, next = next, p.calls[next].nextSame
+	}
+	if ch.before < 0 {
+		return int(ch.head)
+	}
+	return int(ch.before)
 }
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
@@ -548,8 +598,8 @@ func (p *plan) decide() {
 			continue
 		}
 		real := 0
-		for _, ri := range c.results {
-			if !p.resPart(ri).synthetic {
+		for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
+			if !p.resPart(int(ri)).synthetic {
 				real++
 			}
 		}
@@ -563,10 +613,10 @@ func (p *plan) decide() {
 				p.act(StageFailedTurnCalls, ActionDrop, c.msg, pt, "call of a failed or aborted turn (--failed-turns strip)")
 				p.issue(IssueFailedTurnCall, c.msg, pt, "")
 			}
-			for _, ri := range c.results {
+			for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
 				r := &p.results[ri]
 				p.removePart(r.msg, r.part, StageFailedTurnCalls)
-				p.act(StageFailedTurnCalls, ActionDrop, r.msg, p.resPart(ri), "result of a removed call of a failed turn")
+				p.act(StageFailedTurnCalls, ActionDrop, r.msg, p.resPart(int(ri)), "result of a removed call of a failed turn")
 			}
 			continue
 		}
@@ -578,7 +628,8 @@ func (p *plan) decide() {
 		}
 		kept := p.pickKept(c)
 		c.kept = kept
-		for _, ri := range c.results {
+		for r32 := c.firstRes; r32 >= 0; r32 = p.results[r32].nextRes {
+			ri := int(r32)
 			if ri == kept {
 				continue
 			}
@@ -647,9 +698,9 @@ func (p *plan) pickKept(c *callRef) int {
 		}
 		return s
 	}
-	for _, ri := range c.results {
-		if best < 0 || score(ri) > score(best) {
-			best = ri
+	for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
+		if best < 0 || score(int(ri)) > score(best) {
+			best = int(ri)
 		}
 	}
 	return best
@@ -730,10 +781,11 @@ func (p *plan) carriesSuspect(o []byte, m member, depth int) (key, id string, ok
 			}
 		}
 	case '{', '[':
-		if depth == 0 {
+		// Every id-like key ends in id or Id: skip values that hold none.
+		if depth == 0 || !bytes.Contains(v, []byte(`d"`)) {
 			break
 		}
-		eachObject(v, func(sub []byte, ms []member) bool {
+		p.eachObject(v, func(sub []byte, ms []member) bool {
 			for _, sm := range ms {
 				if key, id, ok = p.carriesSuspect(sub, sm, depth-1); ok {
 					return false
@@ -746,21 +798,20 @@ func (p *plan) carriesSuspect(o []byte, m member, depth int) (key, id string, ok
 }
 
 // eachObject calls fn with v when it is an object, or with each object element of v when
-// it is an array, until fn returns false.
-func eachObject(v []byte, fn func(obj []byte, ms []member) bool) {
+// it is an array, until fn returns false. The members live in the parser's scratch space
+// until fn returns.
+func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member) bool) {
+	visit := func(o []byte) bool {
+		mark := len(p.ps.scratch)
+		defer func() { p.ps.scratch = p.ps.scratch[:mark] }()
+		ms, err := members(o, &p.ps.scratch)
+		return err != nil || fn(o, ms)
+	}
 	if v[0] == '{' {
-		if ms, err := membersOf(v); err == nil {
-			fn(v, ms)
-		}
+		visit(v)
 		return
 	}
-	eachElement(v, func(e []byte) bool {
-		if e[0] != '{' {
-			return true
-		}
-		ms, err := membersOf(e)
-		return err != nil || fn(e, ms)
-	})
+	eachElement(v, func(e []byte) bool { return e[0] != '{' || visit(e) })
 }
 
 func (p *plan) refuseUnrecognized(msg int, key, id string) error {
@@ -775,13 +826,15 @@ func (p *plan) refuseUnrecognized(msg int, key, id string) error {
 // from the old one (valid under the same rules, and under the target's when there is one,
 // and used nowhere else in the transcript), and the result it keeps follows it.
 func (p *plan) uniqueIDs() {
-	var used map[string]bool
-	seen := map[string]bool{}
+	var used, seen map[string]bool
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID {
-			continue
+		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.byKey[c.key]].head == int32(ci) {
+			continue // alone with its key
+		}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		if !seen[c.key] {
 			seen[c.key] = true
@@ -889,12 +942,8 @@ func (p *plan) finish() {
 	p.planMerges()
 
 	// Report actions in pipeline order, and issues in transcript order.
-	rank := map[Stage]int{}
-	for i, st := range Stages() {
-		rank[st] = i
-	}
 	sort.SliceStable(p.report.Actions, func(i, j int) bool {
-		return rank[p.report.Actions[i].Stage] < rank[p.report.Actions[j].Stage]
+		return stageRank[p.report.Actions[i].Stage] < stageRank[p.report.Actions[j].Stage]
 	})
 	sort.SliceStable(p.report.Issues, func(i, j int) bool {
 		return p.report.Issues[i].MessageIndex < p.report.Issues[j].MessageIndex
@@ -915,6 +964,15 @@ func (p *plan) finish() {
 		p.report.Status = StatusClean
 	}
 }
+
+// stageRank is each stage's place in Stages.
+var stageRank = func() map[Stage]int {
+	rank := map[Stage]int{}
+	for i, st := range Stages() {
+		rank[st] = i
+	}
+	return rank
+}()
 
 // dropDanglingReasoning follows the Responses rule that a reasoning item needs the model
 // item it produced after it: one followed by an input item, or by nothing, goes (its
@@ -1112,11 +1170,11 @@ func (p *plan) turnSlotMsg(i int) int {
 func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
 	e := &p.edits[i]
-	var kept [][]byte
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
 		in = p.after[i]
 	}
+	kept := make([][]byte, 0, len(m.parts)+len(in))
 	lead := true
 	for pi, pt := range m.parts {
 		if e.removed[pi] {
