@@ -162,7 +162,7 @@ type plan struct {
 	calls   []callRef
 	results []resultRef
 	turns   []turnRef
-	slotOf  []int32 // message index -> turn whose slot it is, or -1
+	slotOf  []int32          // message index -> turn whose slot it is, or -1
 	byKey   map[string]int32 // key -> index in chains
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
