@@ -79,17 +79,6 @@ type Session struct {
 	Faults    []Fault
 }
 
-// Envelope is the JSON Lines record key a dialect's transcript goes under.
-func Envelope(d repair.Dialect) string {
-	switch d {
-	case repair.OpenAIResponses:
-		return "input"
-	case repair.Gemini:
-		return "contents"
-	}
-	return "messages"
-}
-
 // Generate calls fn for each session in order.
 func Generate(cfg Config, fn func(Session) error) error {
 	if cfg.Messages < 4 {
@@ -280,7 +269,7 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
 		kinds := []string{"blank_id", "partial", "no_name", "no_args"}
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
 		c.malformed = kinds[rng.IntN(len(kinds))]
-		if d == repair.Gemini && (c.malformed == "partial" || c.malformed == "no_args") {
+		if dialectOf(d).argsOptional && (c.malformed == "partial" || c.malformed == "no_args") {
 			c.malformed = "blank_id" // Gemini has no partial shape, and args are optional there
 		}
 	case FaultFailedTurn:
