@@ -104,7 +104,8 @@ func Generate(cfg Config, fn func(Session) error) error {
 			n := 1 + rng.IntN(cfg.MaxFaults)
 			for range n {
 				f := cfg.Faults[rng.IntN(len(cfg.Faults))]
-				if conv = inject(rng, conv, f, cfg.Dialect); true {
+				var ok bool
+				if conv, ok = inject(rng, conv, f, cfg.Dialect); ok {
 					s.Faults = append(s.Faults, f)
 				}
 			}
@@ -226,15 +227,17 @@ func callTurns(evs []event) []int {
 	return out
 }
 
-func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
+// inject damages evs with fault f and reports whether it did: a fault that does not
+// apply to the dialect or finds nothing to damage leaves evs as they are.
+func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) ([]event, bool) {
 	turns := callTurns(evs)
 	if len(turns) == 0 {
-		return evs
+		return evs, false
 	}
 	t := turns[rng.IntN(len(turns))]
 	res := &evs[t+1]
 	if len(res.results) == 0 {
-		return evs
+		return evs, false
 	}
 	k := rng.IntN(len(res.results))
 	switch f {
@@ -245,13 +248,15 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
 		// Cut the session right after the last call turn: the run died mid-tool.
 		evs = evs[:last+1]
 	case FaultMisplacedResult:
+		if t+2 == len(evs) {
+			return evs, false // nothing after the turn for the result to land behind
+		}
 		moved := res.results[k]
 		res.results = append(res.results[:k:k], res.results[k+1:]...)
 		// The result lands after the next user message.
 		for j := t + 2; j < len(evs); j++ {
 			if evs[j].kind == evUser {
-				evs = insertEv(evs, j+1, event{kind: evResults, results: []gresult{moved}})
-				return evs
+				return insertEv(evs, j+1, event{kind: evResults, results: []gresult{moved}}), true
 			}
 		}
 		evs = append(evs, event{kind: evResults, results: []gresult{moved}})
@@ -276,7 +281,7 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
 		evs[t].failed = true
 		evs = append(evs[:t+1:t+1], evs[t+2:]...)
 	}
-	return evs
+	return evs, true
 }
 
 func insertEv(evs []event, at int, e event) []event {
