@@ -19,6 +19,11 @@ type dialect struct {
 	// argsOptional: a call without arguments is valid, and there is no streaming
 	// leftover shape, so malformed_call uses a blank id instead.
 	argsOptional bool
+	// legacyBlocks: the platform writes calls in non-canonical block shapes too
+	// (noncanonical_call applies).
+	legacyBlocks bool
+	// reasoning: the model's turns carry reasoning items (dangling_reasoning applies).
+	reasoning bool
 }
 
 // dialects is the registry, one line a dialect.

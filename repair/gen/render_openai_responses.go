@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-var openAIResponses = dialect{envelope: "input", render: renderResponses}
+var openAIResponses = dialect{envelope: "input", render: renderResponses, reasoning: true}
 
 func renderResponses(e event, i int, _ int64) []json.RawMessage {
 	switch e.kind {
@@ -14,10 +14,10 @@ func renderResponses(e event, i int, _ int64) []json.RawMessage {
 			{"content", []obj{{{"type", "input_text"}, {"text", e.text}}}}})}
 	case evAssistant:
 		var out []json.RawMessage
-		if len(e.calls) > 0 {
+		if len(e.calls) > 0 || e.reasoningOnly {
 			out = append(out, must(obj{{"type", "reasoning"}, {"id", fmt.Sprintf("rs_%d", i)}, {"summary", []obj{}}}))
 		}
-		if e.text != "" && len(e.calls) == 0 {
+		if e.text != "" && len(e.calls) == 0 && !e.reasoningOnly {
 			out = append(out, must(obj{{"type", "message"}, {"role", "assistant"},
 				{"content", []obj{{{"type", "output_text"}, {"text", e.text}}}}}))
 		}

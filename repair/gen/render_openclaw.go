@@ -1,8 +1,11 @@
 package gen
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"hash/fnv"
+)
 
-var openClaw = dialect{envelope: "messages", render: renderOpenClaw}
+var openClaw = dialect{envelope: "messages", render: renderOpenClaw, legacyBlocks: true}
 
 func renderOpenClaw(e event, _ int, ts int64) []json.RawMessage {
 	switch e.kind {
@@ -14,11 +17,7 @@ func renderOpenClaw(e event, _ int, ts int64) []json.RawMessage {
 			blocks = append(blocks, obj{{"type", "text"}, {"text", e.text}})
 		}
 		for _, c := range e.calls {
-			b := append(obj{{"type", "toolCall"}}, callFields(c, "id", "name", "arguments", false)...)
-			if c.malformed == "partial" {
-				b = append(b, kv{"partialArgs", `{"path":"/sr`})
-			}
-			blocks = append(blocks, b)
+			blocks = append(blocks, openClawCall(c))
 		}
 		if len(blocks) == 0 {
 			blocks = append(blocks, obj{{"type", "text"}, {"text", "ok"}})
@@ -41,4 +40,33 @@ func renderOpenClaw(e event, _ int, ts int64) []json.RawMessage {
 			{"content", []obj{{{"type", "text"}, {"text", r.text}}}}, {"isError", r.synthetic}, {"timestamp", ts}}))
 	}
 	return out
+}
+
+// openClawCall writes a call as one of the blocks OpenClaw's runtime treats as a call.
+// Most are toolCall; some are toolUse or functionCall with the arguments in input or
+// arguments (valid, picked from the id so that the rest of the session does not move);
+// noncanonical_call makes one a legacy snake_case block.
+func openClawCall(c gcall) obj {
+	typ, idKey, argsKey, asString := "toolCall", "id", "arguments", false
+	if c.legacy != nil {
+		typ, idKey, argsKey, asString = c.legacy.typ, c.legacy.idKey, c.legacy.argsKey, c.legacy.argsAsString
+	} else {
+		h := fnv.New32a()
+		h.Write([]byte(c.id))
+		switch h.Sum32() % 10 {
+		case 0:
+			typ, argsKey = "toolUse", "input"
+		case 1:
+			typ = "toolUse"
+		case 2:
+			typ = "functionCall"
+		case 3:
+			typ, argsKey = "functionCall", "input"
+		}
+	}
+	b := append(obj{{"type", typ}}, callFields(c, idKey, "name", argsKey, asString)...)
+	if c.malformed == "partial" {
+		b = append(b, kv{"partialArgs", `{"path":"/sr`})
+	}
+	return b
 }
