@@ -1,10 +1,6 @@
 package repair_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tmend/tmend/repair"
@@ -12,24 +8,10 @@ import (
 
 // FuzzRepair checks DESIGN.md's invariants 1-5 on arbitrary input: no panic, untouchable
 // input comes back as is, and repaired output is deterministic, idempotent, valid and
-// conserving. The corpus is seeded from the golden files.
+// conserving. The corpus is seeded from the golden inputs, generated and hand-written.
 func FuzzRepair(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl"))
-	for _, path := range files {
-		fh, err := os.Open(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			var c goldenCase
-			if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-				f.Fatal(err)
-			}
-			f.Add([]byte(c.Input))
-		}
-		fh.Close()
+	for _, in := range goldenInputs(f) {
+		f.Add(in)
 	}
 	f.Add([]byte(`[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]`))
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -979,7 +979,8 @@ var stageRank = func() map[Stage]int {
 // bytes stay in the saved version and the report). A trailing one of a session that is
 // still within its quiet period may still be streaming and is left alone.
 func (p *plan) dropDanglingReasoning() {
-	for i := range p.msgs {
+	// From the end, so that a reasoning item sees whether the one after it stays.
+	for i := len(p.msgs) - 1; i >= 0; i-- {
 		if !p.msgs[i].reasoning || p.edits[i].drop {
 			continue
 		}

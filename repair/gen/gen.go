@@ -27,12 +27,38 @@ const (
 	FaultOrphanResult      Fault = "orphan_result"       // a result for a call that is not there
 	FaultMalformedCall     Fault = "malformed_call"      // blank id, streaming leftover, no name or no arguments
 	FaultFailedTurn        Fault = "failed_turn"         // a turn ended in error with calls and no results
+	// One side of a call/result pair has surrounding whitespace in its id (" call_7",
+	// "toolu_x\t"); the other side does not.
+	FaultPaddedID Fault = "padded_id"
+	// A later call reuses an earlier call's id (in a later turn or the same one), with its
+	// own result.
+	FaultDuplicateCallID Fault = "duplicate_call_id"
+	// OpenClaw only: a call written as a legacy snake_case block (tool_use, tool_call or
+	// function_call; id in id, tool_call_id or call_id; arguments as an object or a JSON
+	// string), which the platform's runtime accepts and the providers do not.
+	FaultNoncanonicalCall Fault = "noncanonical_call"
+	// OpenAI Responses only: a reasoning item with no model item after it, at the end of
+	// the session (a cut-off turn) or right before a user message.
+	FaultDanglingReasoning Fault = "dangling_reasoning"
 )
 
 // Faults lists every fault kind.
 func Faults() []Fault {
 	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
-		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn}
+		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn,
+		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning}
+}
+
+// Applies reports whether fault f exists in dialect d. Generate draws only faults that
+// apply, so asking for one that does not gives clean sessions.
+func Applies(f Fault, d repair.Dialect) bool {
+	switch f {
+	case FaultNoncanonicalCall:
+		return dialectOf(d).legacyBlocks
+	case FaultDanglingReasoning:
+		return dialectOf(d).reasoning
+	}
+	return true
 }
 
 // ParseFaults accepts "all" or a comma-separated list of fault names.
@@ -63,7 +89,7 @@ type Config struct {
 	// Messages is the mean message count; counts spread uniformly over [Messages/2, 3*Messages/2].
 	Messages int
 	// FaultRate is the share of sessions with faults (0..1); each broken one gets 1 to
-	// MaxFaults faults drawn from Faults.
+	// MaxFaults faults drawn from those of Faults that apply to Dialect (see Applies).
 	FaultRate float64
 	Faults    []Fault
 	MaxFaults int
@@ -77,17 +103,6 @@ type Session struct {
 	UpdatedAt time.Time
 	Messages  []json.RawMessage
 	Faults    []Fault
-}
-
-// Envelope is the JSON Lines record key a dialect's transcript goes under.
-func Envelope(d repair.Dialect) string {
-	switch d {
-	case repair.OpenAIResponses:
-		return "input"
-	case repair.Gemini:
-		return "contents"
-	}
-	return "messages"
 }
 
 // Generate calls fn for each session in order.
@@ -104,6 +119,12 @@ func Generate(cfg Config, fn func(Session) error) error {
 	if cfg.Start.IsZero() {
 		cfg.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
+	var faults []Fault
+	for _, f := range cfg.Faults {
+		if Applies(f, cfg.Dialect) {
+			faults = append(faults, f)
+		}
+	}
 	for i := 0; i < cfg.Sessions; i++ {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
 		s := Session{
@@ -111,11 +132,12 @@ func Generate(cfg Config, fn func(Session) error) error {
 			UpdatedAt: cfg.Start.Add(time.Duration(i) * 3 * time.Second),
 		}
 		conv := conversation(rng, cfg.Messages/2+rng.IntN(cfg.Messages+1), i)
-		if rng.Float64() < cfg.FaultRate {
+		if rng.Float64() < cfg.FaultRate && len(faults) > 0 {
 			n := 1 + rng.IntN(cfg.MaxFaults)
 			for range n {
-				f := cfg.Faults[rng.IntN(len(cfg.Faults))]
-				if conv = inject(rng, conv, f, cfg.Dialect); true {
+				f := faults[rng.IntN(len(faults))]
+				var ok bool
+				if conv, ok = inject(rng, conv, f, cfg.Dialect); ok {
 					s.Faults = append(s.Faults, f)
 				}
 			}
@@ -159,7 +181,18 @@ const (
 type gcall struct {
 	id, name, args string
 	malformed      string // "", "blank_id", "partial", "no_name", "no_args"
+	legacy         *legacyShape
 }
+
+// legacyShape is a non-canonical block a platform writes a call as (noncanonical_call).
+type legacyShape struct {
+	typ, idKey, argsKey string
+	argsAsString        bool
+}
+
+// legacyShapes are OpenClaw's snake_case call blocks, each with the id member it uses.
+var legacyShapes = []legacyShape{{typ: "tool_use", idKey: "id"}, {typ: "tool_call", idKey: "tool_call_id"},
+	{typ: "function_call", idKey: "call_id"}}
 
 type gresult struct {
 	id, name, text string
@@ -172,6 +205,8 @@ type event struct {
 	calls   []gcall
 	results []gresult
 	failed  bool
+	// reasoningOnly: a model turn cut off after its reasoning (dangling_reasoning).
+	reasoningOnly bool
 }
 
 var tools = []string{"read_file", "write_file", "bash", "search_web", "list_dir", "grep", "edit_file", "fetch_url"}
@@ -237,15 +272,17 @@ func callTurns(evs []event) []int {
 	return out
 }
 
-func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
+// inject damages evs with fault f and reports whether it did: a fault that does not
+// apply to the dialect or finds nothing to damage leaves evs as they are.
+func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) ([]event, bool) {
 	turns := callTurns(evs)
-	if len(turns) == 0 {
-		return evs
+	if len(turns) == 0 || !Applies(f, d) {
+		return evs, false
 	}
 	t := turns[rng.IntN(len(turns))]
 	res := &evs[t+1]
 	if len(res.results) == 0 {
-		return evs
+		return evs, false
 	}
 	k := rng.IntN(len(res.results))
 	switch f {
@@ -256,13 +293,15 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
 		// Cut the session right after the last call turn: the run died mid-tool.
 		evs = evs[:last+1]
 	case FaultMisplacedResult:
+		if t+2 == len(evs) {
+			return evs, false // nothing after the turn for the result to land behind
+		}
 		moved := res.results[k]
 		res.results = append(res.results[:k:k], res.results[k+1:]...)
 		// The result lands after the next user message.
 		for j := t + 2; j < len(evs); j++ {
 			if evs[j].kind == evUser {
-				evs = insertEv(evs, j+1, event{kind: evResults, results: []gresult{moved}})
-				return evs
+				return insertEv(evs, j+1, event{kind: evResults, results: []gresult{moved}}), true
 			}
 		}
 		evs = append(evs, event{kind: evResults, results: []gresult{moved}})
@@ -280,14 +319,91 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) []event {
 		kinds := []string{"blank_id", "partial", "no_name", "no_args"}
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
 		c.malformed = kinds[rng.IntN(len(kinds))]
-		if d == repair.Gemini && (c.malformed == "partial" || c.malformed == "no_args") {
+		if dialectOf(d).argsOptional && (c.malformed == "partial" || c.malformed == "no_args") {
 			c.malformed = "blank_id" // Gemini has no partial shape, and args are optional there
 		}
 	case FaultFailedTurn:
 		evs[t].failed = true
 		evs = append(evs[:t+1:t+1], evs[t+2:]...)
+	case FaultPaddedID:
+		r := &res.results[k]
+		c := findCall(evs[t].calls, r.id)
+		if c == nil || strings.TrimSpace(r.id) != r.id {
+			return evs, false
+		}
+		pads := [][2]string{{" ", ""}, {"", " "}, {"", "\t"}, {" ", " "}, {"\n", ""}}
+		p := pads[rng.IntN(len(pads))]
+		if rng.IntN(2) == 0 {
+			c.id = p[0] + c.id + p[1]
+		} else {
+			r.id = p[0] + r.id + p[1]
+		}
+	case FaultDuplicateCallID:
+		return duplicateCallID(rng, evs, t, res.results[k].id)
+	case FaultNoncanonicalCall:
+		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
+		if c.legacy != nil {
+			return evs, false
+		}
+		shape := legacyShapes[rng.IntN(len(legacyShapes))]
+		shape.argsKey = []string{"input", "arguments"}[rng.IntN(2)]
+		shape.argsAsString = rng.IntN(2) == 0
+		c.legacy = &shape
+	case FaultDanglingReasoning:
+		var users []int
+		for j := 1; j < len(evs); j++ {
+			if evs[j].kind == evUser {
+				users = append(users, j)
+			}
+		}
+		cut := event{kind: evAssistant, reasoningOnly: true}
+		if rng.IntN(2) == 0 || len(users) == 0 {
+			return append(evs, cut), true
+		}
+		return insertEv(evs, users[rng.IntN(len(users))], cut), true
 	}
-	return evs
+	return evs, true
+}
+
+func findCall(calls []gcall, id string) *gcall {
+	for j := range calls {
+		if calls[j].id == id {
+			return &calls[j]
+		}
+	}
+	return nil
+}
+
+// duplicateCallID gives the call of turn t that id answers the id of a call before it (in
+// an earlier turn, or earlier in the same turn); its results take the reused id too.
+func duplicateCallID(rng *rand.Rand, evs []event, t int, id string) ([]event, bool) {
+	var earlier []string
+	for i := 0; i <= t; i++ {
+		if evs[i].kind != evAssistant {
+			continue
+		}
+		for _, c := range evs[i].calls {
+			if i == t && c.id == id {
+				break
+			}
+			if c.id != id {
+				earlier = append(earlier, c.id)
+			}
+		}
+	}
+	if findCall(evs[t].calls, id) == nil || len(earlier) == 0 {
+		return evs, false
+	}
+	reused := earlier[rng.IntN(len(earlier))]
+	findCall(evs[t].calls, id).id = reused
+	for i := t + 1; i < len(evs); i++ {
+		for j := range evs[i].results {
+			if evs[i].results[j].id == id {
+				evs[i].results[j].id = reused
+			}
+		}
+	}
+	return evs, true
 }
 
 func insertEv(evs []event, at int, e event) []event {
