@@ -273,3 +273,36 @@ func TestUsageErrorsAsJSON(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "input is empty")
 }
+
+// TestTextReportsEscapeTranscriptStrings: ids and tool names from the input cannot forge
+// report lines or reach the terminal as escape sequences; JSON keeps them exact.
+func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
+	t.Parallel()
+	const id = `s1\nforged  repaired\u001b[2J\u0085\u202e`
+	line := `{"id":"` + id + `","messages":[{"role":"user","content":"ls"},{"role":"assistant","content":null,` +
+		`"tool_calls":[{"id":"c\u001b]0;pwned\u0007","type":"function","function":{"name":"ls\r\nforged","arguments":"{}"}}]}]}` + "\n"
+	for _, args := range [][]string{{"check", "-v"}, {"fix", "-v"}} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, line, nil, args...)
+			text := r.stdout
+			if args[0] == "fix" {
+				require.Equal(t, exitOK, r.code, r.stderr)
+				text = r.stderr
+			} else {
+				require.Equal(t, exitProblems, r.code, r.stderr)
+			}
+			require.Contains(t, text, `s1\nforged  repaired\x1b[2J\u0085\u202e`)
+			require.Contains(t, text, `c\x1b]0;pwned\x07`)
+			require.NotContains(t, text, "\x1b")
+			require.NotContains(t, text, "\r")
+			require.NotContains(t, text, "\u0085")
+			for _, l := range strings.Split(text, "\n") {
+				require.False(t, strings.HasPrefix(strings.TrimSpace(l), "forged"), "forged line in %q", text)
+			}
+		})
+	}
+	r := runCLI(t, line, nil, "check", "--json")
+	require.Equal(t, exitProblems, r.code)
+	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session"])
+}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/report"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -97,7 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			Code  int    `json:"code"`
 		}{err.Error(), code})
 	}
-	fmt.Fprintf(stderr, "tmend: %v\n", err)
+	fmt.Fprintf(stderr, "tmend: %s\n", report.Escape(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintln(stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
