@@ -323,17 +323,29 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 	return nil
 }
 
+// utf8BOM is the byte order mark some Windows tools put before UTF-8 text.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // dispatch sends a single document (an array, or a multi-line object) through process
-// directly, and JSON Lines through the parallel stream.
+// directly, and JSON Lines through the parallel stream. A byte order mark is skipped,
+// and kept in the output.
 func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts, process func(*item, []byte) []byte, emit func(*item) error) error {
-	first, err := peekNonSpace(br)
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+		if out != nil {
+			if _, err := out.Write(utf8BOM); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+	}
+	_, err := peekNonSpace(br)
 	if err == io.EOF {
 		return usageErrorf("input is empty")
 	}
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
-	if first == '{' && looksLikeJSONLines(br) {
+	if looksLikeJSONLines(br) {
 		return runStream(ctx, streamConfig{in: br, out: out, maxBytes: o.maxBytes, workers: o.workers, process: process, emit: emit})
 	}
 	data, err := io.ReadAll(io.LimitReader(br, o.maxBytes+1))
@@ -362,19 +374,67 @@ func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts,
 	return emit(it)
 }
 
-// looksLikeJSONLines reports whether the input's first line is a whole JSON value. A
-// first line longer than the read buffer is taken as JSON Lines too: the stream handles
-// long lines, and a pretty-printed document never starts with one.
+// looksLikeJSONLines decides from the start of the input, peeking as far as it needs (at
+// most the read buffer), whether it is JSON Lines or one document.
 func looksLikeJSONLines(br *bufio.Reader) bool {
 	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
 		b, err := br.Peek(n)
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			return json.Valid(b[:i])
-		}
-		if err != nil || n == br.Size() {
-			return err == nil // EOF: one line, which is one document either way
+		eof, full := err != nil, n == br.Size()
+		if jsonLines, decided := sniffJSONLines(b, eof, full); decided || eof || full {
+			return jsonLines
 		}
 	}
+}
+
+// sniffJSONLines looks at the start of the input (all of it when eof; as much as fits in
+// the read buffer when full):
+//   - its first JSON value parses and ends on the line it started on: JSON Lines (a single
+//     line holding an array is a document, unless more follows);
+//   - the first value spans lines: a pretty-printed document;
+//   - the first value is broken (a truncated or malformed first line), and some later
+//     line is a whole JSON object: JSON Lines whose first record is bad, which the stream
+//     reports on its own while it goes on with the rest;
+//   - a first line longer than the read buffer: JSON Lines too, the stream handles long
+//     lines and a pretty-printed document never starts with one.
+//
+// decided is false while more input could change the answer.
+func sniffJSONLines(b []byte, eof, full bool) (jsonLines, decided bool) {
+	start := len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+	b = b[start:]
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	err := dec.Decode(&v)
+	switch {
+	case err == nil:
+		if bytes.IndexByte(v, '\n') >= 0 {
+			return false, true
+		}
+		more := len(bytes.TrimSpace(b[dec.InputOffset():])) > 0
+		if v[0] == '{' || more {
+			return true, true
+		}
+		return false, eof
+	case errors.Is(err, io.ErrUnexpectedEOF) && !eof:
+		// A valid start of a value that goes on beyond what is buffered.
+		if full {
+			return bytes.IndexByte(b, '\n') < 0, true
+		}
+		return false, false
+	}
+	// The first value is broken: JSON Lines if a later line is a record.
+	lines := bytes.Split(b, []byte("\n"))
+	if !eof {
+		lines = lines[:len(lines)-1] // the last one may be incomplete
+	}
+	for _, l := range lines[min(1, len(lines)):] {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' && json.Valid(l) {
+			return true, true
+		}
+	}
+	if len(lines) <= 1 && full {
+		return true, true // a long first line
+	}
+	return false, eof || full
 }
 
 func peekNonSpace(br *bufio.Reader) (byte, error) {
