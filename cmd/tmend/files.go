@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -114,7 +115,7 @@ func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
 	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
 	if fix {
-		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (replaced atomically)")
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
 	}
 }
 
@@ -128,6 +129,9 @@ func (o *fileOpts) Validate(args []string) error {
 	if o.workers < 1 {
 		return usageErrorf("--workers must be at least 1")
 	}
+	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
+		return usageErrorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	}
 	return nil
 }
 
@@ -136,8 +140,14 @@ const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
   - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
-    streamed, never loaded whole. One bad line does not stop the rest.
-An "updated_at" member (RFC 3339) starts the session's quiet period.`
+    streamed, never loaded whole. One bad line (the first one included) does not stop
+    the rest; blank lines are kept as they are.
+A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
+starts the session's quiet period.
+
+Output (-o, --report): a regular file is replaced atomically (through a symlink, its
+target); a device, FIFO or terminal is written to as it is. -o and --report must name
+different files. A failed write to a file, stdout or stderr exits 1.`
 
 func newCheckCmd(e *env) *cobra.Command {
 	var o fileOpts
@@ -214,7 +224,7 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		out = bw
 		commit = bw.Flush
 		if o.output != "" {
-			af, err := createAtomic(o.output)
+			af, err := createOutput(o.output)
 			if err != nil {
 				return err
 			}
@@ -235,7 +245,11 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		reportTo = e.stderr
 	}
 	rbuf := bufio.NewWriter(reportTo)
-	defer rbuf.Flush()
+	defer func() {
+		if ferr := rbuf.Flush(); ferr != nil && (err == nil || err == errProblems) {
+			err = fmt.Errorf("write report: %w", ferr)
+		}
+	}()
 	var handlers []report.Handler
 	if o.json {
 		handlers = append(handlers, report.NewJSON(rbuf))
@@ -250,10 +264,10 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		}
 		handlers = append(handlers, report.NewText(rbuf, detail))
 	}
-	var reportFile *atomicFile
+	var reportFile *outputFile
 	var reportBuf *bufio.Writer
 	if o.report != "" {
-		if reportFile, err = createAtomic(o.report); err != nil {
+		if reportFile, err = createOutput(o.report); err != nil {
 			return err
 		}
 		defer reportFile.abort()
@@ -484,41 +498,120 @@ func openInput(e *env, args []string) (io.Reader, func(), error) {
 	return f, func() { f.Close() }, nil
 }
 
-// atomicFile is written beside its destination and renamed over it only on commit, so
-// readers never see a half-written file.
-type atomicFile struct {
+// outputFile is where -o and --report write. A regular file (or a new one) is written
+// beside itself and renamed over it on commit, so readers never see half of it. A
+// symlink is followed: its target is replaced and the link kept. Anything else (a
+// device such as /dev/null, a FIFO, a terminal) is written to directly, never replaced.
+type outputFile struct {
 	f    *os.File
-	dest string
+	dest string // what commit renames the temp file over; empty when writing through
 	done bool
 }
 
-func createAtomic(dest string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
+func createOutput(path string) (*outputFile, error) {
+	target, fi, err := resolveOutput(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", dest, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 is for secrets, not output
+	switch {
+	case fi != nil && fi.IsDir():
+		return nil, fmt.Errorf("create %s: is a directory", path)
+	case fi != nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return &outputFile{f: f}, nil
+	}
+	perm := os.FileMode(0o644) // not CreateTemp's 0600, which is for secrets; a replaced file keeps its own
+	if fi != nil {
+		perm = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", dest, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	return &atomicFile{f: f, dest: dest}, nil
+	return &outputFile{f: f, dest: target}, nil
 }
 
-func (a *atomicFile) commit() error {
-	if err := a.f.Sync(); err != nil {
-		return err
+// resolveOutput follows symlinks from path to where they end, which need not exist yet,
+// and returns that path with its file info (nil when it does not exist).
+func resolveOutput(path string) (string, os.FileInfo, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return path, nil, nil
+		case err != nil:
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return path, fi, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(link) {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+			if err != nil {
+				return "", nil, err
+			}
+			link = filepath.Join(dir, link)
+		}
+		path = link
 	}
-	if err := a.f.Close(); err != nil {
-		return err
-	}
-	a.done = true
-	return os.Rename(a.f.Name(), a.dest)
+	return "", nil, errors.New("too many levels of symbolic links")
 }
 
-func (a *atomicFile) abort() {
-	if !a.done {
-		a.f.Close()
-		os.Remove(a.f.Name())
+// sameOutput reports whether two output paths end at the same file.
+func sameOutput(a, b string) bool {
+	ra, fa, errA := resolveOutput(a)
+	rb, fb, errB := resolveOutput(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	if fa != nil && fb != nil {
+		return os.SameFile(fa, fb)
+	}
+	ra, errA = filepath.Abs(ra)
+	rb, errB = filepath.Abs(rb)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// commit makes the output visible: the temp file is synced and renamed over the
+// destination (and removed if that fails); a file written through is closed.
+func (o *outputFile) commit() error {
+	o.done = true
+	if o.dest == "" {
+		return o.f.Close()
+	}
+	err := o.f.Sync()
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.dest)
+	}
+	if err != nil {
+		os.Remove(o.f.Name())
+	}
+	return err
+}
+
+// abort drops the output of a failed run: the temp file is removed and the destination
+// left as it was.
+func (o *outputFile) abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.f.Close()
+	if o.dest != "" {
+		os.Remove(o.f.Name())
 	}
 }

@@ -171,6 +171,9 @@ func (s *settings) logger() (zerolog.Logger, error) {
 }
 
 func isTerminal(w io.Writer) bool {
+	if o, ok := w.(*outputStream); ok {
+		w = o.w
+	}
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
 }
