@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -230,7 +231,11 @@ func newVersionCmd(e *env) *cobra.Command {
 // noArgs is cobra.NoArgs with exit code 2.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		shown := make([]string, len(args))
+		for i, a := range args {
+			shown[i] = store.Redact(a) // a database URL given without --database-url
+		}
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), shown)
 	}
 	return nil
 }
