@@ -225,7 +225,7 @@ func TestAuditAPI(t *testing.T) {
 	insertSession(t, b, "a", brokenSession)
 	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
 	addr := freeAddr(t)
-	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_LOG_LEVEL": "warn"}
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
@@ -236,7 +236,10 @@ func TestAuditAPI(t *testing.T) {
 	base := "http://" + addr
 	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
 	get := func(path string) (int, map[string]any) {
-		resp, err := http.Get(base + path)
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer reader")
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var m map[string]any
