@@ -277,3 +277,30 @@ func TestAuditAPI(t *testing.T) {
 	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
 	require.Equal(t, 404, post("/v1/sessions/ghost/rollback", "secret"))
 }
+
+// TestAuditTextEscapesIDs: a session id from the database cannot forge lines or drive
+// the terminal in repair, report and rollback output.
+func TestAuditTextEscapesIDs(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	const id = "a\nforged 1 restored\x1b[2J\u202e"
+	insertSession(t, b, id, brokenSession)
+	for _, args := range [][]string{
+		{"repair", "--session", id},
+		{"report"},
+		{"report", "--status", "repaired"},
+		{"report", "--session", id},
+		{"report", "--session", id, "--diff"},
+		{"rollback", "--session", id, "--dry-run"},
+		{"rollback", "--session", id},
+	} {
+		r := runCLI(t, "", b.env, args...)
+		require.Equal(t, exitOK, r.code, "%q: %s", args, r.stderr)
+		out := r.stdout + r.stderr
+		require.NotContains(t, out, "\x1b", "%q", args)
+		require.NotContains(t, out, "\u202e", "%q", args)
+		for _, l := range strings.Split(out, "\n") {
+			require.False(t, strings.HasPrefix(strings.TrimSpace(l), "forged"), "%q: forged line in %q", args, out)
+		}
+	}
+}
