@@ -155,7 +155,8 @@ func newCheckCmd(e *env) *cobra.Command {
 		Use:   "check [FILE|-]",
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
-			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, 2 usage, 3 problems found.\n\n" +
+			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
+			"could not be written, 2 usage, 3 problems found.\n\n" +
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
@@ -179,7 +180,8 @@ func newFixCmd(e *env) *cobra.Command {
 		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
 			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
-			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged), 2 usage.",
+			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
+			"or the output or report could not be written, 2 usage.",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
   cat session.json | tmend fix --target anthropic --force - | jq .`,
