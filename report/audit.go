@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
@@ -40,7 +41,7 @@ func RunsText(w io.Writer, runs []model.RunRow) error {
 		if r.FinishedAt != nil {
 			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), r.Trigger, mode, r.Status,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)), Escape(mode), Escape(r.Status),
 			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur)
 	}
 	return tw.Flush()
@@ -50,11 +51,11 @@ func RunsText(w io.Writer, runs []model.RunRow) error {
 func RunSummaryText(w io.Writer, r model.RunRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%d\n", r.ID)
-	fmt.Fprintf(tw, "trigger\t%s\n", r.Trigger)
-	fmt.Fprintf(tw, "mode\t%s%s\n", r.Mode, map[bool]string{true: " (dry run)"}[r.DryRun])
-	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	fmt.Fprintf(tw, "trigger\t%s\n", Escape(string(r.Trigger)))
+	fmt.Fprintf(tw, "mode\t%s%s\n", Escape(string(r.Mode)), map[bool]string{true: " (dry run)"}[r.DryRun])
+	fmt.Fprintf(tw, "status\t%s\n", Escape(r.Status))
 	if r.Error != "" {
-		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+		fmt.Fprintf(tw, "error\t%s\n", Escape(r.Error))
 	}
 	fmt.Fprintf(tw, "started\t%s UTC\n", ts(r.StartedAt))
 	if r.FinishedAt != nil {
@@ -70,7 +71,7 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 		fmt.Fprintf(tw, "%s\t\n", title)
 		for _, k := range order {
 			if n, ok := m[k]; ok {
-				fmt.Fprintf(tw, "  %s\t%d\n", k, n)
+				fmt.Fprintf(tw, "  %s\t%d\n", Escape(k), n)
 			}
 		}
 	}
@@ -102,8 +103,8 @@ func ReportsText(w io.Writer, rows []model.ReportRow) error {
 		if r.ToVersion > 0 {
 			vers = fmt.Sprintf("%d→%d", r.FromVersion, r.ToVersion)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, r.SessionID, r.Status,
-			dash(r.Dialect), dash(strings.Join(r.IssueCodes, ",")), vers, r.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, Escape(r.SessionID), Escape(r.Status),
+			Escape(dash(r.Dialect)), Escape(dash(strings.Join(r.IssueCodes, ","))), vers, Escape(r.Reason))
 	}
 	return tw.Flush()
 }
@@ -118,26 +119,26 @@ func dash(s string) string {
 // HistoryText shows everything tmend did to a session: its reports (oldest first, with
 // their actions) and its saved versions.
 func HistoryText(w io.Writer, sessionID string, reports []model.ReportRow, versions []model.VersionRow) error {
-	fmt.Fprintf(w, "session %s\n\nreports\n", sessionID)
+	fmt.Fprintf(w, "session %s\n\nreports\n", Escape(sessionID))
 	sort.Slice(reports, func(i, j int) bool { return reports[i].ID < reports[j].ID })
 	for _, r := range reports {
 		run := "no run"
 		if r.RunID != nil {
 			run = fmt.Sprintf("run %d", *r.RunID)
 		}
-		fmt.Fprintf(w, "  %s UTC  %-16s %s, %s", ts(r.CreatedAt), r.Status, run, r.Trigger)
+		fmt.Fprintf(w, "  %s UTC  %-16s %s, %s", ts(r.CreatedAt), Escape(r.Status), run, Escape(string(r.Trigger)))
 		if r.ToVersion > 0 {
 			fmt.Fprintf(w, ", versions %d→%d", r.FromVersion, r.ToVersion)
 		}
 		if len(r.IssueCodes) > 0 {
-			fmt.Fprintf(w, ", %s", strings.Join(r.IssueCodes, " "))
+			fmt.Fprintf(w, ", %s", Escape(strings.Join(r.IssueCodes, " ")))
 		}
 		fmt.Fprintln(w)
 		if r.Reason != "" {
-			fmt.Fprintf(w, "      %s\n", r.Reason)
+			fmt.Fprintf(w, "      %s\n", Escape(r.Reason))
 		}
 		for _, a := range r.Actions {
-			fmt.Fprintf(w, "      %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
+			io.WriteString(w, actionLine("      ", a))
 		}
 	}
 	fmt.Fprintln(w, "\nversions")
@@ -148,7 +149,7 @@ func HistoryText(w io.Writer, sessionID string, reports []model.ReportRow, versi
 		if v.RunID != nil {
 			run = fmt.Sprint(*v.RunID)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%s\n", v.Version, v.Kind, ts(v.CreatedAt), run, v.SizeBytes, v.ContentHash[:12])
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%s\n", v.Version, Escape(v.Kind), ts(v.CreatedAt), run, v.SizeBytes, Escape(v.ContentHash[:min(12, len(v.ContentHash))]))
 	}
 	return tw.Flush()
 }
@@ -345,7 +346,11 @@ func describe(m []byte) string {
 	kind := kindOf(m)
 	preview := string(m)
 	if len(preview) > 90 {
-		preview = preview[:87] + "..."
+		cut := 87
+		for cut > 0 && !utf8.RuneStart(preview[cut]) {
+			cut--
+		}
+		preview = preview[:cut] + "..."
 	}
-	return fmt.Sprintf("%-10s %s", dash(kind), preview)
+	return fmt.Sprintf("%-10s %s", Escape(dash(kind)), Escape(preview))
 }

@@ -109,12 +109,12 @@ func (h *textHandler) Session(s *Session) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\t%s", s.Name(), s.Status)
+	fmt.Fprintf(&b, "%s\t%s", Escape(s.Name()), Escape(s.Status))
 	if s.Dialect != "" {
-		fmt.Fprintf(&b, "\t%s", s.Dialect)
+		fmt.Fprintf(&b, "\t%s", Escape(string(s.Dialect)))
 	}
 	if s.Reason != "" {
-		fmt.Fprintf(&b, "\t%s", s.Reason)
+		fmt.Fprintf(&b, "\t%s", Escape(s.Reason))
 	}
 	if len(s.Issues) > 0 {
 		fmt.Fprintf(&b, "\t%s", issueList(s.Issues))
@@ -128,7 +128,7 @@ func (h *textHandler) Session(s *Session) error {
 	b.WriteByte('\n')
 	if h.detail == EveryAction {
 		for _, a := range s.Actions {
-			fmt.Fprintf(&b, "  %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
+			b.WriteString(actionLine("  ", a))
 		}
 	}
 	_, err := io.WriteString(h.w, strings.ReplaceAll(b.String(), "\t", "  "))
@@ -147,9 +147,9 @@ func issueList(issues []repair.Issue) string {
 	var parts []string
 	for _, c := range order {
 		if counts[c] > 1 {
-			parts = append(parts, fmt.Sprintf("%s×%d", c, counts[c]))
+			parts = append(parts, fmt.Sprintf("%s×%d", Escape(string(c)), counts[c]))
 		} else {
-			parts = append(parts, string(c))
+			parts = append(parts, Escape(string(c)))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -159,7 +159,7 @@ func (h *textHandler) Summary(s *Summary) error {
 	tw := tabwriter.NewWriter(h.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "sessions\t%d\n", s.Sessions)
 	for _, k := range sortedKeys(s.ByStatus) {
-		fmt.Fprintf(tw, "  %s\t%d\n", k, s.ByStatus[k])
+		fmt.Fprintf(tw, "  %s\t%d\n", Escape(k), s.ByStatus[k])
 	}
 	if len(s.ByStage) > 0 {
 		fmt.Fprintf(tw, "actions by stage\t\n")

@@ -24,10 +24,10 @@ func RunText(w io.Writer, r *scanner.RunResult) error {
 	if r.DryRun {
 		verb = "would repair"
 	}
-	fmt.Fprintf(tw, "run\t%d (%s, %s%s)\n", r.RunID, r.Mode, r.Trigger, map[bool]string{true: ", dry run"}[r.DryRun])
-	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	fmt.Fprintf(tw, "run\t%d (%s, %s%s)\n", r.RunID, Escape(string(r.Mode)), Escape(string(r.Trigger)), map[bool]string{true: ", dry run"}[r.DryRun])
+	fmt.Fprintf(tw, "status\t%s\n", Escape(r.Status))
 	if r.Error != "" {
-		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+		fmt.Fprintf(tw, "error\t%s\n", Escape(r.Error))
 	}
 	c := r.Counts
 	fmt.Fprintf(tw, "scanned\t%d\n", c.Scanned)
@@ -63,9 +63,9 @@ func RunText(w io.Writer, r *scanner.RunResult) error {
 		return err
 	}
 	for _, o := range r.Outcomes {
-		fmt.Fprintf(w, "\nsession %s: %s", o.SessionID, o.Status)
+		fmt.Fprintf(w, "\nsession %s: %s", Escape(o.SessionID), Escape(o.Status))
 		if o.Report.Dialect != "" {
-			fmt.Fprintf(w, " (%s)", o.Report.Dialect)
+			fmt.Fprintf(w, " (%s)", Escape(string(o.Report.Dialect)))
 		}
 		fmt.Fprintf(w, ", %d → %d bytes, %d → %d messages", o.BytesBefore, o.BytesAfter, o.Report.MessagesIn, o.Report.MessagesOut)
 		if o.ToVersion > 0 {
@@ -73,10 +73,10 @@ func RunText(w io.Writer, r *scanner.RunResult) error {
 		}
 		fmt.Fprintln(w)
 		if o.Reason != "" {
-			fmt.Fprintf(w, "  %s\n", o.Reason)
+			fmt.Fprintf(w, "  %s\n", Escape(o.Reason))
 		}
 		for _, a := range o.Report.Actions {
-			fmt.Fprintf(w, "  %-27s %-7s msg %-4d %s %s %s\n", a.Stage, a.Action, a.MessageIndex, a.CallID, a.ToolName, a.Detail)
+			io.WriteString(w, actionLine("  ", a))
 		}
 	}
 	return nil

@@ -4,8 +4,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,7 +21,7 @@ func ParseConfig(databaseURL, schema string) (*pgxpool.Config, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse database url %q: %w", Redact(databaseURL), err)
+		return nil, parseError(err, databaseURL)
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	params["search_path"] = pgx.Identifier{schema}.Sanitize() + ", public"
@@ -47,11 +45,11 @@ func Connect(ctx context.Context, databaseURL, schema string) (*pgxpool.Pool, er
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open database pool: %w", err)
+		return nil, &redactedError{"open database pool: " + scrub(err.Error(), databaseURL), err}
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database %s: %w", Describe(cfg), err)
+		return nil, &redactedError{fmt.Sprintf("connect to database %s: %s", Describe(cfg), scrub(err.Error(), databaseURL)), err}
 	}
 	return pool, nil
 }
@@ -61,26 +59,4 @@ func Connect(ctx context.Context, databaseURL, schema string) (*pgxpool.Pool, er
 func Describe(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("%q on %s:%d as %q", c.Database, c.Host, c.Port, c.User)
-}
-
-// Redact hides the password in a database URL or keyword/value DSN.
-func Redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	fields := strings.Fields(dsn)
-	for i, f := range fields {
-		if strings.HasPrefix(f, "password=") {
-			fields[i] = "password=xxxxx"
-		}
-	}
-	return strings.Join(fields, " ")
 }

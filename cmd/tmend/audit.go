@@ -230,7 +230,8 @@ func showDiff(ctx context.Context, e *env, st *store.Store, session string, vers
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "session %s: version %d (%s) → version %d (%s)\n", session, before.Version, before.Kind, after.Version, after.Kind)
+	fmt.Fprintf(e.stdout, "session %s: version %d (%s) → version %d (%s)\n", report.Escape(session), before.Version,
+		report.Escape(before.Kind), after.Version, report.Escape(after.Kind))
 	return report.Diff(e.stdout, []byte(before.Content), []byte(after.Content), isTerminal(e.stdout))
 }
 
@@ -348,17 +349,18 @@ func rollback(ctx context.Context, e *env, st *store.Store, session string, runI
 			verb = "would restore"
 		}
 		for _, r := range results {
+			id := report.Escape(r.SessionID)
 			switch {
 			case r.Restored && dryRun:
-				fmt.Fprintf(e.stdout, "%s: %s version %d (replacing version %d)\n", r.SessionID, verb, r.To, r.From)
+				fmt.Fprintf(e.stdout, "%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
 			case r.Restored:
-				fmt.Fprintf(e.stdout, "%s: restored version %d as version %d", r.SessionID, r.To, r.Written)
+				fmt.Fprintf(e.stdout, "%s: restored version %d as version %d", id, r.To, r.Written)
 				if r.Preserved > 0 {
 					fmt.Fprintf(e.stdout, " (its changed content kept as version %d)", r.Preserved)
 				}
 				fmt.Fprintln(e.stdout)
 			default:
-				fmt.Fprintf(e.stdout, "%s: refused: %s\n", r.SessionID, r.Reason)
+				fmt.Fprintf(e.stdout, "%s: refused: %s\n", id, report.Escape(r.Reason))
 			}
 		}
 		fmt.Fprintf(e.stdout, "%s %d, refused %d, failed %d\n", verb, counts.Repaired, counts.Conflict, counts.Failed)

@@ -225,7 +225,7 @@ func TestAuditAPI(t *testing.T) {
 	insertSession(t, b, "a", brokenSession)
 	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
 	addr := freeAddr(t)
-	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_LOG_LEVEL": "warn"}
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
@@ -236,7 +236,10 @@ func TestAuditAPI(t *testing.T) {
 	base := "http://" + addr
 	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
 	get := func(path string) (int, map[string]any) {
-		resp, err := http.Get(base + path)
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer reader")
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var m map[string]any
@@ -273,4 +276,31 @@ func TestAuditAPI(t *testing.T) {
 	require.Equal(t, 200, post("/v1/sessions/a/rollback", "secret"))
 	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
 	require.Equal(t, 404, post("/v1/sessions/ghost/rollback", "secret"))
+}
+
+// TestAuditTextEscapesIDs: a session id from the database cannot forge lines or drive
+// the terminal in repair, report and rollback output.
+func TestAuditTextEscapesIDs(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	const id = "a\nforged 1 restored\x1b[2J\u202e"
+	insertSession(t, b, id, brokenSession)
+	for _, args := range [][]string{
+		{"repair", "--session", id},
+		{"report"},
+		{"report", "--status", "repaired"},
+		{"report", "--session", id},
+		{"report", "--session", id, "--diff"},
+		{"rollback", "--session", id, "--dry-run"},
+		{"rollback", "--session", id},
+	} {
+		r := runCLI(t, "", b.env, args...)
+		require.Equal(t, exitOK, r.code, "%q: %s", args, r.stderr)
+		out := r.stdout + r.stderr
+		require.NotContains(t, out, "\x1b", "%q", args)
+		require.NotContains(t, out, "\u202e", "%q", args)
+		for _, l := range strings.Split(out, "\n") {
+			require.False(t, strings.HasPrefix(strings.TrimSpace(l), "forged"), "%q: forged line in %q", args, out)
+		}
+	}
 }

@@ -189,7 +189,7 @@ func TestServeAPI(t *testing.T) {
 	require.Equal(t, 202, code, m)
 	runPath := m["url"].(string)
 	var run map[string]any
-	waitFor(t, func() bool { _, run = do("GET", runPath, "", ""); return run["status"] != "running" })
+	waitFor(t, func() bool { _, run = do("GET", runPath, "secret", ""); return run["status"] != "running" })
 	require.Equal(t, "completed", run["status"])
 	repaired := run["counts"].(map[string]any)["repaired"].(float64)
 	require.Positive(t, repaired)
@@ -199,7 +199,7 @@ func TestServeAPI(t *testing.T) {
 	require.Equal(t, "completed", m["status"])
 	code, _ = do("POST", "/v1/sessions/nope/repair", "secret", "")
 	require.Equal(t, 404, code)
-	code, _ = do("GET", "/v1/runs/99999", "", "")
+	code, _ = do("GET", "/v1/runs/99999", "secret", "")
 	require.Equal(t, 404, code)
 
 	resp, err := http.Get(base + "/metrics")

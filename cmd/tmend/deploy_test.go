@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,8 @@ func TestDeployManifests(t *testing.T) {
 	kinds := map[string]int{}
 	var commands [][]string
 	var envs []string
+	var podLabels, serviceSelector map[string]any
+	var containerPorts []any
 	for _, m := range loadManifests(t) {
 		if filepath.Base(m.path) == "compose.yaml" {
 			services := m.doc["services"].(map[string]any)
@@ -111,6 +115,16 @@ func TestDeployManifests(t *testing.T) {
 				envs = append(envs, k)
 			}
 		}
+		// (These kinds have no pod: check them before moving on.)
+		if kind == "Service" {
+			ann := dig(m.doc, "metadata", "annotations").(map[string]any)
+			require.Equal(t, "true", ann["prometheus.io/scrape"])
+			require.Equal(t, "/metrics", ann["prometheus.io/path"])
+			serviceSelector = dig(m.doc, "spec", "selector").(map[string]any)
+		}
+		if kind == "Kustomization" && filepath.Base(filepath.Dir(m.path)) == "daemon" {
+			require.Contains(t, strs(m.doc["resources"]), "networkpolicy.yaml", "the daemon variant applies its NetworkPolicy")
+		}
 		if pod == nil {
 			continue
 		}
@@ -131,19 +145,19 @@ func TestDeployManifests(t *testing.T) {
 				}
 			}
 			if kind == "Deployment" {
+				podLabels = dig(m.doc, "spec", "template", "metadata", "labels").(map[string]any)
+				containerPorts = dig(c, "ports").([]any)
 				require.Equal(t, "/readyz", dig(c, "readinessProbe", "httpGet", "path"))
 				require.Equal(t, "/healthz", dig(c, "livenessProbe", "httpGet", "path"))
 				grace := time.Duration(dig(pod, "terminationGracePeriodSeconds").(int)) * time.Second
 				require.Greater(t, grace, flagDuration(t, args, "--shutdown-timeout"), "grace period must outlast the shutdown timeout")
 			}
 		}
-		if kind == "Service" {
-			ann := dig(m.doc, "metadata", "annotations").(map[string]any)
-			require.Equal(t, "true", ann["prometheus.io/scrape"])
-			require.Equal(t, "/metrics", ann["prometheus.io/path"])
-		}
 	}
-	require.Equal(t, map[string]int{"Kustomization": 3, "ConfigMap": 1, "Job": 1, "Deployment": 1, "Service": 1, "CronJob": 1}, kinds)
+	require.Equal(t, map[string]int{"Kustomization": 3, "ConfigMap": 1, "Job": 1, "Deployment": 1, "Service": 1, "CronJob": 1,
+		"NetworkPolicy": 1}, kinds)
+	require.Equal(t, podLabels, serviceSelector, "the Service selects the daemon's pods")
+	checkNetworkPolicy(t, podLabels, containerPorts)
 
 	commands = append(commands, dockerfileCommands(t)...)
 	units, unitEnvs := systemdCommands(t)
@@ -290,4 +304,124 @@ func shellWords(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// networkPolicy mirrors networking.k8s.io/v1 NetworkPolicy, so that decoding with known
+// fields only catches a misspelt or misplaced field, which the API server would reject
+// or, worse, silently drop (an ingress rule without its "from" admits everyone).
+type networkPolicy struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name        string            `yaml:"name"`
+		Namespace   string            `yaml:"namespace"`
+		Labels      map[string]string `yaml:"labels"`
+		Annotations map[string]string `yaml:"annotations"`
+	} `yaml:"metadata"`
+	Spec struct {
+		PodSelector labelSelector `yaml:"podSelector"`
+		PolicyTypes []string      `yaml:"policyTypes"`
+		Ingress     []struct {
+			From  []policyPeer `yaml:"from"`
+			Ports []policyPort `yaml:"ports"`
+		} `yaml:"ingress"`
+		Egress []struct {
+			To    []policyPeer `yaml:"to"`
+			Ports []policyPort `yaml:"ports"`
+		} `yaml:"egress"`
+	} `yaml:"spec"`
+}
+
+type labelSelector struct {
+	MatchLabels      map[string]string `yaml:"matchLabels"`
+	MatchExpressions []struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	} `yaml:"matchExpressions"`
+}
+
+type policyPeer struct {
+	PodSelector       *labelSelector `yaml:"podSelector"`
+	NamespaceSelector *labelSelector `yaml:"namespaceSelector"`
+	IPBlock           *struct {
+		CIDR   string   `yaml:"cidr"`
+		Except []string `yaml:"except"`
+	} `yaml:"ipBlock"`
+}
+
+type policyPort struct {
+	Protocol string    `yaml:"protocol"`
+	Port     yaml.Node `yaml:"port"` // a number or a port name
+	EndPort  *int      `yaml:"endPort"`
+}
+
+// checkNetworkPolicy decodes the daemon's NetworkPolicy strictly and checks that it
+// selects the daemon's pods and admits, on the daemon's port only, named peers only.
+func checkNetworkPolicy(t *testing.T, podLabels map[string]any, containerPorts []any) {
+	t.Helper()
+	path := filepath.Join(deployDir, "kubernetes", "daemon", "networkpolicy.yaml")
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	var np networkPolicy
+	require.NoError(t, dec.Decode(&np), path)
+	var extra networkPolicy
+	require.ErrorIs(t, dec.Decode(&extra), io.EOF, "one object per file")
+
+	require.Equal(t, "networking.k8s.io/v1", np.APIVersion)
+	require.Equal(t, "NetworkPolicy", np.Kind)
+	require.NotEmpty(t, np.Metadata.Name)
+	want := map[string]string{}
+	for k, v := range podLabels {
+		want[k] = v.(string)
+	}
+	require.Equal(t, want, np.Spec.PodSelector.MatchLabels, "selects the daemon's pods")
+	require.Empty(t, np.Spec.PodSelector.MatchExpressions)
+	require.Contains(t, np.Spec.PolicyTypes, "Ingress")
+	for _, pt := range np.Spec.PolicyTypes {
+		require.Contains(t, []string{"Ingress", "Egress"}, pt)
+	}
+	if slices.Contains(np.Spec.PolicyTypes, "Egress") {
+		require.NotEmpty(t, np.Spec.Egress, "egress without rules would cut off the database")
+	}
+
+	names, numbers := map[string]bool{}, map[int]bool{}
+	for _, p := range containerPorts {
+		if n, ok := dig(p, "name").(string); ok {
+			names[n] = true
+		}
+		numbers[dig(p, "containerPort").(int)] = true
+	}
+	require.NotEmpty(t, np.Spec.Ingress)
+	for _, rule := range np.Spec.Ingress {
+		require.NotEmpty(t, rule.From, "an ingress rule without from admits every peer")
+		require.NotEmpty(t, rule.Ports, "an ingress rule without ports admits every port")
+		for _, peer := range rule.From {
+			require.Nil(t, peer.IPBlock, "peers are chosen by label, not address")
+			require.True(t, peer.PodSelector != nil || peer.NamespaceSelector != nil)
+			for _, sel := range []*labelSelector{peer.PodSelector, peer.NamespaceSelector} {
+				if sel != nil {
+					require.True(t, len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0, "an empty selector matches everything")
+				}
+			}
+		}
+		for _, p := range rule.Ports {
+			require.Equal(t, "TCP", p.Protocol)
+			require.Nil(t, p.EndPort)
+			if n, err := strconv.Atoi(p.Port.Value); err == nil {
+				require.True(t, numbers[n], "port %d is not the daemon's", n)
+			} else {
+				require.True(t, names[p.Port.Value], "port %q is not the daemon's", p.Port.Value)
+			}
+		}
+	}
+	for _, rule := range np.Spec.Egress {
+		for _, p := range rule.Ports {
+			require.Contains(t, []string{"TCP", "UDP", "SCTP"}, p.Protocol)
+			require.NotEmpty(t, p.Port.Value)
+		}
+	}
 }

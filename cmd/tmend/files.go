@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -114,7 +115,7 @@ func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
 	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
 	if fix {
-		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (replaced atomically)")
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
 	}
 }
 
@@ -128,6 +129,9 @@ func (o *fileOpts) Validate(args []string) error {
 	if o.workers < 1 {
 		return usageErrorf("--workers must be at least 1")
 	}
+	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
+		return usageErrorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	}
 	return nil
 }
 
@@ -136,8 +140,14 @@ const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
   - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
-    streamed, never loaded whole. One bad line does not stop the rest.
-An "updated_at" member (RFC 3339) starts the session's quiet period.`
+    streamed, never loaded whole. One bad line (the first one included) does not stop
+    the rest; blank lines are kept as they are.
+A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
+starts the session's quiet period.
+
+Output (-o, --report): a regular file is replaced atomically (through a symlink, its
+target); a device, FIFO or terminal is written to as it is. -o and --report must name
+different files. A failed write to a file, stdout or stderr exits 1.`
 
 func newCheckCmd(e *env) *cobra.Command {
 	var o fileOpts
@@ -145,7 +155,8 @@ func newCheckCmd(e *env) *cobra.Command {
 		Use:   "check [FILE|-]",
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
-			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, 2 usage, 3 problems found.\n\n" +
+			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
+			"could not be written, 2 usage, 3 problems found.\n\n" +
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
@@ -169,7 +180,8 @@ func newFixCmd(e *env) *cobra.Command {
 		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
 			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
-			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged), 2 usage.",
+			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
+			"or the output or report could not be written, 2 usage.",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
   cat session.json | tmend fix --target anthropic --force - | jq .`,
@@ -214,7 +226,7 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		out = bw
 		commit = bw.Flush
 		if o.output != "" {
-			af, err := createAtomic(o.output)
+			af, err := createOutput(o.output)
 			if err != nil {
 				return err
 			}
@@ -235,7 +247,11 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		reportTo = e.stderr
 	}
 	rbuf := bufio.NewWriter(reportTo)
-	defer rbuf.Flush()
+	defer func() {
+		if ferr := rbuf.Flush(); ferr != nil && (err == nil || err == errProblems) {
+			err = fmt.Errorf("write report: %w", ferr)
+		}
+	}()
 	var handlers []report.Handler
 	if o.json {
 		handlers = append(handlers, report.NewJSON(rbuf))
@@ -250,10 +266,10 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		}
 		handlers = append(handlers, report.NewText(rbuf, detail))
 	}
-	var reportFile *atomicFile
+	var reportFile *outputFile
 	var reportBuf *bufio.Writer
 	if o.report != "" {
-		if reportFile, err = createAtomic(o.report); err != nil {
+		if reportFile, err = createOutput(o.report); err != nil {
 			return err
 		}
 		defer reportFile.abort()
@@ -323,17 +339,29 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 	return nil
 }
 
+// utf8BOM is the byte order mark some Windows tools put before UTF-8 text.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // dispatch sends a single document (an array, or a multi-line object) through process
-// directly, and JSON Lines through the parallel stream.
+// directly, and JSON Lines through the parallel stream. A byte order mark is skipped,
+// and kept in the output.
 func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts, process func(*item, []byte) []byte, emit func(*item) error) error {
-	first, err := peekNonSpace(br)
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+		if out != nil {
+			if _, err := out.Write(utf8BOM); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+	}
+	_, err := peekNonSpace(br)
 	if err == io.EOF {
 		return usageErrorf("input is empty")
 	}
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
-	if first == '{' && looksLikeJSONLines(br) {
+	if looksLikeJSONLines(br) {
 		return runStream(ctx, streamConfig{in: br, out: out, maxBytes: o.maxBytes, workers: o.workers, process: process, emit: emit})
 	}
 	data, err := io.ReadAll(io.LimitReader(br, o.maxBytes+1))
@@ -362,19 +390,67 @@ func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, o *fileOpts,
 	return emit(it)
 }
 
-// looksLikeJSONLines reports whether the input's first line is a whole JSON value. A
-// first line longer than the read buffer is taken as JSON Lines too: the stream handles
-// long lines, and a pretty-printed document never starts with one.
+// looksLikeJSONLines decides from the start of the input, peeking as far as it needs (at
+// most the read buffer), whether it is JSON Lines or one document.
 func looksLikeJSONLines(br *bufio.Reader) bool {
 	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
 		b, err := br.Peek(n)
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			return json.Valid(b[:i])
-		}
-		if err != nil || n == br.Size() {
-			return err == nil // EOF: one line, which is one document either way
+		eof, full := err != nil, n == br.Size()
+		if jsonLines, decided := sniffJSONLines(b, eof, full); decided || eof || full {
+			return jsonLines
 		}
 	}
+}
+
+// sniffJSONLines looks at the start of the input (all of it when eof; as much as fits in
+// the read buffer when full):
+//   - its first JSON value parses and ends on the line it started on: JSON Lines (a single
+//     line holding an array is a document, unless more follows);
+//   - the first value spans lines: a pretty-printed document;
+//   - the first value is broken (a truncated or malformed first line), and some later
+//     line is a whole JSON object: JSON Lines whose first record is bad, which the stream
+//     reports on its own while it goes on with the rest;
+//   - a first line longer than the read buffer: JSON Lines too, the stream handles long
+//     lines and a pretty-printed document never starts with one.
+//
+// decided is false while more input could change the answer.
+func sniffJSONLines(b []byte, eof, full bool) (jsonLines, decided bool) {
+	start := len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+	b = b[start:]
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	err := dec.Decode(&v)
+	switch {
+	case err == nil:
+		if bytes.IndexByte(v, '\n') >= 0 {
+			return false, true
+		}
+		more := len(bytes.TrimSpace(b[dec.InputOffset():])) > 0
+		if v[0] == '{' || more {
+			return true, true
+		}
+		return false, eof
+	case errors.Is(err, io.ErrUnexpectedEOF) && !eof:
+		// A valid start of a value that goes on beyond what is buffered.
+		if full {
+			return bytes.IndexByte(b, '\n') < 0, true
+		}
+		return false, false
+	}
+	// The first value is broken: JSON Lines if a later line is a record.
+	lines := bytes.Split(b, []byte("\n"))
+	if !eof {
+		lines = lines[:len(lines)-1] // the last one may be incomplete
+	}
+	for _, l := range lines[min(1, len(lines)):] {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' && json.Valid(l) {
+			return true, true
+		}
+	}
+	if len(lines) <= 1 && full {
+		return true, true // a long first line
+	}
+	return false, eof || full
 }
 
 func peekNonSpace(br *bufio.Reader) (byte, error) {
@@ -424,41 +500,120 @@ func openInput(e *env, args []string) (io.Reader, func(), error) {
 	return f, func() { f.Close() }, nil
 }
 
-// atomicFile is written beside its destination and renamed over it only on commit, so
-// readers never see a half-written file.
-type atomicFile struct {
+// outputFile is where -o and --report write. A regular file (or a new one) is written
+// beside itself and renamed over it on commit, so readers never see half of it. A
+// symlink is followed: its target is replaced and the link kept. Anything else (a
+// device such as /dev/null, a FIFO, a terminal) is written to directly, never replaced.
+type outputFile struct {
 	f    *os.File
-	dest string
+	dest string // what commit renames the temp file over; empty when writing through
 	done bool
 }
 
-func createAtomic(dest string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
+func createOutput(path string) (*outputFile, error) {
+	target, fi, err := resolveOutput(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", dest, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 is for secrets, not output
+	switch {
+	case fi != nil && fi.IsDir():
+		return nil, fmt.Errorf("create %s: is a directory", path)
+	case fi != nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return &outputFile{f: f}, nil
+	}
+	perm := os.FileMode(0o644) // not CreateTemp's 0600, which is for secrets; a replaced file keeps its own
+	if fi != nil {
+		perm = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", dest, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	return &atomicFile{f: f, dest: dest}, nil
+	return &outputFile{f: f, dest: target}, nil
 }
 
-func (a *atomicFile) commit() error {
-	if err := a.f.Sync(); err != nil {
-		return err
+// resolveOutput follows symlinks from path to where they end, which need not exist yet,
+// and returns that path with its file info (nil when it does not exist).
+func resolveOutput(path string) (string, os.FileInfo, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return path, nil, nil
+		case err != nil:
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return path, fi, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(link) {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+			if err != nil {
+				return "", nil, err
+			}
+			link = filepath.Join(dir, link)
+		}
+		path = link
 	}
-	if err := a.f.Close(); err != nil {
-		return err
-	}
-	a.done = true
-	return os.Rename(a.f.Name(), a.dest)
+	return "", nil, errors.New("too many levels of symbolic links")
 }
 
-func (a *atomicFile) abort() {
-	if !a.done {
-		a.f.Close()
-		os.Remove(a.f.Name())
+// sameOutput reports whether two output paths end at the same file.
+func sameOutput(a, b string) bool {
+	ra, fa, errA := resolveOutput(a)
+	rb, fb, errB := resolveOutput(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	if fa != nil && fb != nil {
+		return os.SameFile(fa, fb)
+	}
+	ra, errA = filepath.Abs(ra)
+	rb, errB = filepath.Abs(rb)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// commit makes the output visible: the temp file is synced and renamed over the
+// destination (and removed if that fails); a file written through is closed.
+func (o *outputFile) commit() error {
+	o.done = true
+	if o.dest == "" {
+		return o.f.Close()
+	}
+	err := o.f.Sync()
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.dest)
+	}
+	if err != nil {
+		os.Remove(o.f.Name())
+	}
+	return err
+}
+
+// abort drops the output of a failed run: the temp file is removed and the destination
+// left as it was.
+func (o *outputFile) abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.f.Close()
+	if o.dest != "" {
+		os.Remove(o.f.Name())
 	}
 }

@@ -273,3 +273,110 @@ func TestUsageErrorsAsJSON(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "input is empty")
 }
+
+// TestTextReportsEscapeTranscriptStrings: ids and tool names from the input cannot forge
+// report lines or reach the terminal as escape sequences; JSON keeps them exact.
+func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
+	t.Parallel()
+	const id = `s1\nforged  repaired\u001b[2J\u0085\u202e`
+	line := `{"id":"` + id + `","messages":[{"role":"user","content":"ls"},{"role":"assistant","content":null,` +
+		`"tool_calls":[{"id":"c\u001b]0;pwned\u0007","type":"function","function":{"name":"ls\r\nforged","arguments":"{}"}}]}]}` + "\n"
+	for _, args := range [][]string{{"check", "-v"}, {"fix", "-v"}} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, line, nil, args...)
+			text := r.stdout
+			if args[0] == "fix" {
+				require.Equal(t, exitOK, r.code, r.stderr)
+				text = r.stderr
+			} else {
+				require.Equal(t, exitProblems, r.code, r.stderr)
+			}
+			require.Contains(t, text, `s1\nforged  repaired\x1b[2J\u0085\u202e`)
+			require.Contains(t, text, `c\x1b]0;pwned\x07`)
+			require.NotContains(t, text, "\x1b")
+			require.NotContains(t, text, "\r")
+			require.NotContains(t, text, "\u0085")
+			for _, l := range strings.Split(text, "\n") {
+				require.False(t, strings.HasPrefix(strings.TrimSpace(l), "forged"), "forged line in %q", text)
+			}
+		})
+	}
+	r := runCLI(t, line, nil, "check", "--json")
+	require.Equal(t, exitProblems, r.code)
+	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session"])
+}
+
+// TestJSONLinesWithABadStart: a malformed, blank or BOM-prefixed first line does not turn
+// JSON Lines into one unparseable document: every session is still checked and repaired.
+func TestJSONLinesWithABadStart(t *testing.T) {
+	t.Parallel()
+	sessions := genJSONL(t, "--sessions", "50", "--dialect", "openai-chat", "--fault-rate", "1", "--seed", "5")
+	fixed := runCLI(t, sessions, nil, "fix")
+	require.Equal(t, exitOK, fixed.code, fixed.stderr)
+	tests := []struct {
+		name, head string
+		failed     int
+	}{
+		{"Truncated", `{"id":"trunc","messages":[{"role":"us` + "\n", 1},
+		{"UnterminatedObject", `{"id":"open","messages":[` + "\n", 1},
+		{"Garbage", "garbage\n", 1},
+		{"ClosingBracket", "]\n", 1},
+		{"BlankLine", "\n", 0},
+		{"BlankLines", " \r\n\t\n", 0},
+		{"BOM", "\ufeff", 0},
+		{"BOMAndBlankLine", "\ufeff\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := tt.head + sessions
+			r := runCLI(t, in, nil, "check", "--json")
+			byType := map[any]int{}
+			var sum map[string]any
+			for _, l := range jsonLines(t, r.stdout) {
+				byType[l["type"]]++
+				if l["type"] == "summary" {
+					sum = l["by_status"].(map[string]any)
+				}
+			}
+			require.Equal(t, 50+tt.failed, byType["session"], "every session is listed")
+			require.NotNil(t, sum)
+			require.EqualValues(t, 50, sum["broken"])
+
+			r = runCLI(t, in, nil, "fix", "--json")
+			require.True(t, tt.head+fixed.stdout == r.stdout, "bad lines pass through, the rest is repaired")
+			if tt.failed > 0 {
+				require.Equal(t, exitRuntime, r.code)
+			} else {
+				require.Equal(t, exitOK, r.code, r.stderr)
+			}
+		})
+	}
+	t.Run("BOMSingleDocument", func(t *testing.T) {
+		t.Parallel()
+		doc := "\ufeff[{\"role\":\"user\",\"content\":\"ls\"},\n{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}]\n"
+		r := runCLI(t, doc, nil, "fix")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.True(t, strings.HasPrefix(r.stdout, "\ufeff[{"), r.stdout)
+		require.Contains(t, r.stdout, repair.SyntheticResultText)
+	})
+	t.Run("PrettyDocumentsStayDocuments", func(t *testing.T) {
+		t.Parallel()
+		// One message per line, the last of them a whole object: still one document.
+		doc := "[\n{\"role\":\"user\",\"content\":\"ls\"},\n{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}\n]\n"
+		r := runCLI(t, doc, nil, "check", "--json")
+		require.Equal(t, exitProblems, r.code, r.stderr)
+		require.Len(t, jsonLines(t, r.stdout), 2)
+		// A document larger than the read buffer, one message per line.
+		var big strings.Builder
+		big.WriteString("{\"messages\": [\n")
+		for range 20000 {
+			big.WriteString("  {\"role\":\"user\",\"content\":\"hello there\"},\n")
+		}
+		big.WriteString("  {\"role\":\"user\",\"content\":\"bye\"}\n]}\n")
+		r = runCLI(t, big.String(), nil, "check", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Len(t, jsonLines(t, r.stdout), 2)
+	})
+}

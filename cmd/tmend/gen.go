@@ -67,10 +67,10 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 				return err
 			}
 			var w io.Writer = e.stdout
-			var af *atomicFile
+			var af *outputFile
 			if o.output != "" {
 				var err error
-				if af, err = createAtomic(o.output); err != nil {
+				if af, err = createOutput(o.output); err != nil {
 					return err
 				}
 				defer af.abort()

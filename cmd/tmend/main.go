@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -60,6 +64,48 @@ func usageErrorf(format string, args ...any) error {
 var errProblems = &exitError{code: exitProblems, err: errors.New("problems found")}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	out, errOut := &outputStream{w: stdout}, &outputStream{w: stderr}
+	code := runCommand(ctx, args, stdin, out, errOut, getenv)
+	if code != exitOK && code != exitProblems {
+		return code
+	}
+	// Output that did not get written is a failure, however well the command went.
+	if err := out.Err(); err != nil {
+		fmt.Fprintf(errOut, "tmend: write standard output: %v\n", err)
+		return exitRuntime
+	}
+	if errOut.Err() != nil {
+		return exitRuntime
+	}
+	return code
+}
+
+// outputStream remembers the first error writing to stdout or stderr.
+type outputStream struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *outputStream) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.mu.Lock()
+		if o.err == nil {
+			o.err = err
+		}
+		o.mu.Unlock()
+	}
+	return n, err
+}
+
+func (o *outputStream) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRootCmd(e)
 	root.SetArgs(args)
@@ -97,7 +143,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			Code  int    `json:"code"`
 		}{err.Error(), code})
 	}
-	fmt.Fprintf(stderr, "tmend: %v\n", err)
+	fmt.Fprintf(stderr, "tmend: %s\n", report.Escape(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintln(stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
@@ -185,7 +231,11 @@ func newVersionCmd(e *env) *cobra.Command {
 // noArgs is cobra.NoArgs with exit code 2.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		shown := make([]string, len(args))
+		for i, a := range args {
+			shown[i] = store.Redact(a) // a database URL given without --database-url
+		}
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), shown)
 	}
 	return nil
 }

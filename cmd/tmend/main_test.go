@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/store/storetest"
@@ -118,4 +120,67 @@ func allCommands(c *cobra.Command) []*cobra.Command {
 		out = append(out, allCommands(sub)...)
 	}
 	return out
+}
+
+// TestDatabasePasswordNeverPrinted: every path that can carry the database URL (flag,
+// environment, config file, parse errors, connect errors, the logged effective config,
+// JSON errors) keeps the password out of stdout and stderr.
+func TestDatabasePasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	bad := []string{
+		"postgres://u:Pa%zzSECRET@h/db",
+		"postgres://u:pa ss SECRET@h/db",
+		"postgres://u:SECRET@[::1/db",
+		"host=h user=u password='se cret SECRET' bad",
+		`host=h user=u password='se\' SECRET' port=x`,
+		"postgres://u@h/db?password=SECRET&x=%zz",
+	}
+	unreachable := []string{
+		"postgres://u:SECRET@127.0.0.1:1/db?connect_timeout=2",
+		"host=127.0.0.1 port=1 user=u password='se cret SECRET' connect_timeout=2",
+	}
+	check := func(t *testing.T, r result, code int) {
+		t.Helper()
+		require.Equal(t, code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
+		for _, frag := range []string{"SEC", "CRET", "se cret"} {
+			require.NotContains(t, r.stdout, frag)
+			require.NotContains(t, r.stderr, frag)
+		}
+	}
+	dir := t.TempDir()
+	for i, url := range append(bad, unreachable...) {
+		code := exitUsage
+		if i >= len(bad) {
+			code = exitRuntime
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			check(t, runCLI(t, "", nil, "migrate", "version", "--database-url", url), code)
+			check(t, runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": url}, "scan", "--log-level", "debug"), code)
+			check(t, runCLI(t, "", map[string]string{"DATABASE_URL": url}, "report", "--json"), code)
+			cfg := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			b, err := yaml.Marshal(map[string]string{"database_url": url})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(cfg, b, 0o600))
+			check(t, runCLI(t, "", nil, "rollback", "--session", "x", "--config", cfg), code)
+		})
+	}
+	t.Run("BrokenConfigFile", func(t *testing.T) {
+		t.Parallel()
+		for i, text := range []string{
+			"database_url: postgres://u:SECRET@h/db\n  oops: [\n",
+			"database_url: 'postgres://u:SECRET@h/db\n",
+			"database_url: postgres://u:SECRET@h/db\ndatabase_url: postgres://u:SECRET@h/db\n",
+			"database_url: [postgres://u:SECRET@h/db]\n",
+			"database_url:\n  password: SECRET\n",
+		} {
+			cfg := filepath.Join(dir, fmt.Sprintf("broken%d.yaml", i))
+			require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
+			check(t, runCLI(t, "", nil, "scan", "--config", cfg), exitUsage)
+		}
+	})
+	t.Run("URLAsArgument", func(t *testing.T) {
+		t.Parallel()
+		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), exitUsage)
+	})
 }

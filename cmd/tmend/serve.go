@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -36,8 +38,9 @@ func newServeCmd(e *env) *cobra.Command {
 HTTP API. Several replicas may run: a Postgres advisory lock lets one scheduled or API run
 go at a time; the others skip it.
 
-API (JSON; POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN,
-and are refused when no token is set):
+API (JSON). POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN;
+GETs under /v1 return audit rows and transcripts and need the read token (--read-token /
+TMEND_READ_TOKEN) or the API token. Without a token set, those endpoints are refused.
   POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
   POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0}
   GET  /v1/runs                   runs, newest first (?since, ?until, ?status, ?limit, ?cursor)
@@ -47,8 +50,9 @@ and are refused when no token is set):
   GET  /v1/sessions/{id}/reports  a session's audit rows (same filters)
   GET  /v1/sessions/{id}/versions/{n}  a saved version with its content
   POST /v1/sessions/{id}/rollback {"to_version": 0, "force": false, "dry_run": false}; 409 when refused
-  GET  /metrics                   Prometheus metrics
-  GET  /healthz, /readyz          liveness; readiness (database reachable, schema current)
+  GET  /metrics                   Prometheus metrics (no token)
+  GET  /healthz, /readyz          liveness; readiness (database reachable, schema current; no token,
+                                  and no details: they are in the log)
 
 On SIGTERM or SIGINT it stops taking work, lets a running scan finish the sessions it
 has in hand (up to --shutdown-timeout), then cancels the rest: every session is either
@@ -68,7 +72,8 @@ written whole or not at all.
 	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
 	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
-	f.String("api-token", "", "bearer token required by the API's POST endpoints (prefer TMEND_API_TOKEN)")
+	f.String("api-token", "", "bearer token required by the API's POST endpoints; it also reads (prefer TMEND_API_TOKEN)")
+	f.String("read-token", "", "bearer token for the API's GET endpoints, which return audit rows and transcripts (prefer TMEND_READ_TOKEN)")
 	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
 	f.String("prune-schedule", "", "when to prune old versions and reports, in cron syntax (default: never)")
 	f.String("prune-older-than", "90d", "what the scheduled prune deletes (see 'tmend prune')")
@@ -80,7 +85,9 @@ type daemon struct {
 	r       *runner
 	log     zerolog.Logger
 	metrics *metrics
-	token   string
+	token   string // writes and reads
+	// readToken only reads.
+	readToken string
 	// work is cancelled last, on a hard stop; stop is closed first, on a soft stop.
 	work context.Context
 	stop chan struct{}
@@ -119,9 +126,12 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	}
 	defer r.close()
 	d := &daemon{r: r, log: r.log.With().Str("component", "daemon").Logger(), metrics: newMetrics(),
-		token: s.get("api-token"), work: work, stop: make(chan struct{})}
+		token: s.get("api-token"), readToken: s.get("read-token"), work: work, stop: make(chan struct{})}
 	if d.token == "" {
 		d.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
+	}
+	if d.token == "" && d.readToken == "" {
+		d.log.Warn().Msg("no API or read token set: the API's GET endpoints are disabled")
 	}
 
 	cl := cronLogger{d.log}
@@ -138,7 +148,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 			return usageErrorf("--prune-schedule %q: %v", ps, err)
 		}
 	}
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(d.routes())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	c.Start()
@@ -224,6 +234,19 @@ func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (scanner.RunRes
 	return res, err
 }
 
+// newHTTPServer bounds how long a client may take to send a request and how long an
+// idle connection stays open, so slow or idle clients cannot hold connections. There is
+// no write timeout: a repair or rollback answers when it is done.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
 func (d *daemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
@@ -231,22 +254,39 @@ func (d *daemon) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /v1/sessions/{id}/repair", d.auth(d.repairSession))
 	mux.HandleFunc("POST /v1/runs", d.auth(d.startRun))
-	mux.HandleFunc("GET /v1/runs", d.listRuns)
-	mux.HandleFunc("GET /v1/runs/{id}", d.getRun)
-	mux.HandleFunc("GET /v1/reports", d.listReports)
-	mux.HandleFunc("GET /v1/sessions/{id}/reports", d.listReports)
-	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", d.getVersion)
+	mux.HandleFunc("GET /v1/runs", d.read(d.listRuns))
+	mux.HandleFunc("GET /v1/runs/{id}", d.read(d.getRun))
+	mux.HandleFunc("GET /v1/reports", d.read(d.listReports))
+	mux.HandleFunc("GET /v1/sessions/{id}/reports", d.read(d.listReports))
+	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", d.read(d.getVersion))
 	mux.HandleFunc("POST /v1/sessions/{id}/rollback", d.auth(d.rollbackSession))
 	return mux
 }
 
-// decodeBody reads an optional JSON body into v; on a bad one it answers 400 and
-// returns false.
+// decodeBody reads an optional JSON object into v; on anything else (null, an array, a
+// second value) it answers 400 and returns false.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<16))
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "body: %v", err)
+		return false
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return true
+	}
+	if raw[0] != '{' {
+		writeError(w, http.StatusBadRequest, "body must be a JSON object")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "body: %v", err)
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "body must be one JSON object")
 		return false
 	}
 	return true
@@ -254,25 +294,100 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// fail answers a store or scanner error: 404 for what does not exist, 503 with a generic
+// message while the database is unavailable, 500 with a generic message for the rest.
+// The details go to the log, never to the client.
+func (d *daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case errors.Is(err, store.ErrUnavailable):
+		d.log.Warn().Err(err).Str("path", r.URL.Path).Msg("database unavailable")
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, "database unavailable; try again later")
+	default:
+		d.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
+		writeError(w, http.StatusInternalServerError, "internal error; see the daemon's log")
+	}
+}
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, map[string]string{"error": fmt.Sprintf(format, args...)})
 }
 
-// auth requires the bearer token; without a configured token, writes are refused.
+// bearer returns the request's bearer token; the scheme is case-insensitive (RFC 9110).
+func bearer(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// tokenIs compares in constant time; an unset token matches nothing.
+func tokenIs(got, want string) bool {
+	return want != "" && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="tmend"`)
+	writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+}
+
+// validInput refuses ids and filters that Postgres cannot hold in a text value (a NUL,
+// bytes that are not UTF-8) with a 400, before they reach a query.
+func validInput(w http.ResponseWriter, r *http.Request) bool {
+	bad := func(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
+	if bad(r.PathValue("id")) {
+		writeError(w, http.StatusBadRequest, "ids must be UTF-8 text without NUL characters")
+		return false
+	}
+	for name, vs := range r.URL.Query() {
+		for _, v := range vs {
+			if bad(name) || bad(v) {
+				writeError(w, http.StatusBadRequest, "query parameters must be UTF-8 text without NUL characters")
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// read requires the read token or the API token: what GETs return (audit rows,
+// transcripts) is as private as the sessions themselves.
+func (d *daemon) read(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if d.token == "" && d.readToken == "" {
+			writeError(w, http.StatusForbidden, "no read token is configured; set --read-token or TMEND_READ_TOKEN to enable reads")
+			return
+		}
+		if got := bearer(r); !tokenIs(got, d.readToken) && !tokenIs(got, d.token) {
+			unauthorized(w)
+			return
+		}
+		if !validInput(w, r) {
+			return
+		}
+		next(w, r)
+	}
+}
+
+// auth requires the API token; without a configured token, writes are refused.
 func (d *daemon) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if d.token == "" {
 			writeError(w, http.StatusForbidden, "no API token is configured; set --api-token or TMEND_API_TOKEN to enable writes")
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tmend"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		if !tokenIs(bearer(r), d.token) {
+			unauthorized(w)
+			return
+		}
+		if !validInput(w, r) {
 			return
 		}
 		select {
@@ -287,16 +402,22 @@ func (d *daemon) auth(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// ready answers the readiness probe, which needs no token: it says ready or not and a
+// generic reason, and logs the details (they name the database, its user and host).
 func (d *daemon) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	pool := d.r.store.Pool()
+	notReady := func(reason string, err error) {
+		d.log.Warn().Err(err).Str("reason", reason).Msg("not ready")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
+	}
 	if err := pool.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "database unreachable: %v", err)
+		notReady("database unavailable", err)
 		return
 	}
 	if err := checkSchema(ctx, pool, d.r.schema); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "%v", err)
+		notReady("schema not at this version of tmend", err)
 		return
 	}
 	writeJSON(w, 200, map[string]string{"status": "ready"})
@@ -319,14 +440,11 @@ func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "%v", err)
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "%v", err)
-	default:
-		writeJSON(w, http.StatusOK, res)
+	if err != nil {
+		d.fail(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +479,7 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, "%v", err)
 			return
 		}
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		d.fail(w, r, err)
 	}
 }
 
@@ -372,14 +490,11 @@ func (d *daemon) getRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := d.r.store.Run(r.Context(), id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "%v", err)
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "%v", err)
-	default:
-		writeJSON(w, http.StatusOK, run)
+	if err != nil {
+		d.fail(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, run)
 }
 
 // page writes a list with the cursor for the next page (the last row's id).
@@ -431,7 +546,7 @@ func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, err := d.r.store.ListReports(r.Context(), f)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		d.fail(w, r, err)
 		return
 	}
 	page(w, rows, f.Limit, func(r model.ReportRow) int64 { return r.ID })
@@ -446,7 +561,7 @@ func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
 	runs, err := d.r.store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
 		Status: f.Status, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		d.fail(w, r, err)
 		return
 	}
 	page(w, runs, f.Limit, func(r model.RunRow) int64 { return r.ID })
@@ -459,14 +574,11 @@ func (d *daemon) getVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := d.r.store.Version(r.Context(), r.PathValue("id"), n)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "%v", err)
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "%v", err)
-	default:
-		writeJSON(w, http.StatusOK, v)
+	if err != nil {
+		d.fail(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
@@ -481,10 +593,8 @@ func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	res, err := d.r.store.Rollback(d.work, store.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "%v", err)
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		d.fail(w, r, err)
 	case !res.Restored:
 		writeJSON(w, http.StatusConflict, res)
 	default:

@@ -93,7 +93,7 @@ func knownSetting(name string) bool {
 	switch name {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "overlap",
-		"batch-pause", "schedule", "time-zone", "listen", "api-token", "shutdown-timeout",
+		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
 		"prune-schedule", "prune-older-than":
 		return true
 	}
@@ -171,6 +171,9 @@ func (s *settings) logger() (zerolog.Logger, error) {
 }
 
 func isTerminal(w io.Writer) bool {
+	if o, ok := w.(*outputStream); ok {
+		w = o.w
+	}
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
 }
