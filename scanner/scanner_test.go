@@ -305,6 +305,10 @@ func TestDatabaseLostMidRun(t *testing.T) {
 	})
 }
 
+// unknownCallShape answers a call written in a block shape tmend does not know: the
+// result must not be taken for an orphan and dropped.
+const unknownCallShape = `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_invocation","id":"c9","tool":"g"}]},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`
+
 func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewDB(t)
@@ -313,17 +317,22 @@ func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
 	ctx := t.Context()
 	storetest.Sessions(t, pool,
 		model.Session{ID: "big", Messages: []byte(`[{"role":"user","content":"` + strings.Repeat("x", 300) + `"}]`), UpdatedAt: old},
-		model.Session{ID: "mixed", Messages: []byte(`[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]`), UpdatedAt: old},
+		model.Session{ID: "mixed", Messages: []byte(`[{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"f","arguments":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]`), UpdatedAt: old},
 		model.Session{ID: "notarray", Messages: []byte(`{"messages":[]}`), UpdatedAt: old},
+		model.Session{ID: "unknowncall", Messages: []byte(unknownCallShape), UpdatedAt: old},
 		model.Session{ID: "fine", Messages: []byte(`[{"role":"user","content":"hi"}]`), UpdatedAt: old},
 	)
 	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 250})
 	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 	require.NoError(t, err)
 	require.Equal(t, "completed", res.Status)
-	require.Equal(t, 3, res.Counts.Skipped)
+	require.Equal(t, 4, res.Counts.Skipped)
 	require.Equal(t, 1, res.Counts.Clean)
-	for id, status := range map[string]string{"big": "too_large", "mixed": "unknown_dialect", "notarray": "unparseable"} {
+	require.Zero(t, count(t, pool, "SELECT count(*) FROM session_versions"), "nothing was written")
+	var stored string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT messages::text FROM sessions WHERE id = 'unknowncall'").Scan(&stored))
+	require.JSONEq(t, unknownCallShape, stored, "a transcript with a call shape tmend does not know is left as it is")
+	for id, status := range map[string]string{"big": "too_large", "mixed": "unknown_dialect", "notarray": "unparseable", "unknowncall": "unsupported"} {
 		var got, reason string
 		require.NoError(t, pool.QueryRow(ctx, "SELECT status, reason FROM repair_reports WHERE session_id = $1", id).Scan(&got, &reason))
 		require.Equal(t, status, got, id)

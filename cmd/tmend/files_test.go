@@ -150,7 +150,8 @@ func TestBadLinesDoNotStopTheRest(t *testing.T) {
 		{`{"id":"deep","messages":[` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `]}`, "nesting deeper"},
 		{`{"id":"obj","messages":{"role":"user"}}`, "not an array"},
 		{`["x"]`, "not an object"},
-		{`{"id":"mixed","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"toolResult","toolCallId":"a"}]}`, "mixed"},
+		{`{"id":"mixed","messages":[{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"f","arguments":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]}`, "mixed"},
+		{`{"id":"unknowncall","messages":[{"role":"assistant","content":[{"type":"tool_invocation","id":"c9"}]},{"role":"toolResult","toolCallId":"c9","content":"real output"}]}`, "does not know"},
 	}
 	var in strings.Builder
 	for _, b := range bad {
@@ -160,7 +161,7 @@ func TestBadLinesDoNotStopTheRest(t *testing.T) {
 
 	r := runCLI(t, in.String(), nil, "fix", "--json")
 	require.Equal(t, exitRuntime, r.code)
-	require.Contains(t, r.stderr, "8 of 17 sessions could not be processed")
+	require.Contains(t, r.stderr, "9 of 19 sessions could not be processed")
 	out := strings.Split(r.stdout, "\n")
 	rep := jsonLines(t, r.stderr[:strings.Index(r.stderr, "{\"type\":\"summary\"")])
 	for i, b := range bad {
