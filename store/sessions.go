@@ -70,8 +70,10 @@ INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
 SELECT $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs)
-	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1 AND version = $2)::%s
-WHERE %s = $1::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
+	// $1 is compared with session_versions' text column and with the id column, so it is
+	// typed text and cast to the id column's type there.
+	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1::text AND version = $2)::%s
+WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
 	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
 SELECT $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
