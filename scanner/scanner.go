@@ -402,6 +402,12 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess model.Session) (Outcome, error) {
 	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
+	if sess.Null {
+		out.Status = string(repair.StatusUnparseable)
+		out.Reason = "the messages column is NULL; left alone"
+		report.Status, report.Reason = out.Status, out.Reason
+		return out, s.record(ctx, report)
+	}
 	if sess.Messages == nil {
 		out.Status = model.StatusTooLarge
 		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)

@@ -330,3 +330,54 @@ func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
 		require.NotEmpty(t, reason, id)
 	}
 }
+
+// A row whose content is SQL NULL, not JSON or not an array is reported on its own and
+// the run goes on, in every messages column type.
+func TestUnreadableContentIsReportedAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	const fixable = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"still there?"}]`
+	for _, msgType := range []string{"jsonb", "json", "text"} {
+		t.Run(strings.ToUpper(msgType[:1])+msgType[1:], func(t *testing.T) {
+			t.Parallel()
+			pool := storetest.NewDB(t)
+			ctx := t.Context()
+			_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE public.convs (id bigint PRIMARY KEY, payload %s)`, msgType))
+			require.NoError(t, err)
+			rows := map[int]*string{1: nil, 2: ptr(`{"messages":[]}`), 3: ptr(`null`), 4: ptr(fixable), 5: ptr(`"text"`)}
+			if msgType == "text" {
+				rows[6] = ptr(`not json at all`)
+				rows[7] = ptr(`[{"role":"user"`)
+			}
+			for id, v := range rows {
+				_, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO public.convs VALUES ($1, $2::text::%s)`, msgType), id, v)
+				require.NoError(t, err)
+			}
+			src := store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload"}
+			st, err := store.Open(ctx, pool, src, false)
+			require.NoError(t, err)
+			sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name(), BatchSize: 2, Retries: 2, RetryBase: time.Millisecond})
+			res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+			require.NoError(t, err)
+			require.Equal(t, "completed", res.Status)
+			require.Equal(t, len(rows), res.Counts.Scanned)
+			require.Equal(t, 1, res.Counts.Repaired)
+			require.Equal(t, len(rows)-1, res.Counts.Skipped)
+			for id := range rows {
+				if id == 4 {
+					continue
+				}
+				var status, reason string
+				require.NoError(t, pool.QueryRow(ctx, "SELECT status, reason FROM repair_reports WHERE session_id = $1", fmt.Sprint(id)).
+					Scan(&status, &reason), id)
+				require.Equal(t, string(repair.StatusUnparseable), status, id)
+				require.NotEmpty(t, reason, id)
+				if id == 1 {
+					require.Contains(t, reason, "NULL")
+				}
+			}
+			require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM public.convs WHERE payload IS NULL"), "left alone")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -53,13 +53,17 @@ func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResu
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return err
 		}
-		var cur string
-		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&cur)
+		var curHash *string
+		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&curHash)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("session %q: %w", req.SessionID, ErrNotFound)
 		}
 		if err != nil {
 			return err
+		}
+		var cur string // "" when the column is NULL: never what tmend wrote
+		if curHash != nil {
+			cur = *curHash
 		}
 		var latest int
 		var latestHash *string

@@ -108,9 +108,16 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 		var ss model.Session
 		var hold *string
 		var ua *time.Time
-		// Straight into bytes: a NULL (over the size limit) stays nil.
-		if err := r.Scan(&ss.ID, &ss.Messages, &ss.Size, &ua, &hold, &ss.Xmin); err != nil {
+		var size *int
+		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
+		// only when the column itself is.
+		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &hold, &ss.Xmin); err != nil {
 			return ss, err
+		}
+		if size == nil {
+			ss.Null = true
+		} else {
+			ss.Size = *size
 		}
 		if hold != nil {
 			ss.HoldHash = *hold

@@ -23,8 +23,10 @@ var ErrNotFound = errors.New("not found")
 type Session struct {
 	ID string
 	// Messages is the column's text; nil when the session is larger than the run's limit.
-	Messages  []byte
-	Size      int
+	Messages []byte
+	Size     int
+	// Null is set when the messages column is SQL NULL (Messages is nil).
+	Null      bool
 	UpdatedAt time.Time // zero when the source has no updated-at column
 	// Xmin identifies the row version read (Postgres' xmin): a write goes ahead only
 	// while the row still has it, i.e. nobody updated the row since.
