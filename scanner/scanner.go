@@ -378,7 +378,7 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 			return nil
 		}
 		last := page[len(page)-1]
-		q.After = model.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Started: true}
+		q.After = model.Cursor{Position: last.Position, ID: last.ID, Started: true}
 		var pause <-chan time.Time
 		if s.cfg.BatchPause > 0 {
 			pause = time.After(s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause))

@@ -381,3 +381,65 @@ func TestUnreadableContentIsReportedAndTheRunGoesOn(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An updated-at column of type timestamp (no time zone) holds the database's local wall
+// clock. Incremental windows and the quiet period must read it in the database's time
+// zone, whichever it is.
+func TestTimestampColumnInAnyTimeZone(t *testing.T) {
+	t.Parallel()
+	const answered = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"still there?"}]`
+	const running = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
+	for _, tz := range []string{"Asia/Tokyo", "America/Los_Angeles", "UTC"} {
+		t.Run(strings.NewReplacer("/", "", "_", "").Replace(tz), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			url := storetest.NewDBURL(t)
+			admin, err := store.Connect(ctx, url, store.DefaultSchema)
+			require.NoError(t, err)
+			_, err = admin.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %%I SET timezone = %%L', current_database(), '%s'); END $$`, tz))
+			require.NoError(t, err)
+			admin.Close()
+			pool, err := store.Connect(ctx, url, store.DefaultSchema) // new connections: the database's time zone
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			var got string
+			require.NoError(t, pool.QueryRow(ctx, "SHOW timezone").Scan(&got))
+			require.Equal(t, tz, got)
+
+			_, err = pool.Exec(ctx, `CREATE TABLE public.convs (id text PRIMARY KEY, payload jsonb NOT NULL, modified timestamp NOT NULL DEFAULT now())`)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `INSERT INTO public.convs (id, payload, modified) VALUES ('a', '[]', now() - interval '2 days'), ('b', '[]', now() - interval '2 days')`)
+			require.NoError(t, err)
+			src := store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload", UpdatedAtColumn: "modified"}
+			st, err := store.Open(ctx, pool, src, false)
+			require.NoError(t, err)
+			sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name()})
+			res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.Equal(t, model.ModeFull, res.Mode)
+			require.Equal(t, 2, res.Counts.Scanned)
+
+			// Changed after the completed run, by the database's clock: the next incremental
+			// run reads them. 'a' is broken and answerable; 'b' has a call of its last turn,
+			// changed just now: it may still be running.
+			_, err = pool.Exec(ctx, `UPDATE public.convs SET payload = $1, modified = now() WHERE id = 'a'`, answered)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `UPDATE public.convs SET payload = $1, modified = now() WHERE id = 'b'`, running)
+			require.NoError(t, err)
+			res, err = sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.Equal(t, model.ModeIncremental, res.Mode)
+			require.Equal(t, 2, res.Counts.Scanned, "sessions changed since the last run")
+			require.Equal(t, 2, res.Counts.Repaired+res.Counts.Pending)
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM repair_reports WHERE session_id = 'b' AND status = 'pending' AND run_id = $1`, res.RunID),
+				"a call of the last turn changed just now is within the quiet period")
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM public.convs WHERE id = 'b' AND payload::text NOT LIKE '%[tmend]%'`))
+
+			// And nothing changed since: the run after reads nothing new but what the overlap
+			// re-reads, and the pages walk the column in its own type.
+			res, err = sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.LessOrEqual(t, res.Counts.Scanned, 2)
+		})
+	}
+}

@@ -25,13 +25,17 @@ type sessionSQL struct {
 func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	id := "t." + pgx.Identifier{src.IDColumn}.Sanitize()
 	msgs := "t." + pgx.Identifier{src.MessagesColumn}.Sanitize()
-	ua := "NULL::timestamptz"
+	ua, uaType := "NULL::timestamptz", "timestamptz"
 	if src.UpdatedAtColumn != "" {
-		ua = "t." + pgx.Identifier{src.UpdatedAtColumn}.Sanitize()
+		ua, uaType = "t."+pgx.Identifier{src.UpdatedAtColumn}.Sanitize(), t.updatedAt
 	}
 	// The lateral subquery (kept apart by OFFSET 0) turns the column into text once per
 	// row; sessions over the size limit ($1 bytes) come back without their content.
-	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s,
+	// The updated-at column comes twice: as a point in time (a timestamp column is the
+	// database's wall clock, read in its time zone) for the quiet period, and as stored,
+	// for the keyset cursor.
+	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m),
+  %[3]s::timestamptz, %[3]s,
   (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text), t.xmin::text
 FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
@@ -42,9 +46,13 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 		hasUpdatedAt: src.UpdatedAtColumn != "",
 	}
 	if s.hasUpdatedAt {
-		s.incr = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 ORDER BY %[1]s, %[2]s LIMIT $2", ua, id)
-		s.incrAfter = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 AND (%[1]s, %[2]s) > ($5, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $2",
-			ua, id, idParam(6))
+		// The window's bounds are points in time from the database's clock; they are
+		// compared in the column's own type, converted in the database's time zone. The
+		// cursor is a value read from the column, passed back in its type.
+		window := fmt.Sprintf("%[1]s >= $3::timestamptz::%[2]s AND %[1]s < $4::timestamptz::%[2]s", ua, uaType)
+		s.incr = sel + fmt.Sprintf("WHERE %[3]s ORDER BY %[1]s, %[2]s LIMIT $2", ua, id, window)
+		s.incrAfter = sel + fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($5::%[5]s, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $2",
+			ua, id, idParam(6), window, uaType)
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
@@ -95,7 +103,7 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
 		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, q.Limit, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, q.Limit, q.From, q.To, q.After.UpdatedAt, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, q.Limit, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
 		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, q.Limit)
 	default:
@@ -107,11 +115,11 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
 		var ss model.Session
 		var hold *string
-		var ua *time.Time
+		var ua, pos *time.Time
 		var size *int
 		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
 		// only when the column itself is.
-		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &hold, &ss.Xmin); err != nil {
+		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold, &ss.Xmin); err != nil {
 			return ss, err
 		}
 		if size == nil {
@@ -123,7 +131,7 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 			ss.HoldHash = *hold
 		}
 		if ua != nil {
-			ss.UpdatedAt = *ua
+			ss.UpdatedAt, ss.Position = *ua, *pos
 		}
 		return ss, nil
 	})

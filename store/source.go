@@ -37,7 +37,9 @@ var ErrSource = errors.New("session source")
 type sourceTypes struct {
 	id       string // text, uuid, bigint, integer
 	messages string // jsonb, json, text
-	ident    string // the quoted table name
+	// updatedAt is timestamptz or timestamp (the database's local time).
+	updatedAt string
+	ident     string // the quoted table name
 }
 
 var idTypes = map[string]string{"text": "text", "varchar": "text", "bpchar": "text", "uuid": "uuid",
@@ -106,9 +108,11 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 	}
 	t.messages = messagesTypes[typ]
 	if s.UpdatedAtColumn != "" {
-		if _, err := col(s.UpdatedAtColumn, "updated-at", func(t string) bool { return updatedAtTypes[t] }, "timestamptz or timestamp"); err != nil {
+		typ, err := col(s.UpdatedAtColumn, "updated-at", func(t string) bool { return updatedAtTypes[t] }, "timestamptz or timestamp")
+		if err != nil {
 			return t, err
 		}
+		t.updatedAt = typ
 	}
 	// Column privileges, so a role granted only SELECT (id, messages, updated_at) and
 	// UPDATE (messages) passes: that is all tmend needs.

@@ -28,6 +28,9 @@ type Session struct {
 	// Null is set when the messages column is SQL NULL (Messages is nil).
 	Null      bool
 	UpdatedAt time.Time // zero when the source has no updated-at column
+	// Position is the updated-at column's value as stored, for keyset cursors: for a
+	// timestamp column, the wall clock labelled UTC (UpdatedAt is the point in time).
+	Position time.Time
 	// Xmin identifies the row version read (Postgres' xmin): a write goes ahead only
 	// while the row still has it, i.e. nobody updated the row since.
 	Xmin string
@@ -66,9 +69,9 @@ const (
 // Cursor is a keyset position: after (UpdatedAt, ID) in incremental runs, after ID in
 // full runs. The zero Cursor is the start.
 type Cursor struct {
-	UpdatedAt time.Time
-	ID        string
-	Started   bool
+	Position time.Time // the updated-at column's value, as Session.Position
+	ID       string
+	Started  bool
 }
 
 // Query selects one page of sessions.
