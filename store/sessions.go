@@ -36,7 +36,7 @@ func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	// for the keyset cursor.
 	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m),
   %[3]s::timestamptz, %[3]s,
-  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text), t.xmin::text
+  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text)
 FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
@@ -56,12 +56,14 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
-	// Apply's statements: the row's version and tmend's last saved version, and then the
-	// whole write as one statement (each statement costs Postgres more than the rows here).
-	s.lockState = fmt.Sprintf(`SELECT t.xmin::text,
+	// Apply's statements: the hash of the row's content and tmend's last saved version,
+	// and then the whole write as one statement (each statement costs Postgres more than
+	// the rows here). The content is compared rather than the row version (xmin): system
+	// columns are not covered by the column grants tmend's role has.
+	s.lockState = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
   (SELECT coalesce(max(version), 0) FROM session_versions WHERE session_id = $1),
   (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM %s t WHERE %s = $1::text::%s FOR UPDATE OF t`, t.ident, id, t.id)
+FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, msgs)
 	s.write = fmt.Sprintf(`WITH original AS (
   INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
@@ -119,7 +121,7 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 		var size *int
 		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
 		// only when the column itself is.
-		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold, &ss.Xmin); err != nil {
+		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold); err != nil {
 			return ss, err
 		}
 		if size == nil {
@@ -200,7 +202,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b.Queue("SET LOCAL lock_timeout = '5s'")
 	b.Queue(s.sql.lockState, a.Session.ID)
 	br := conn.SendBatch(ctx, b)
-	var xmin string
+	var curHash *string
 	var last int
 	var lastHash *string
 	_, err = br.Exec()
@@ -208,7 +210,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 		_, err = br.Exec()
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&xmin, &last, &lastHash)
+		err = br.QueryRow().Scan(&curHash, &last, &lastHash)
 	}
 	var pgErr *pgconn.PgError
 	switch {
@@ -216,8 +218,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 		err = &conflictError{"the session was deleted after it was read"}
 	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
 		err = &conflictError{"the session was locked by another writer for over 5s"}
-	case err == nil && xmin != a.Session.Xmin:
-		// Cheaper than comparing contents: no rendering of a large jsonb value.
+	case err == nil && (curHash == nil || *curHash != want):
 		err = &conflictError{"the session changed after it was read"}
 	}
 	if cerr := br.Close(); err == nil {
@@ -228,7 +229,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	}
 
 	out.FromVersion = last
-	// The row holds exactly what was read (same row version, now locked), so the prior
+	// The row holds exactly what was read (same content, now locked), so the prior
 	// version is saved from those bytes rather than rendered again; the repaired one is
 	// saved from the row, so it is exactly what is stored.
 	var original *string

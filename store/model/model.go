@@ -31,9 +31,6 @@ type Session struct {
 	// Position is the updated-at column's value as stored, for keyset cursors: for a
 	// timestamp column, the wall clock labelled UTC (UpdatedAt is the point in time).
 	Position time.Time
-	// Xmin identifies the row version read (Postgres' xmin): a write goes ahead only
-	// while the row still has it, i.e. nobody updated the row since.
-	Xmin string
 	// HoldHash is set when a rollback asked scheduled runs to leave the session alone
 	// while its content hashes to this.
 	HoldHash string
