@@ -33,26 +33,26 @@ func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	// row; sessions over the size limit ($1 bytes) come back without their content.
 	// The updated-at column comes twice: as a point in time (a timestamp column is the
 	// database's wall clock, read in its time zone) for the quiet period, and as stored,
-	// for the keyset cursor.
+	// for the keyset cursor. $2 is the source's key, $3 the page size.
 	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m),
   %[3]s::timestamptz, %[3]s,
-  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text)
+  (SELECT h.content_hash FROM session_holds h WHERE h.source_key = $2 AND h.session_id = %[1]s::text)
 FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
-		full:         sel + fmt.Sprintf("ORDER BY %s LIMIT $2", id),
-		fullAfter:    sel + fmt.Sprintf("WHERE %s > %s ORDER BY %[1]s LIMIT $2", id, idParam(3)),
-		one:          sel + fmt.Sprintf("WHERE %s = %s", id, idParam(2)),
+		full:         sel + fmt.Sprintf("ORDER BY %s LIMIT $3", id),
+		fullAfter:    sel + fmt.Sprintf("WHERE %s > %s ORDER BY %[1]s LIMIT $3", id, idParam(4)),
+		one:          sel + fmt.Sprintf("WHERE %s = %s", id, idParam(3)),
 		hasUpdatedAt: src.UpdatedAtColumn != "",
 	}
 	if s.hasUpdatedAt {
 		// The window's bounds are points in time from the database's clock; they are
 		// compared in the column's own type, converted in the database's time zone. The
 		// cursor is a value read from the column, passed back in its type.
-		window := fmt.Sprintf("%[1]s >= $3::timestamptz::%[2]s AND %[1]s < $4::timestamptz::%[2]s", ua, uaType)
-		s.incr = sel + fmt.Sprintf("WHERE %[3]s ORDER BY %[1]s, %[2]s LIMIT $2", ua, id, window)
-		s.incrAfter = sel + fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($5::%[5]s, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $2",
-			ua, id, idParam(6), window, uaType)
+		window := fmt.Sprintf("%[1]s >= $4::timestamptz::%[2]s AND %[1]s < $5::timestamptz::%[2]s", ua, uaType)
+		s.incr = sel + fmt.Sprintf("WHERE %[3]s ORDER BY %[1]s, %[2]s LIMIT $3", ua, id, window)
+		s.incrAfter = sel + fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($6::%[5]s, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $3",
+			ua, id, idParam(7), window, uaType)
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
@@ -61,32 +61,32 @@ FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs
 	// the rows here). The content is compared rather than the row version (xmin): system
 	// columns are not covered by the column grants tmend's role has.
 	s.lockState = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
-  (SELECT coalesce(max(version), 0) FROM session_versions WHERE session_id = $1),
-  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
+  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 ORDER BY version DESC LIMIT 1)
 FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, msgs)
 	s.write = fmt.Sprintf(`WITH original AS (
-  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $16, $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
 ), written AS (
   UPDATE %[1]s t SET %[2]s = $7::%[3]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
 ), repaired AS (
-  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $16, $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
   RETURNING content_hash, size_bytes
 ), unheld AS (
-  DELETE FROM session_holds WHERE session_id = $1
+  DELETE FROM session_holds WHERE source_key = $16 AND session_id = $1
 )
-INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
-SELECT $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
+SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs)
 	// $1 is compared with session_versions' text column and with the id column, so it is
 	// typed text and cast to the id column's type there.
-	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1::text AND version = $2)::%s
+	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s
 WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
-	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-SELECT $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
+	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $6, $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
 FROM %[1]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x WHERE %[3]s = %[4]s
 RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
 	return s
@@ -101,15 +101,15 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	var err error
 	switch {
 	case q.Mode == model.ModeSession:
-		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, q.SessionID)
+		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.key, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, q.Limit, q.From, q.To)
+		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, s.key, q.Limit, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, q.Limit, q.From, q.To, q.After.Position, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, q.Limit)
+		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, s.key, q.Limit)
 	default:
-		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, q.Limit, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -160,7 +160,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	want := Hash(a.Session.Messages)
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
-	_, args, err := reportInsert(r)
+	_, args, err := reportInsert(s.key, r)
 	if err != nil {
 		return out, err
 	}
@@ -173,7 +173,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	if errors.As(err, &ce) {
 		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
 		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
-		if err := insertReport(ctx, s.pool, r); err != nil {
+		if err := insertReport(ctx, s.pool, s.key, r); err != nil {
 			return model.Outcome{}, classify(err)
 		}
 		return model.Outcome{Conflict: true}, nil
@@ -200,7 +200,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b.Queue("BEGIN")
 	// A live agent holding the row must not stall a run; it is retried next run.
 	b.Queue("SET LOCAL lock_timeout = '5s'")
-	b.Queue(s.sql.lockState, a.Session.ID)
+	b.Queue(s.sql.lockState, a.Session.ID, s.key)
 	br := conn.SendBatch(ctx, b)
 	var curHash *string
 	var last int
@@ -242,7 +242,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		string(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8])
+		string(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	tag, err := br.Exec()

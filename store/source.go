@@ -40,6 +40,9 @@ type sourceTypes struct {
 	// updatedAt is timestamptz or timestamp (the database's local time).
 	updatedAt string
 	ident     string // the quoted table name
+	// key identifies the source in tmend's tables: the table as it resolved (schema
+	// included) and the two columns that make a session, as format('%I.%I(%I,%I)') has it.
+	key string
 }
 
 var idTypes = map[string]string{"text": "text", "varchar": "text", "bpchar": "text", "uuid": "uuid",
@@ -83,6 +86,11 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 	})
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
+	}
+	const keySQL = `SELECT format('%I.%I(%I,%I)', n.nspname, c.relname, $2::text, $3::text)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
+	if err := q.QueryRow(ctx, keySQL, *oid, s.IDColumn, s.MessagesColumn).Scan(&t.key); err != nil {
+		return t, fmt.Errorf("name table %q: %w", s.Table, err)
 	}
 	typeOf := map[string]string{}
 	for _, c := range cols {
