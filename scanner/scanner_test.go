@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -442,4 +443,84 @@ func TestTimestampColumnInAnyTimeZone(t *testing.T) {
 			require.LessOrEqual(t, res.Counts.Scanned, 2)
 		})
 	}
+}
+
+// inflight wraps the store to track the content read and not yet reported on: a dry run
+// reports every broken session, so what a page brings is in flight until its report.
+type inflight struct {
+	*store.Store
+	mu      sync.Mutex
+	cur     int
+	peak    int
+	bigSeen bool // a session over the budget was read while nothing else was in flight
+	limit   int
+	bad     []string
+}
+
+func (s *inflight) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	page, err := s.Store.Sessions(ctx, q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range page {
+		if len(sess.Messages) > s.limit {
+			if s.cur != 0 {
+				s.bad = append(s.bad, fmt.Sprintf("%s (%d bytes) read with %d bytes in flight", sess.ID, len(sess.Messages), s.cur))
+			}
+			s.bigSeen = true
+		}
+		s.cur += len(sess.Messages)
+	}
+	s.peak = max(s.peak, s.cur)
+	return page, err
+}
+
+func (s *inflight) InsertReport(ctx context.Context, r model.Report) error {
+	s.mu.Lock()
+	s.cur -= r.BeforeBytes
+	s.mu.Unlock()
+	return s.Store.InsertReport(ctx, r)
+}
+
+// The content a run holds is bounded in bytes, not in sessions: pages and workers stay
+// within MaxInflightBytes, and a session larger than that is read and handled alone.
+func TestBytesInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	const limit = 300_000
+	var sessions []model.Session
+	for i := range 40 {
+		size := 60_000
+		if i == 17 {
+			size = 700_000 // over the whole budget
+		}
+		msgs := fmt.Sprintf(`[{"role":"user","content":"%s"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+			strings.Repeat("x", size))
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%02d", i), Messages: []byte(msgs), UpdatedAt: old})
+	}
+	storetest.Sessions(t, pool, sessions...)
+
+	for _, workers := range []int{1, 4} {
+		w := &inflight{Store: st, limit: limit}
+		sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: workers, MaxInflightBytes: limit})
+		res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, 40, res.Counts.Scanned)
+		require.Equal(t, 40, res.Counts.Repaired)
+		require.Empty(t, w.bad)
+		require.True(t, w.bigSeen)
+		require.LessOrEqual(t, w.peak, 700_200, "only the large session alone may exceed the budget")
+		require.Zero(t, w.cur)
+	}
+	// Pages of small sessions stay within the budget too.
+	w := &inflight{Store: st, limit: limit}
+	_, err = pool.Exec(t.Context(), `DELETE FROM sessions WHERE id = 's17'`)
+	require.NoError(t, err)
+	sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: 4, MaxInflightBytes: limit})
+	res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 39, res.Counts.Repaired)
+	require.LessOrEqual(t, w.peak, limit)
+	require.Greater(t, w.peak, limit/2, "the budget is used, not one session at a time")
 }

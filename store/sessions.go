@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -33,26 +34,37 @@ func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	// row; sessions over the size limit ($1 bytes) come back without their content.
 	// The updated-at column comes twice: as a point in time (a timestamp column is the
 	// database's wall clock, read in its time zone) for the quiet period, and as stored,
-	// for the keyset cursor. $2 is the source's key, $3 the page size.
-	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m),
-  %[3]s::timestamptz, %[3]s,
-  (SELECT h.content_hash FROM session_holds h WHERE h.source_key = $2 AND h.session_id = %[1]s::text)
-FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
+	// for the keyset cursor. $2 is the source's key.
+	cols := fmt.Sprintf(`%[1]s::text AS sid, x.m, octet_length(x.m) AS sz, %[2]s::timestamptz AS ua, %[2]s AS pos,
+  (SELECT h.content_hash FROM session_holds h WHERE h.source_key = $2 AND h.session_id = %[1]s::text) AS hold`, id, ua)
+	from := fmt.Sprintf(`FROM %[1]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, t.ident, msgs)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
-		full:         sel + fmt.Sprintf("ORDER BY %s LIMIT $3", id),
-		fullAfter:    sel + fmt.Sprintf("WHERE %s > %s ORDER BY %[1]s LIMIT $3", id, idParam(4)),
-		one:          sel + fmt.Sprintf("WHERE %s = %s", id, idParam(3)),
+		one: fmt.Sprintf(`SELECT sid, CASE WHEN sz > $1 THEN NULL ELSE m END, sz, ua, pos, hold, false FROM (SELECT %s %s WHERE %s = %s) p`,
+			cols, from, id, idParam(3)),
 		hasUpdatedAt: src.UpdatedAtColumn != "",
 	}
+	// A page is at most $3 rows and $4 bytes of content: rows are returned while the
+	// content before them is within $4 bytes; the row that crosses it comes without its
+	// content (deferred: the caller reads it alone when it has room), and ends the page.
+	// Content over the size limit, and NULLs, count nothing.
+	page := func(where, order, outer string) string {
+		return fmt.Sprintf(`SELECT sid, CASE WHEN sz > $1 OR cum > $4 THEN NULL ELSE m END, sz, ua, pos, hold, cum > $4 AND counted > 0
+FROM (SELECT *, sum(counted) OVER (ORDER BY %[5]s ROWS UNBOUNDED PRECEDING) AS cum FROM (
+  SELECT %[1]s, %[6]s AS kid, CASE WHEN octet_length(x.m) > $1 THEN 0 ELSE coalesce(octet_length(x.m), 0) END AS counted
+  %[2]s %[3]s ORDER BY %[4]s LIMIT $3) r) p
+WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
+	}
+	s.full = page("", id, "kid")
+	s.fullAfter = page(fmt.Sprintf("WHERE %s > %s", id, idParam(5)), id, "kid")
 	if s.hasUpdatedAt {
 		// The window's bounds are points in time from the database's clock; they are
 		// compared in the column's own type, converted in the database's time zone. The
 		// cursor is a value read from the column, passed back in its type.
-		window := fmt.Sprintf("%[1]s >= $4::timestamptz::%[2]s AND %[1]s < $5::timestamptz::%[2]s", ua, uaType)
-		s.incr = sel + fmt.Sprintf("WHERE %[3]s ORDER BY %[1]s, %[2]s LIMIT $3", ua, id, window)
-		s.incrAfter = sel + fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($6::%[5]s, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $3",
-			ua, id, idParam(7), window, uaType)
+		window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
+		s.incr = page("WHERE "+window, ua+", "+id, "pos, kid")
+		s.incrAfter = page(fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($7::%[5]s, %[3]s)", ua, id, idParam(8), window, uaType),
+			ua+", "+id, "pos, kid")
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
@@ -95,21 +107,27 @@ RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
 // HasUpdatedAt reports whether the source supports incremental runs.
 func (s *Store) HasUpdatedAt() bool { return s.sql.hasUpdatedAt }
 
-// Sessions returns one page of sessions in keyset order.
+// Sessions returns one page of sessions in keyset order: at most q.Limit sessions and,
+// when q.PageBytes is set, the content of those whose content before them is within
+// q.PageBytes; the session that crosses it comes Deferred, without its content, last.
 func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
 	var rows pgx.Rows
 	var err error
+	pageBytes := int64(q.PageBytes)
+	if pageBytes <= 0 {
+		pageBytes = math.MaxInt64
+	}
 	switch {
 	case q.Mode == model.ModeSession:
 		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.key, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, s.key, q.Limit, q.From, q.To)
+		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, q.From, q.To, q.After.Position, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, s.key, q.Limit)
+		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, s.key, q.Limit, pageBytes)
 	default:
-		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -121,7 +139,7 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 		var size *int
 		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
 		// only when the column itself is.
-		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold); err != nil {
+		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
 			return ss, err
 		}
 		if size == nil {
@@ -232,17 +250,18 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	// The row holds exactly what was read (same content, now locked), so the prior
 	// version is saved from those bytes rather than rendered again; the repaired one is
 	// saved from the row, so it is exactly what is stored.
-	var original *string
+	// Bytes, not strings: pgx sends them as the text they are, without another copy of
+	// a content that may be tens of megabytes. nil is NULL (no original to save).
+	var original []byte
 	if lastHash == nil || *lastHash != want {
 		out.FromVersion = last + 1
-		o := string(a.Session.Messages)
-		original = &o
+		original = a.Session.Messages
 	}
 	out.ToVersion = out.FromVersion + 1
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		string(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
+		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	tag, err := br.Exec()

@@ -26,7 +26,11 @@ type Session struct {
 	Messages []byte
 	Size     int
 	// Null is set when the messages column is SQL NULL (Messages is nil).
-	Null      bool
+	Null bool
+	// Deferred is set on the last session of a page whose content would have taken the
+	// page over its byte limit: Messages is nil; read it alone (ModeSession) when there
+	// is room for Size bytes.
+	Deferred  bool
 	UpdatedAt time.Time // zero when the source has no updated-at column
 	// Position is the updated-at column's value as stored, for keyset cursors: for a
 	// timestamp column, the wall clock labelled UTC (UpdatedAt is the point in time).
@@ -79,6 +83,8 @@ type Query struct {
 	After     Cursor
 	Limit     int
 	MaxBytes  int // sessions larger than this come without Messages
+	// PageBytes bounds the content of one page (0: no bound); see Session.Deferred.
+	PageBytes int
 }
 
 // Report statuses the store records besides the engine's.
