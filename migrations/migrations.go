@@ -92,20 +92,54 @@ func Force(ctx context.Context, pool *pgxpool.Pool, schema string, version int) 
 }
 
 // Version returns the schema's current version; 0 with no error means no migration ran.
+// It only reads: a schema or migrations table that does not exist is version 0, and
+// neither is created (only Up, Down and Force create anything).
 func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version uint, dirty bool, err error) {
-	err = withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
-		version, dirty, err = m.Version()
-		if errors.Is(err, migrate.ErrNilVersion) {
-			return nil
-		}
-		return err
-	})
-	return version, dirty, err
+	const tableSQL = `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL`
+	var exists bool
+	if err := pool.QueryRow(ctx, tableSQL, schema, migrationsTable).Scan(&exists); err != nil {
+		return 0, false, fmt.Errorf("look up migrations table in schema %q: %w", schema, err)
+	}
+	if !exists {
+		return 0, false, nil
+	}
+	var v int64
+	err = pool.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{schema, migrationsTable}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read schema version of %q: %w", schema, err)
+	case v < 0: // golang-migrate's "no version"
+		return 0, dirty, nil
+	}
+	return uint(v), dirty, nil
+}
+
+// migrationsTable is golang-migrate's table, in tmend's schema.
+const migrationsTable = "schema_migrations"
+
+// ensureSchema creates schema unless it exists. CREATE SCHEMA IF NOT EXISTS would not do:
+// it needs the CREATE privilege on the database even when the schema is there, which a
+// role that was given its own schema (deploy/README.md) does not have.
+func ensureSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	const existsSQL = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`
+	var exists bool
+	if err := pool.QueryRow(ctx, existsSQL, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("look up schema %q: %w", schema, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema %q: %w", schema, err)
+	}
+	return nil
 }
 
 func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func(*migrate.Migrate) error) error {
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return fmt.Errorf("create schema %q: %w", schema, err)
+	if err := ensureSchema(ctx, pool, schema); err != nil {
+		return err
 	}
 	src, err := iofs.New(FS, ".")
 	if err != nil {
@@ -113,7 +147,7 @@ func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema})
+	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema, MigrationsTable: migrationsTable})
 	if err != nil {
 		return fmt.Errorf("open migration driver: %w", err)
 	}

@@ -76,3 +76,29 @@ func TestMigrationsComeInPairs(t *testing.T) {
 		require.Len(t, downs, 1, "version %d down", v)
 	}
 }
+
+// Rows from before sources were keyed belong to tmend's own sessions table.
+func TestSourceKeysOfEarlierRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := storetest.NewDB(t)
+	require.NoError(t, migrations.Down(ctx, pool, store.DefaultSchema, 1))
+	_, err := pool.Exec(ctx, `INSERT INTO repair_runs (trigger, mode, source) VALUES ('cli', 'full', 'sessions(id,messages,updated_at)');
+INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes) VALUES ('x', 1, 'original', '[]', 'h', 2);
+INSERT INTO session_holds (session_id, content_hash, reason) VALUES ('x', 'h', 'r');
+INSERT INTO repair_reports (session_id, status, trigger) VALUES ('x', 'repaired', 'cli');`)
+	require.NoError(t, err)
+	require.NoError(t, migrations.Up(ctx, pool, store.DefaultSchema))
+
+	st, err := store.Open(ctx, pool, store.DefaultSource, true)
+	require.NoError(t, err)
+	require.Equal(t, "tmend.sessions(id,messages)", st.Key())
+	for _, table := range []string{"repair_runs", "session_versions", "session_holds", "repair_reports"} {
+		var keys []string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(DISTINCT source_key) FROM `+table).Scan(&keys), table)
+		require.Equal(t, []string{st.Key()}, keys, table)
+	}
+	versions, err := st.Versions(ctx, "x")
+	require.NoError(t, err)
+	require.Len(t, versions, 1)
+}

@@ -35,6 +35,11 @@ type Config struct {
 	// (writes wait on the database, so more workers than CPUs keep both busy)
 	BatchSize int // sessions per page; default 500
 	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB
+	// MaxInflightBytes bounds the content read and not yet repaired and written, across
+	// pages and workers; a session larger than this is handled alone. Default 16 MiB.
+	// Memory in use is a small multiple of it (a repair holds its input, its output and
+	// what it parsed): BENCHMARKS.md has the figures.
+	MaxInflightBytes int
 	// Overlap re-reads the end of the previous incremental window, for rows committed
 	// late and for sessions left pending; default 15m, at least the quiet period.
 	Overlap time.Duration
@@ -58,6 +63,9 @@ func (c *Config) defaults() {
 	if c.MaxBytes < 1 {
 		c.MaxBytes = 64 << 20
 	}
+	if c.MaxInflightBytes < 1 {
+		c.MaxInflightBytes = DefaultMaxInflightBytes
+	}
 	q := c.Repair.QuietPeriod
 	if q == 0 {
 		q = repair.DefaultQuietPeriod
@@ -73,6 +81,10 @@ func (c *Config) defaults() {
 		c.RetryBase = 500 * time.Millisecond
 	}
 }
+
+// DefaultMaxInflightBytes is Config.MaxInflightBytes' default, sized for the 256 MiB
+// memory limit of the shipped manifests (BENCHMARKS.md).
+const DefaultMaxInflightBytes = 16 << 20
 
 // Scanner runs repairs against a Store.
 type Scanner struct {
@@ -269,13 +281,14 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
-	work := make(chan model.Session, s.cfg.BatchSize+s.cfg.Workers)
+	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
 	done := make(chan Outcome, s.cfg.Workers*2)
+	bud := newBudget(s.cfg.MaxInflightBytes)
 
 	var readErr error
 	go func() {
 		defer close(work)
-		readErr = s.read(ctx, res, o, work, log)
+		readErr = s.read(ctx, res, o, work, bud, log)
 		if readErr != nil && !errors.Is(readErr, errStopped) {
 			cancel(readErr) // a soft stop lets the workers finish what they have
 		}
@@ -285,8 +298,10 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for sess := range work {
-				out, err := s.handle(ctx, res, o, sess)
+			for it := range work {
+				out, err := s.handle(ctx, res, o, it.sess)
+				it.sess = model.Session{}
+				bud.release(it.bytes)
 				if err != nil {
 					cancel(err)
 					continue // drain work so the reader can stop
@@ -340,14 +355,39 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 	return ctx.Err()
 }
 
+// item is a session handed to a worker, with the bytes it holds of the budget.
+type item struct {
+	sess  model.Session
+	bytes int
+}
+
 // read sends sessions page by page in keyset order until the last page or the limit.
-func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work chan<- model.Session, log zerolog.Logger) error {
+// The content read and not yet handled stays within the byte budget: a page is read
+// only as large as the room left, and a session that does not fit comes deferred and is
+// read alone once there is room for it (or once nothing else is in flight).
+func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
 		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes}
 	sent := 0
+	var seenBytes, seenRows int // content read so far, to size pages
 	for {
+		// The database renders every row up to the page's limit, also those past its
+		// byte bound (read again alone later): wait for room for a session of the mean
+		// size seen so far, and ask for about as many rows as fit.
+		avg := 0
+		if seenRows > 0 {
+			avg = max(seenBytes/seenRows, 1)
+		}
+		if err := bud.wait(ctx, o.Stop, min(max(avg, 1), s.cfg.MaxInflightBytes)); err != nil {
+			return s.readStopped(ctx, err)
+		}
+		q.PageBytes = bud.room()
+		q.Limit = min(s.cfg.BatchSize, 64)
+		if avg > 0 {
+			q.Limit = min(s.cfg.BatchSize, max(q.PageBytes/avg, 1))
+		}
 		if o.Limit > 0 {
-			q.Limit = min(s.cfg.BatchSize, o.Limit-sent)
+			q.Limit = min(q.Limit, o.Limit-sent)
 		}
 		var page []model.Session
 		err := s.retry(ctx, "read sessions", func() error {
@@ -365,8 +405,25 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 			return fmt.Errorf("session %q %w", o.SessionID, model.ErrNotFound)
 		}
 		for _, sess := range page {
+			bud.take(len(sess.Messages))
+			if sess.Messages != nil || sess.Deferred {
+				seenBytes += sess.Size
+				seenRows++
+			}
+		}
+		for _, sess := range page {
+			if sess.Deferred {
+				full, ok, err := s.readAlone(ctx, o, bud, sess)
+				if err != nil || !ok {
+					if err != nil {
+						return s.readStopped(ctx, err)
+					}
+					continue // deleted since the page was read
+				}
+				sess = full
+			}
 			select {
-			case work <- sess:
+			case work <- item{sess, len(sess.Messages)}:
 			case <-o.Stop:
 				return errStopped
 			case <-ctx.Done():
@@ -374,11 +431,12 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 			}
 		}
 		sent += len(page)
-		if o.Mode == model.ModeSession || len(page) < q.Limit || o.Limit > 0 && sent >= o.Limit {
+		if len(page) == 0 || o.Mode == model.ModeSession || len(page) < q.Limit && !page[len(page)-1].Deferred ||
+			o.Limit > 0 && sent >= o.Limit {
 			return nil
 		}
 		last := page[len(page)-1]
-		q.After = model.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID, Started: true}
+		q.After = model.Cursor{Position: last.Position, ID: last.ID, Started: true}
 		var pause <-chan time.Time
 		if s.cfg.BatchPause > 0 {
 			pause = time.After(s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause))
@@ -395,6 +453,44 @@ func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work c
 	}
 }
 
+// readAlone reads a deferred session once the budget has room for it (or nothing else
+// is in flight, for one larger than the whole budget). ok is false when it is gone.
+func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d model.Session) (model.Session, bool, error) {
+	want := min(d.Size, s.cfg.MaxInflightBytes)
+	if err := bud.wait(ctx, o.Stop, want); err != nil {
+		return d, false, err
+	}
+	bud.take(want)
+	var page []model.Session
+	err := s.retry(ctx, "read session", func() error {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var err error
+		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes})
+		return err
+	})
+	if err != nil || len(page) == 0 {
+		bud.release(want)
+		return d, false, err
+	}
+	// It may have changed size since; the budget counts what is really held.
+	got := len(page[0].Messages)
+	bud.take(got - want)
+	return page[0], true, nil
+}
+
+// readStopped turns a budget wait's end into read's result: a soft stop ends the run
+// as stopped, a cancelled ctx is the workers' business, anything else is an error.
+func (s *Scanner) readStopped(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, errStopped):
+		return errStopped
+	case ctx.Err() != nil:
+		return nil
+	}
+	return err
+}
+
 var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // handle repairs one session and writes or reports the result. Its error is only ever
@@ -402,6 +498,12 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess model.Session) (Outcome, error) {
 	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
+	if sess.Null {
+		out.Status = string(repair.StatusUnparseable)
+		out.Reason = "the messages column is NULL; left alone"
+		report.Status, report.Reason = out.Status, out.Reason
+		return out, s.record(ctx, report)
+	}
 	if sess.Messages == nil {
 		out.Status = model.StatusTooLarge
 		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -338,4 +339,197 @@ func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
 		require.Equal(t, status, got, id)
 		require.NotEmpty(t, reason, id)
 	}
+}
+
+// A row whose content is SQL NULL, not JSON or not an array is reported on its own and
+// the run goes on, in every messages column type.
+func TestUnreadableContentIsReportedAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	const fixable = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"still there?"}]`
+	for _, msgType := range []string{"jsonb", "json", "text"} {
+		t.Run(strings.ToUpper(msgType[:1])+msgType[1:], func(t *testing.T) {
+			t.Parallel()
+			pool := storetest.NewDB(t)
+			ctx := t.Context()
+			_, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE public.convs (id bigint PRIMARY KEY, payload %s)`, msgType))
+			require.NoError(t, err)
+			rows := map[int]*string{1: nil, 2: ptr(`{"messages":[]}`), 3: ptr(`null`), 4: ptr(fixable), 5: ptr(`"text"`)}
+			if msgType == "text" {
+				rows[6] = ptr(`not json at all`)
+				rows[7] = ptr(`[{"role":"user"`)
+			}
+			for id, v := range rows {
+				_, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO public.convs VALUES ($1, $2::text::%s)`, msgType), id, v)
+				require.NoError(t, err)
+			}
+			src := store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload"}
+			st, err := store.Open(ctx, pool, src, false)
+			require.NoError(t, err)
+			sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name(), BatchSize: 2, Retries: 2, RetryBase: time.Millisecond})
+			res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+			require.NoError(t, err)
+			require.Equal(t, "completed", res.Status)
+			require.Equal(t, len(rows), res.Counts.Scanned)
+			require.Equal(t, 1, res.Counts.Repaired)
+			require.Equal(t, len(rows)-1, res.Counts.Skipped)
+			for id := range rows {
+				if id == 4 {
+					continue
+				}
+				var status, reason string
+				require.NoError(t, pool.QueryRow(ctx, "SELECT status, reason FROM repair_reports WHERE session_id = $1", fmt.Sprint(id)).
+					Scan(&status, &reason), id)
+				require.Equal(t, string(repair.StatusUnparseable), status, id)
+				require.NotEmpty(t, reason, id)
+				if id == 1 {
+					require.Contains(t, reason, "NULL")
+				}
+			}
+			require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM public.convs WHERE payload IS NULL"), "left alone")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// An updated-at column of type timestamp (no time zone) holds the database's local wall
+// clock. Incremental windows and the quiet period must read it in the database's time
+// zone, whichever it is.
+func TestTimestampColumnInAnyTimeZone(t *testing.T) {
+	t.Parallel()
+	const answered = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"still there?"}]`
+	const running = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
+	for _, tz := range []string{"Asia/Tokyo", "America/Los_Angeles", "UTC"} {
+		t.Run(strings.NewReplacer("/", "", "_", "").Replace(tz), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			url := storetest.NewDBURL(t)
+			admin, err := store.Connect(ctx, url, store.DefaultSchema)
+			require.NoError(t, err)
+			_, err = admin.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %%I SET timezone = %%L', current_database(), '%s'); END $$`, tz))
+			require.NoError(t, err)
+			admin.Close()
+			pool, err := store.Connect(ctx, url, store.DefaultSchema) // new connections: the database's time zone
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			var got string
+			require.NoError(t, pool.QueryRow(ctx, "SHOW timezone").Scan(&got))
+			require.Equal(t, tz, got)
+
+			_, err = pool.Exec(ctx, `CREATE TABLE public.convs (id text PRIMARY KEY, payload jsonb NOT NULL, modified timestamp NOT NULL DEFAULT now())`)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `INSERT INTO public.convs (id, payload, modified) VALUES ('a', '[]', now() - interval '2 days'), ('b', '[]', now() - interval '2 days')`)
+			require.NoError(t, err)
+			src := store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload", UpdatedAtColumn: "modified"}
+			st, err := store.Open(ctx, pool, src, false)
+			require.NoError(t, err)
+			sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name()})
+			res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.Equal(t, model.ModeFull, res.Mode)
+			require.Equal(t, 2, res.Counts.Scanned)
+
+			// Changed after the completed run, by the database's clock: the next incremental
+			// run reads them. 'a' is broken and answerable; 'b' has a call of its last turn,
+			// changed just now: it may still be running.
+			_, err = pool.Exec(ctx, `UPDATE public.convs SET payload = $1, modified = now() WHERE id = 'a'`, answered)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `UPDATE public.convs SET payload = $1, modified = now() WHERE id = 'b'`, running)
+			require.NoError(t, err)
+			res, err = sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.Equal(t, model.ModeIncremental, res.Mode)
+			require.Equal(t, 2, res.Counts.Scanned, "sessions changed since the last run")
+			require.Equal(t, 2, res.Counts.Repaired+res.Counts.Pending)
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM repair_reports WHERE session_id = 'b' AND status = 'pending' AND run_id = $1`, res.RunID),
+				"a call of the last turn changed just now is within the quiet period")
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM public.convs WHERE id = 'b' AND payload::text NOT LIKE '%[tmend]%'`))
+
+			// And nothing changed since: the run after reads nothing new but what the overlap
+			// re-reads, and the pages walk the column in its own type.
+			res, err = sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental})
+			require.NoError(t, err)
+			require.LessOrEqual(t, res.Counts.Scanned, 2)
+		})
+	}
+}
+
+// inflight wraps the store to track the content read and not yet reported on: a dry run
+// reports every broken session, so what a page brings is in flight until its report.
+type inflight struct {
+	*store.Store
+	mu      sync.Mutex
+	cur     int
+	peak    int
+	bigSeen bool // a session over the budget was read while nothing else was in flight
+	limit   int
+	bad     []string
+}
+
+func (s *inflight) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	page, err := s.Store.Sessions(ctx, q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range page {
+		if len(sess.Messages) > s.limit {
+			if s.cur != 0 {
+				s.bad = append(s.bad, fmt.Sprintf("%s (%d bytes) read with %d bytes in flight", sess.ID, len(sess.Messages), s.cur))
+			}
+			s.bigSeen = true
+		}
+		s.cur += len(sess.Messages)
+	}
+	s.peak = max(s.peak, s.cur)
+	return page, err
+}
+
+func (s *inflight) InsertReport(ctx context.Context, r model.Report) error {
+	s.mu.Lock()
+	s.cur -= r.BeforeBytes
+	s.mu.Unlock()
+	return s.Store.InsertReport(ctx, r)
+}
+
+// The content a run holds is bounded in bytes, not in sessions: pages and workers stay
+// within MaxInflightBytes, and a session larger than that is read and handled alone.
+func TestBytesInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	const limit = 300_000
+	var sessions []model.Session
+	for i := range 40 {
+		size := 60_000
+		if i == 17 {
+			size = 700_000 // over the whole budget
+		}
+		msgs := fmt.Sprintf(`[{"role":"user","content":"%s"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+			strings.Repeat("x", size))
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%02d", i), Messages: []byte(msgs), UpdatedAt: old})
+	}
+	storetest.Sessions(t, pool, sessions...)
+
+	for _, workers := range []int{1, 4} {
+		w := &inflight{Store: st, limit: limit}
+		sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: workers, MaxInflightBytes: limit})
+		res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, 40, res.Counts.Scanned)
+		require.Equal(t, 40, res.Counts.Repaired)
+		require.Empty(t, w.bad)
+		require.True(t, w.bigSeen)
+		require.LessOrEqual(t, w.peak, 700_200, "only the large session alone may exceed the budget")
+		require.Zero(t, w.cur)
+	}
+	// Pages of small sessions stay within the budget too.
+	w := &inflight{Store: st, limit: limit}
+	_, err = pool.Exec(t.Context(), `DELETE FROM sessions WHERE id = 's17'`)
+	require.NoError(t, err)
+	sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: 4, MaxInflightBytes: limit})
+	res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 39, res.Counts.Repaired)
+	require.LessOrEqual(t, w.peak, limit)
+	require.Greater(t, w.peak, limit/2, "the budget is used, not one session at a time")
 }

@@ -89,6 +89,8 @@ func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.
 		add("run_id = $%d", f.RunID)
 	}
 	if f.SessionID != "" {
+		// A session id names a session only within its source.
+		add("source_key = $%d", s.key)
 		add("session_id = $%d", f.SessionID)
 	}
 	if !f.Since.IsZero() {
@@ -121,7 +123,7 @@ func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.
 // Versions lists a session's saved versions without their content, oldest first.
 func (s *Store) Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error) {
 	rows, err := s.pool.Query(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at
-FROM session_versions WHERE session_id = $1 ORDER BY version`, sessionID)
+FROM session_versions WHERE source_key = $1 AND session_id = $2 ORDER BY version`, s.key, sessionID)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list versions of %q: %w", sessionID, err))
 	}
@@ -136,7 +138,7 @@ FROM session_versions WHERE session_id = $1 ORDER BY version`, sessionID)
 func (s *Store) Version(ctx context.Context, sessionID string, version int) (model.VersionRow, error) {
 	var v model.VersionRow
 	err := s.pool.QueryRow(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at, content
-FROM session_versions WHERE session_id = $1 AND version = $2`, sessionID, version).
+FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3`, s.key, sessionID, version).
 		Scan(&v.SessionID, &v.Version, &v.Kind, &v.ContentHash, &v.SizeBytes, &v.RunID, &v.CreatedAt, &v.Content)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, ErrNotFound)
@@ -148,10 +150,10 @@ FROM session_versions WHERE session_id = $1 AND version = $2`, sessionID, versio
 // for every session the versions that undoing its latest write needs: the latest version
 // tmend wrote and the one before it. It returns what it deleted (or would, with dryRun).
 func (s *Store) Prune(ctx context.Context, cutoff time.Time, all, dryRun bool) (versions, reports int, err error) {
-	const keep = `NOT (NOT $2::bool AND (v.session_id, v.version) IN (
-  SELECT l.session_id, x.version FROM
-    (SELECT session_id, max(version) AS version FROM session_versions
-     WHERE kind IN ('repaired', 'restored') GROUP BY session_id) l
+	const keep = `NOT (NOT $2::bool AND (v.source_key, v.session_id, v.version) IN (
+  SELECT l.source_key, l.session_id, x.version FROM
+    (SELECT source_key, session_id, max(version) AS version FROM session_versions
+     WHERE kind IN ('repaired', 'restored') GROUP BY source_key, session_id) l
     CROSS JOIN LATERAL (VALUES (l.version), (l.version - 1)) x(version)))`
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		verb := "DELETE FROM session_versions v WHERE v.created_at < $1 AND " + keep

@@ -41,6 +41,18 @@ type RollbackResult struct {
 // ErrRefused marks a rollback that was not done (the result says why).
 var ErrRefused = errors.New("rollback refused")
 
+// The statements of Rollback; $1 is the source's key, $2 the session id.
+const (
+	latestVersionSQL = `SELECT coalesce(max(version), 0),
+  (SELECT content_hash FROM session_versions WHERE source_key = $1 AND session_id = $2 ORDER BY version DESC LIMIT 1)
+FROM session_versions WHERE source_key = $1 AND session_id = $2`
+	latestWrittenSQL = `SELECT coalesce(max(version), 0) FROM session_versions
+WHERE source_key = $1 AND session_id = $2 AND kind IN ('repaired', 'restored')`
+	versionHashSQL = `SELECT content_hash FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3`
+	holdSQL        = `INSERT INTO session_holds (source_key, session_id, content_hash, reason) VALUES ($1, $2, $3, $4)
+ON CONFLICT (source_key, session_id) DO UPDATE SET content_hash = excluded.content_hash, reason = excluded.reason, created_at = now()`
+)
+
 // Rollback restores a saved version of a session in one transaction, only while the
 // session still holds what tmend wrote (or with Force, after saving the current content).
 // The restored content is saved as a new version, recorded as a rolled_back report, and
@@ -53,25 +65,26 @@ func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResu
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return err
 		}
-		var cur string
-		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&cur)
+		var curHash *string
+		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&curHash)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("session %q: %w", req.SessionID, ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
+		var cur string // "" when the column is NULL: never what tmend wrote
+		if curHash != nil {
+			cur = *curHash
+		}
 		var latest int
 		var latestHash *string
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0),
-  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM session_versions WHERE session_id = $1`, req.SessionID).Scan(&latest, &latestHash); err != nil {
+		if err := tx.QueryRow(ctx, latestVersionSQL, s.key, req.SessionID).Scan(&latest, &latestHash); err != nil {
 			return err
 		}
 		written := req.Written
 		if written == 0 {
-			err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM session_versions
-WHERE session_id = $1 AND kind IN ('repaired', 'restored')`, req.SessionID).Scan(&written)
+			err := tx.QueryRow(ctx, latestWrittenSQL, s.key, req.SessionID).Scan(&written)
 			if err != nil {
 				return err
 			}
@@ -85,8 +98,7 @@ WHERE session_id = $1 AND kind IN ('repaired', 'restored')`, req.SessionID).Scan
 			res.To = written - 1
 		}
 		var target string
-		err = tx.QueryRow(ctx, "SELECT content_hash FROM session_versions WHERE session_id = $1 AND version = $2",
-			req.SessionID, res.To).Scan(&target)
+		err = tx.QueryRow(ctx, versionHashSQL, s.key, req.SessionID, res.To).Scan(&target)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.refuse(&res, fmt.Sprintf("version %d is not saved (pruned, or never existed)", res.To))
 		}
@@ -94,8 +106,7 @@ WHERE session_id = $1 AND kind IN ('repaired', 'restored')`, req.SessionID).Scan
 			return err
 		}
 		var writtenHash string
-		if err := tx.QueryRow(ctx, "SELECT content_hash FROM session_versions WHERE session_id = $1 AND version = $2",
-			req.SessionID, written).Scan(&writtenHash); err != nil {
+		if err := tx.QueryRow(ctx, versionHashSQL, s.key, req.SessionID, written).Scan(&writtenHash); err != nil {
 			return fmt.Errorf("read version %d: %w", written, err)
 		}
 		unchanged := latest == written && cur == writtenHash
@@ -113,34 +124,32 @@ WHERE session_id = $1 AND kind IN ('repaired', 'restored')`, req.SessionID).Scan
 		next := latest + 1
 		if latestHash == nil || *latestHash != cur {
 			// Keep what is there now before replacing it.
-			if _, err := tx.Exec(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "preserved", nilIfZero(req.RunID)); err != nil {
+			if _, err := tx.Exec(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "preserved", nilIfZero(req.RunID), s.key); err != nil {
 				return fmt.Errorf("preserve current content: %w", err)
 			}
 			res.Preserved, next = next, next+1
 		}
-		if _, err := tx.Exec(ctx, s.sql.restore, req.SessionID, res.To); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.restore, req.SessionID, res.To, s.key); err != nil {
 			return fmt.Errorf("restore version %d: %w", res.To, err)
 		}
 		var afterHash string
 		var afterSize int
-		if err := tx.QueryRow(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "restored", nilIfZero(req.RunID)).
+		if err := tx.QueryRow(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "restored", nilIfZero(req.RunID), s.key).
 			Scan(&afterHash, &afterSize); err != nil {
 			return fmt.Errorf("save restored content: %w", err)
 		}
 		res.Written = next
-		if _, err := tx.Exec(ctx, `INSERT INTO session_holds (session_id, content_hash, reason) VALUES ($1, $2, $3)
-ON CONFLICT (session_id) DO UPDATE SET content_hash = excluded.content_hash, reason = excluded.reason, created_at = now()`,
-			req.SessionID, afterHash, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
+		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, afterHash, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
 			return fmt.Errorf("hold session: %w", err)
 		}
 		res.Restored, res.Reason = true, fmt.Sprintf("restored version %d", res.To)
-		return insertReport(ctx, tx, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
+		return insertReport(ctx, tx, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
 			Trigger: req.Trigger, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
 			FromVersion: written, ToVersion: next})
 	})
 	if errors.Is(err, ErrRefused) {
 		if !req.DryRun {
-			if rerr := insertReport(ctx, s.pool, model.Report{RunID: req.RunID, SessionID: req.SessionID,
+			if rerr := insertReport(ctx, s.pool, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID,
 				Status: model.StatusRefused, Trigger: req.Trigger, Reason: res.Reason, FromVersion: res.From}); rerr != nil {
 				return res, classify(rerr)
 			}
@@ -163,8 +172,22 @@ func nilIfZero(id int64) *int64 {
 }
 
 // RunSessions lists the sessions a run repaired, with the versions it wrote and replaced.
+// A run of another source is refused (ErrSource): its versions belong to that source,
+// and restoring them needs the run's own table mapping.
 func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error) {
-	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND status = 'repaired' ORDER BY id`, runID)
+	var key, name string
+	err := s.pool.QueryRow(ctx, `SELECT source_key, source FROM repair_runs WHERE id = $1`, runID).Scan(&key, &name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("run %d: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("read run %d: %w", runID, err))
+	}
+	if key != s.key {
+		return nil, fmt.Errorf("%w: run %d repaired sessions of %s (configured then as %s), not of %s: "+
+			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, name, s.key)
+	}
+	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = 'repaired' ORDER BY id`, runID, s.key)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list sessions of run %d: %w", runID, err))
 	}

@@ -26,8 +26,8 @@ func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, er
 	}
 	var id int64
 	var started time.Time
-	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options)
-VALUES ($1, $2, $3, $4, $5) RETURNING id, started_at`, r.Trigger, r.Mode, r.DryRun, r.Source, opts).Scan(&id, &started)
+	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key)
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, started_at`, r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key).Scan(&id, &started)
 	if err != nil {
 		return 0, time.Time{}, classify(fmt.Errorf("start run: %w", err))
 	}
@@ -88,11 +88,11 @@ func (s *Store) ScanPosition(ctx context.Context, source string) (time.Time, boo
 // InsertReport records one audit row outside any repair transaction (dry runs, pending,
 // skipped and failed sessions).
 func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
-	return classify(insertReport(ctx, s.pool, r))
+	return classify(insertReport(ctx, s.pool, s.key, r))
 }
 
-func insertReport(ctx context.Context, q querier, r model.Report) error {
-	sql, args, err := reportInsert(r)
+func insertReport(ctx context.Context, q querier, key string, r model.Report) error {
+	sql, args, err := reportInsert(key, r)
 	if err != nil {
 		return err
 	}
@@ -102,9 +102,10 @@ func insertReport(ctx context.Context, q querier, r model.Report) error {
 	return nil
 }
 
-// reportInsert is the INSERT of one report row and its arguments; Apply reuses the
-// first nine arguments in a variant that takes hashes and sizes from saved versions.
-func reportInsert(r model.Report) (string, []any, error) {
+// reportInsert is the INSERT of one report row of source key and its arguments; Apply
+// reuses the first nine arguments in a variant that takes hashes and sizes from saved
+// versions.
+func reportInsert(key string, r model.Report) (string, []any, error) {
 	actions := r.Actions
 	if actions == nil {
 		actions = []repair.Action{}
@@ -126,11 +127,11 @@ func reportInsert(r model.Report) (string, []any, error) {
 		codes = []string{}
 	}
 	const sql = `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
-  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version, source_key)
 VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
-  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0))`
+  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0), $16)`
 	return sql, []any{nilIfZero(r.RunID), r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
-		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion}, nil
+		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, key}, nil
 }
 
 // AbandonRuns marks the source's scans (incremental and full) still recorded as running

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -25,56 +26,79 @@ type sessionSQL struct {
 func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
 	id := "t." + pgx.Identifier{src.IDColumn}.Sanitize()
 	msgs := "t." + pgx.Identifier{src.MessagesColumn}.Sanitize()
-	ua := "NULL::timestamptz"
+	ua, uaType := "NULL::timestamptz", "timestamptz"
 	if src.UpdatedAtColumn != "" {
-		ua = "t." + pgx.Identifier{src.UpdatedAtColumn}.Sanitize()
+		ua, uaType = "t."+pgx.Identifier{src.UpdatedAtColumn}.Sanitize(), t.updatedAt
 	}
 	// The lateral subquery (kept apart by OFFSET 0) turns the column into text once per
 	// row; sessions over the size limit ($1 bytes) come back without their content.
-	sel := fmt.Sprintf(`SELECT %[1]s::text, CASE WHEN octet_length(x.m) > $1 THEN NULL ELSE x.m END, octet_length(x.m), %[3]s,
-  (SELECT h.content_hash FROM session_holds h WHERE h.session_id = %[1]s::text), t.xmin::text
-FROM %[4]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, id, msgs, ua, t.ident)
+	// The updated-at column comes twice: as a point in time (a timestamp column is the
+	// database's wall clock, read in its time zone) for the quiet period, and as stored,
+	// for the keyset cursor. $2 is the source's key.
+	cols := fmt.Sprintf(`%[1]s::text AS sid, x.m, octet_length(x.m) AS sz, %[2]s::timestamptz AS ua, %[2]s AS pos,
+  (SELECT h.content_hash FROM session_holds h WHERE h.source_key = $2 AND h.session_id = %[1]s::text) AS hold`, id, ua)
+	from := fmt.Sprintf(`FROM %[1]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x `, t.ident, msgs)
 	idParam := func(n int) string { return fmt.Sprintf("$%d::%s", n, t.id) }
 	s := sessionSQL{
-		full:         sel + fmt.Sprintf("ORDER BY %s LIMIT $2", id),
-		fullAfter:    sel + fmt.Sprintf("WHERE %s > %s ORDER BY %[1]s LIMIT $2", id, idParam(3)),
-		one:          sel + fmt.Sprintf("WHERE %s = %s", id, idParam(2)),
+		one: fmt.Sprintf(`SELECT sid, CASE WHEN sz > $1 THEN NULL ELSE m END, sz, ua, pos, hold, false FROM (SELECT %s %s WHERE %s = %s) p`,
+			cols, from, id, idParam(3)),
 		hasUpdatedAt: src.UpdatedAtColumn != "",
 	}
+	// A page is at most $3 rows and $4 bytes of content: rows are returned while the
+	// content before them is within $4 bytes; the row that crosses it comes without its
+	// content (deferred: the caller reads it alone when it has room), and ends the page.
+	// Content over the size limit, and NULLs, count nothing.
+	page := func(where, order, outer string) string {
+		return fmt.Sprintf(`SELECT sid, CASE WHEN sz > $1 OR cum > $4 THEN NULL ELSE m END, sz, ua, pos, hold, cum > $4 AND counted > 0
+FROM (SELECT *, sum(counted) OVER (ORDER BY %[5]s ROWS UNBOUNDED PRECEDING) AS cum FROM (
+  SELECT %[1]s, %[6]s AS kid, CASE WHEN octet_length(x.m) > $1 THEN 0 ELSE coalesce(octet_length(x.m), 0) END AS counted
+  %[2]s %[3]s ORDER BY %[4]s LIMIT $3) r) p
+WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
+	}
+	s.full = page("", id, "kid")
+	s.fullAfter = page(fmt.Sprintf("WHERE %s > %s", id, idParam(5)), id, "kid")
 	if s.hasUpdatedAt {
-		s.incr = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 ORDER BY %[1]s, %[2]s LIMIT $2", ua, id)
-		s.incrAfter = sel + fmt.Sprintf("WHERE %[1]s >= $3 AND %[1]s < $4 AND (%[1]s, %[2]s) > ($5, %[3]s) ORDER BY %[1]s, %[2]s LIMIT $2",
-			ua, id, idParam(6))
+		// The window's bounds are points in time from the database's clock; they are
+		// compared in the column's own type, converted in the database's time zone. The
+		// cursor is a value read from the column, passed back in its type.
+		window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
+		s.incr = page("WHERE "+window, ua+", "+id, "pos, kid")
+		s.incrAfter = page(fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($7::%[5]s, %[3]s)", ua, id, idParam(8), window, uaType),
+			ua+", "+id, "pos, kid")
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
-	// Apply's statements: the row's version and tmend's last saved version, and then the
-	// whole write as one statement (each statement costs Postgres more than the rows here).
-	s.lockState = fmt.Sprintf(`SELECT t.xmin::text,
-  (SELECT coalesce(max(version), 0) FROM session_versions WHERE session_id = $1),
-  (SELECT content_hash FROM session_versions WHERE session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM %s t WHERE %s = $1::text::%s FOR UPDATE OF t`, t.ident, id, t.id)
+	// Apply's statements: the hash of the row's content and tmend's last saved version,
+	// and then the whole write as one statement (each statement costs Postgres more than
+	// the rows here). The content is compared rather than the row version (xmin): system
+	// columns are not covered by the column grants tmend's role has.
+	s.lockState = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
+  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, msgs)
 	s.write = fmt.Sprintf(`WITH original AS (
-  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $16, $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
 ), written AS (
   UPDATE %[1]s t SET %[2]s = $7::%[3]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
 ), repaired AS (
-  INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $16, $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
   RETURNING content_hash, size_bytes
 ), unheld AS (
-  DELETE FROM session_holds WHERE session_id = $1
+  DELETE FROM session_holds WHERE source_key = $16 AND session_id = $1
 )
-INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
-SELECT $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
+SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs)
-	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE session_id = $1 AND version = $2)::%s
-WHERE %s = $1::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
+	// $1 is compared with session_versions' text column and with the id column, so it is
+	// typed text and cast to the id column's type there.
+	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s
+WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
-	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (session_id, version, kind, content, content_hash, size_bytes, run_id)
-SELECT $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
+	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $6, $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
 FROM %[1]s t CROSS JOIN LATERAL (SELECT %[2]s::text AS m OFFSET 0) x WHERE %[3]s = %[4]s
 RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
 	return s
@@ -83,21 +107,27 @@ RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
 // HasUpdatedAt reports whether the source supports incremental runs.
 func (s *Store) HasUpdatedAt() bool { return s.sql.hasUpdatedAt }
 
-// Sessions returns one page of sessions in keyset order.
+// Sessions returns one page of sessions in keyset order: at most q.Limit sessions and,
+// when q.PageBytes is set, the content of those whose content before them is within
+// q.PageBytes; the session that crosses it comes Deferred, without its content, last.
 func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
 	var rows pgx.Rows
 	var err error
+	pageBytes := int64(q.PageBytes)
+	if pageBytes <= 0 {
+		pageBytes = math.MaxInt64
+	}
 	switch {
 	case q.Mode == model.ModeSession:
-		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, q.SessionID)
+		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.key, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, q.Limit, q.From, q.To)
+		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, q.Limit, q.From, q.To, q.After.UpdatedAt, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, q.Limit)
+		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, s.key, q.Limit, pageBytes)
 	default:
-		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, q.Limit, q.After.ID)
+		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -105,16 +135,23 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
 		var ss model.Session
 		var hold *string
-		var ua *time.Time
-		// Straight into bytes: a NULL (over the size limit) stays nil.
-		if err := r.Scan(&ss.ID, &ss.Messages, &ss.Size, &ua, &hold, &ss.Xmin); err != nil {
+		var ua, pos *time.Time
+		var size *int
+		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
+		// only when the column itself is.
+		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
 			return ss, err
+		}
+		if size == nil {
+			ss.Null = true
+		} else {
+			ss.Size = *size
 		}
 		if hold != nil {
 			ss.HoldHash = *hold
 		}
 		if ua != nil {
-			ss.UpdatedAt = *ua
+			ss.UpdatedAt, ss.Position = *ua, *pos
 		}
 		return ss, nil
 	})
@@ -141,7 +178,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	want := Hash(a.Session.Messages)
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
-	_, args, err := reportInsert(r)
+	_, args, err := reportInsert(s.key, r)
 	if err != nil {
 		return out, err
 	}
@@ -154,7 +191,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	if errors.As(err, &ce) {
 		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
 		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
-		if err := insertReport(ctx, s.pool, r); err != nil {
+		if err := insertReport(ctx, s.pool, s.key, r); err != nil {
 			return model.Outcome{}, classify(err)
 		}
 		return model.Outcome{Conflict: true}, nil
@@ -181,9 +218,9 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b.Queue("BEGIN")
 	// A live agent holding the row must not stall a run; it is retried next run.
 	b.Queue("SET LOCAL lock_timeout = '5s'")
-	b.Queue(s.sql.lockState, a.Session.ID)
+	b.Queue(s.sql.lockState, a.Session.ID, s.key)
 	br := conn.SendBatch(ctx, b)
-	var xmin string
+	var curHash *string
 	var last int
 	var lastHash *string
 	_, err = br.Exec()
@@ -191,7 +228,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 		_, err = br.Exec()
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&xmin, &last, &lastHash)
+		err = br.QueryRow().Scan(&curHash, &last, &lastHash)
 	}
 	var pgErr *pgconn.PgError
 	switch {
@@ -199,8 +236,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 		err = &conflictError{"the session was deleted after it was read"}
 	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
 		err = &conflictError{"the session was locked by another writer for over 5s"}
-	case err == nil && xmin != a.Session.Xmin:
-		// Cheaper than comparing contents: no rendering of a large jsonb value.
+	case err == nil && (curHash == nil || *curHash != want):
 		err = &conflictError{"the session changed after it was read"}
 	}
 	if cerr := br.Close(); err == nil {
@@ -211,20 +247,21 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	}
 
 	out.FromVersion = last
-	// The row holds exactly what was read (same row version, now locked), so the prior
+	// The row holds exactly what was read (same content, now locked), so the prior
 	// version is saved from those bytes rather than rendered again; the repaired one is
 	// saved from the row, so it is exactly what is stored.
-	var original *string
+	// Bytes, not strings: pgx sends them as the text they are, without another copy of
+	// a content that may be tens of megabytes. nil is NULL (no original to save).
+	var original []byte
 	if lastHash == nil || *lastHash != want {
 		out.FromVersion = last + 1
-		o := string(a.Session.Messages)
-		original = &o
+		original = a.Session.Messages
 	}
 	out.ToVersion = out.FromVersion + 1
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		string(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8])
+		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	tag, err := br.Exec()

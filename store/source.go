@@ -37,7 +37,12 @@ var ErrSource = errors.New("session source")
 type sourceTypes struct {
 	id       string // text, uuid, bigint, integer
 	messages string // jsonb, json, text
-	ident    string // the quoted table name
+	// updatedAt is timestamptz or timestamp (the database's local time).
+	updatedAt string
+	ident     string // the quoted table name
+	// key identifies the source in tmend's tables: the table as it resolved (schema
+	// included) and the two columns that make a session, as format('%I.%I(%I,%I)') has it.
+	key string
 }
 
 var idTypes = map[string]string{"text": "text", "varchar": "text", "bpchar": "text", "uuid": "uuid",
@@ -82,6 +87,11 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
+	const keySQL = `SELECT format('%I.%I(%I,%I)', n.nspname, c.relname, $2::text, $3::text)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
+	if err := q.QueryRow(ctx, keySQL, *oid, s.IDColumn, s.MessagesColumn).Scan(&t.key); err != nil {
+		return t, fmt.Errorf("name table %q: %w", s.Table, err)
+	}
 	typeOf := map[string]string{}
 	for _, c := range cols {
 		typeOf[c[0]] = c[1]
@@ -106,9 +116,11 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 	}
 	t.messages = messagesTypes[typ]
 	if s.UpdatedAtColumn != "" {
-		if _, err := col(s.UpdatedAtColumn, "updated-at", func(t string) bool { return updatedAtTypes[t] }, "timestamptz or timestamp"); err != nil {
+		typ, err := col(s.UpdatedAtColumn, "updated-at", func(t string) bool { return updatedAtTypes[t] }, "timestamptz or timestamp")
+		if err != nil {
 			return t, err
 		}
+		t.updatedAt = typ
 	}
 	// Column privileges, so a role granted only SELECT (id, messages, updated_at) and
 	// UPDATE (messages) passes: that is all tmend needs.

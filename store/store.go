@@ -30,6 +30,7 @@ type querier interface {
 type Store struct {
 	pool *pgxpool.Pool
 	src  Source
+	key  string // the source's key in tmend's tables (see checkSource)
 	sql  sessionSQL
 }
 
@@ -40,11 +41,15 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &Store{pool: pool, src: src, sql: buildSessionSQL(src, t)}, nil
+	return &Store{pool: pool, src: src, key: t.key, sql: buildSessionSQL(src, t)}, nil
 }
 
 // Source returns the store's source.
 func (s *Store) Source() Source { return s.src }
+
+// Key returns the key that the source's versions, reports, holds and runs carry:
+// schema.table(id_column,messages_column), each name quoted where it needs to be.
+func (s *Store) Key() string { return s.key }
 
 // Pool returns the pool, for the few callers that run their own statements (health checks).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

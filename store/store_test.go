@@ -118,7 +118,7 @@ func TestPagesVisitEverySessionOnce(t *testing.T) {
 				break
 			}
 			l := page[len(page)-1]
-			q.After = model.Cursor{UpdatedAt: l.UpdatedAt, ID: l.ID, Started: true}
+			q.After = model.Cursor{Position: l.Position, ID: l.ID, Started: true}
 		}
 		require.Len(t, seen, 1234, q.Mode)
 	}

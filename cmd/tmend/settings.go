@@ -56,6 +56,7 @@ func registerScanFlags(fs *pflag.FlagSet, rf *repairFlags) {
 	fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
 	fs.Int("batch-size", 500, "sessions read per page")
 	fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
+	fs.Int("max-inflight-bytes", scanner.DefaultMaxInflightBytes, "content read and not yet repaired, across pages and workers (a larger session goes alone); memory use is a few times this")
 	fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
 	fs.Duration("batch-pause", 0, "pause between pages, to go easy on a busy database")
 }
@@ -92,7 +93,7 @@ func loadSettings(e *env, cmd *cobra.Command) (*settings, error) {
 func knownSetting(name string) bool {
 	switch name {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
-		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "overlap",
+		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
 		"prune-schedule", "prune-older-than":
 		return true
@@ -240,6 +241,12 @@ func (s *settings) scannerConfig(rf *repairFlags, src store.Source) (scanner.Con
 	}
 	if cfg.MaxBytes, err = s.int("max-bytes"); err != nil {
 		return cfg, err
+	}
+	if cfg.MaxInflightBytes, err = s.int("max-inflight-bytes"); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxInflightBytes < 1 {
+		return cfg, usageErrorf("--max-inflight-bytes must be positive, got %d", cfg.MaxInflightBytes)
 	}
 	if cfg.Overlap, err = s.duration("overlap"); err != nil {
 		return cfg, err

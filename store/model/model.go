@@ -23,12 +23,18 @@ var ErrNotFound = errors.New("not found")
 type Session struct {
 	ID string
 	// Messages is the column's text; nil when the session is larger than the run's limit.
-	Messages  []byte
-	Size      int
+	Messages []byte
+	Size     int
+	// Null is set when the messages column is SQL NULL (Messages is nil).
+	Null bool
+	// Deferred is set on the last session of a page whose content would have taken the
+	// page over its byte limit: Messages is nil; read it alone (ModeSession) when there
+	// is room for Size bytes.
+	Deferred  bool
 	UpdatedAt time.Time // zero when the source has no updated-at column
-	// Xmin identifies the row version read (Postgres' xmin): a write goes ahead only
-	// while the row still has it, i.e. nobody updated the row since.
-	Xmin string
+	// Position is the updated-at column's value as stored, for keyset cursors: for a
+	// timestamp column, the wall clock labelled UTC (UpdatedAt is the point in time).
+	Position time.Time
 	// HoldHash is set when a rollback asked scheduled runs to leave the session alone
 	// while its content hashes to this.
 	HoldHash string
@@ -64,9 +70,9 @@ const (
 // Cursor is a keyset position: after (UpdatedAt, ID) in incremental runs, after ID in
 // full runs. The zero Cursor is the start.
 type Cursor struct {
-	UpdatedAt time.Time
-	ID        string
-	Started   bool
+	Position time.Time // the updated-at column's value, as Session.Position
+	ID       string
+	Started  bool
 }
 
 // Query selects one page of sessions.
@@ -77,6 +83,8 @@ type Query struct {
 	After     Cursor
 	Limit     int
 	MaxBytes  int // sessions larger than this come without Messages
+	// PageBytes bounds the content of one page (0: no bound); see Session.Deferred.
+	PageBytes int
 }
 
 // Report statuses the store records besides the engine's.
