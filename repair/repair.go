@@ -289,16 +289,18 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 func (p *plan) parse() error {
 	p.report.MessagesIn = len(p.msgs)
 	d := p.opts.Dialect
-	if d == "" {
-		var err error
-		if d, err = detect(p.msgs, &p.ps); err != nil {
-			return p.fail(StatusUnknownDialect, "%v", err)
-		}
-		if d == "" {
-			return nil // no tool calls or results of any dialect: nothing to repair
-		}
-		p.ps.detected = d
+	found, err := detect(p.msgs, &p.ps)
+	switch {
+	case err != nil:
+		return p.fail(StatusUnknownDialect, "%v", err)
+	case d == "" && found == "":
+		return nil // no tool calls or results of any dialect: nothing to repair
+	case d == "":
+		d = found
+	case found != "" && found != d:
+		return p.fail(StatusUnknownDialect, "the transcript has %s shapes, not the forced %s ones", found, d)
 	}
+	p.ps.detected = d
 	p.spec = specOf(d)
 	if p.spec == nil {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)

@@ -382,11 +382,27 @@ func TestGeminiWithoutIDsPairsByNameAndOrder(t *testing.T) {
 func TestDialectForcedAndDetected(t *testing.T) {
 	t.Parallel()
 	for _, d := range repair.Dialects() {
-		s := sessions(t, d, 1, 12, 11)[0]
-		in := arrayOf(s.Messages)
-		res, err := repair.Repair(in, repair.Options{Dialect: d})
+		in := arrayOf(sessions(t, d, 1, 12, 11, gen.FaultMissingResult)[0].Messages)
+		detected, err := repair.Repair(in, repair.Options{})
 		require.NoError(t, err)
-		require.Equal(t, d, res.Report.Dialect)
+		require.Equal(t, d, detected.Report.Dialect)
+		forced, err := repair.Repair(in, repair.Options{Dialect: d})
+		require.NoError(t, err)
+		require.Equal(t, d, forced.Report.Dialect)
+		require.Equal(t, detected.Messages, forced.Messages)
+
+		// Forcing another dialect on it is refused, and the transcript left alone.
+		other := repair.Anthropic
+		if d == other {
+			other = repair.OpenAIChat
+		}
+		res, err := repair.Repair(in, repair.Options{Dialect: other})
+		var ue *repair.UnrepairableError
+		require.ErrorAs(t, err, &ue, "%s forced on %s", other, d)
+		require.Equal(t, repair.StatusUnknownDialect, ue.Status)
+		require.Contains(t, ue.Reason, "not the forced "+string(other))
+		require.Equal(t, in, res.Messages)
+
 		got, err := repair.ParseDialect(string(d))
 		require.NoError(t, err)
 		require.Equal(t, d, got)
