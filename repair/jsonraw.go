@@ -500,6 +500,7 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 // value itself and returns its end.
 func scanMembersWith(b []byte, start, depth int, out []member, value func(key []byte, vstart int) (int, bool, error)) ([]member, int, error) {
 	base := len(out)
+	var seen keySet
 	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
 		key := b[ks+1 : ke-1]
 		var vend int
@@ -514,12 +515,8 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return vend, err
 		}
-		// Every message and block is checked, so compare lengths before bytes.
-		klen := int32(ke - ks)
-		for _, prev := range out[base:] {
-			if prev.keyEnd-prev.keyStart == klen && bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
-				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
-			}
+		if seen.dup(b[start:], out[base:], b[ks:ke]) {
+			return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 		}
 		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
 			valStart: int32(vs - start), valEnd: int32(vend - start)})
@@ -530,6 +527,38 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		err = checkEscapedDuplicates(b[start:end], out[base:])
 	}
 	return out, end, err
+}
+
+// keySet finds a repeated key among an object's members: by comparing with each earlier
+// key while there are few (every message and block is checked, so that is the fast
+// path), and through a set once there are many, so an object of a million keys costs a
+// million look-ups rather than half a trillion comparisons.
+type keySet map[string]struct{}
+
+const keySetFrom = 16
+
+// dup reports whether key (with its quotes) is among the keys of prev, the members so far
+// (offsets into obj), and adds it.
+func (s *keySet) dup(obj []byte, prev []member, key []byte) bool {
+	if len(prev) < keySetFrom {
+		for _, p := range prev {
+			if int(p.keyEnd-p.keyStart) == len(key) && bytes.Equal(obj[p.keyStart:p.keyEnd], key) {
+				return true
+			}
+		}
+		return false
+	}
+	if *s == nil {
+		*s = make(keySet, 2*keySetFrom)
+		for _, p := range prev {
+			(*s)[string(obj[p.keyStart:p.keyEnd])] = struct{}{}
+		}
+	}
+	if _, ok := (*s)[string(key)]; ok {
+		return true
+	}
+	(*s)[string(key)] = struct{}{}
+	return false
 }
 
 // checkEscapedDuplicates catches keys that are the same once their escapes are decoded.
@@ -558,6 +587,7 @@ func members(obj []byte, dst *[]member) ([]member, error) {
 
 func appendMembers(obj []byte, out []member) ([]member, error) {
 	base := len(out)
+	var seen keySet
 	i := skipSpace(obj, 1)
 	if obj[i] == '}' {
 		return out, nil
@@ -570,11 +600,8 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 		i = skipSpace(obj, skipSpace(obj, end)+1)
 		m.valStart = int32(i)
 		m.valEnd = int32(skip(obj, i))
-		key := obj[m.keyStart+1 : m.keyEnd-1]
-		for _, prev := range out[base:] {
-			if bytes.Equal(obj[prev.keyStart+1:prev.keyEnd-1], key) {
-				return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", key)}
-			}
+		if seen.dup(obj, out[base:], obj[m.keyStart:m.keyEnd]) {
+			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:m.keyEnd-1])}
 		}
 		out = append(out, m)
 		i = skipSpace(obj, int(m.valEnd))

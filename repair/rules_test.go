@@ -307,3 +307,25 @@ func TestLoneSurrogatesInIDsAreExact(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{string(repair.IssueCallWithoutResult), string(repair.IssueResultWithoutCall)}, v.IssueCodeSet())
 }
+
+func TestDuplicateKeysAmongMany(t *testing.T) {
+	t.Parallel()
+	many := func(dupAt int) string {
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		fmt.Fprintf(&b, `"k%d":0`, dupAt)
+		return b.String()
+	}
+	for _, in := range []string{
+		`[{"role":"user",` + many(3) + `}]`,  // a message's members (scanned)
+		`[{"role":"user",` + many(150) + `}]`, // found through the set
+		`[{"role":"assistant","content":[{"type":"text",` + many(20) + `}]}]`, // a block's members
+	} {
+		_, err := repair.Repair([]byte(in), repair.Options{})
+		require.ErrorContains(t, err, "duplicate key", in[:40])
+	}
+	_, err := repair.Repair([]byte(`[{"role":"user",`+strings.Replace(many(0), `"k0":0`, `"other":0`, 1)+`}]`), repair.Options{})
+	require.NoError(t, err)
+}
