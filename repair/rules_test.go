@@ -319,8 +319,8 @@ func TestDuplicateKeysAmongMany(t *testing.T) {
 		return b.String()
 	}
 	for _, in := range []string{
-		`[{"role":"user",` + many(3) + `}]`,  // a message's members (scanned)
-		`[{"role":"user",` + many(150) + `}]`, // found through the set
+		`[{"role":"user",` + many(3) + `}]`,                                   // a message's members (scanned)
+		`[{"role":"user",` + many(150) + `}]`,                                 // found through the set
 		`[{"role":"assistant","content":[{"type":"text",` + many(20) + `}]}]`, // a block's members
 	} {
 		_, err := repair.Repair([]byte(in), repair.Options{})
