@@ -298,6 +298,17 @@ func callShape(p *part, o obj, idPath []string, nameObj obj, args obj, argsKey s
 	}
 }
 
+// parseResultMessage makes message m one result part: its id at idPath, its tool name in
+// nameKey, its text in content.
+func parseResultMessage(m *message, ps *parser, idPath []string, nameKey string) {
+	m.kind = msgResult
+	p := part{raw: m.raw}
+	resultShape(&p, obj{m.raw, m.ms, ps}, idPath)
+	p.name, _ = inputString(m.get(nameKey))
+	p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
+	m.parts = ps.one(p)
+}
+
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // resultShape fills a result part's id from o's member at the end of idPath.

@@ -31,12 +31,7 @@ func parseLangChain(m *message, ps *parser) error {
 			callShape(p, o, pathID, o, o, "args", false)
 		})
 	case "tool":
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms, ps}, pathToolCallID)
-		p.name, _ = inputString(m.get("name"))
-		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = ps.one(p)
+		parseResultMessage(m, ps, pathToolCallID, "name")
 	default:
 		checkForeignContent(m, ps)
 	}

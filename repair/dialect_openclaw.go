@@ -49,12 +49,7 @@ func parseOpenClaw(m *message, ps *parser) error {
 			}
 		})
 	case "toolResult":
-		m.kind = msgResult
-		p := part{raw: m.raw}
-		resultShape(&p, obj{m.raw, m.ms, ps}, pathToolCallIDCamel)
-		p.name, _ = inputString(m.get("toolName"))
-		p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
-		m.parts = ps.one(p)
+		parseResultMessage(m, ps, pathToolCallIDCamel, "toolName")
 	default:
 		checkForeignContent(m, ps)
 	}
