@@ -75,7 +75,11 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 			}
 		}
 	}
-	section("by status", r.Summary.ByStatus, sortedKeys(r.Summary.ByStatus))
+	byStatus := map[string]int{}
+	for st, n := range r.Summary.ByStatus {
+		byStatus[string(st)] = n
+	}
+	section("by status", byStatus, sortedKeys(byStatus))
 	var stages []string
 	for _, st := range repair.Stages() {
 		stages = append(stages, string(st))

@@ -72,7 +72,7 @@ func TestTextOutputEscapesTranscriptStrings(t *testing.T) {
 		},
 		"RunSummaryText": func(w *bytes.Buffer) error {
 			return report.RunSummaryText(w, model.RunRow{ID: 1, Trigger: model.Trigger(hostile), Mode: model.Mode(hostile), Status: hostile,
-				Error: hostile, StartedAt: now, Summary: model.Summary{ByStatus: map[string]int{hostile: 1}, ByDialect: map[string]int{hostile: 1}}})
+				Error: hostile, StartedAt: now, Summary: model.Summary{ByStatus: map[model.SessionStatus]int{hostile: 1}, ByDialect: map[string]int{hostile: 1}}})
 		},
 		"ReportsText": func(w *bytes.Buffer) error {
 			return report.ReportsText(w, []model.ReportRow{{ID: 1, RunID: &run, SessionID: hostile, Status: hostile, Dialect: hostile,

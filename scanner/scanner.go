@@ -127,34 +127,34 @@ type Progress struct {
 
 // Outcome is what happened to one session.
 type Outcome struct {
-	SessionID   string        `json:"session_id"`
-	Status      string        `json:"status"`
-	Reason      string        `json:"reason,omitempty"`
-	Report      repair.Report `json:"report"`
-	BytesBefore int           `json:"bytes_before"`
-	BytesAfter  int           `json:"bytes_after"`
-	FromVersion int           `json:"from_version,omitempty"`
-	ToVersion   int           `json:"to_version,omitempty"`
+	SessionID   string              `json:"session_id"`
+	Status      model.SessionStatus `json:"status"`
+	Reason      string              `json:"reason,omitempty"`
+	Report      repair.Report       `json:"report"`
+	BytesBefore int                 `json:"bytes_before"`
+	BytesAfter  int                 `json:"bytes_after"`
+	FromVersion int                 `json:"from_version,omitempty"`
+	ToVersion   int                 `json:"to_version,omitempty"`
 }
 
 // RunResult sums up a run.
 type RunResult struct {
-	RunID          int64                `json:"run_id"`
-	Trigger        model.Trigger        `json:"trigger"`
-	Mode           model.Mode           `json:"mode"`
-	DryRun         bool                 `json:"dry_run"`
-	Status         string               `json:"status"` // completed, failed, cancelled
-	Error          string               `json:"error,omitempty"`
-	Counts         model.RunCounts      `json:"counts"`
-	ByStatus       map[string]int       `json:"by_status"`
-	ByStage        map[repair.Stage]int `json:"by_stage"`
-	ByIssue        map[string]int       `json:"by_issue"`
-	ByDialect      map[string]int       `json:"by_dialect"`
-	StartedAt      time.Time            `json:"started_at"`
-	Duration       time.Duration        `json:"duration_ns"`
-	ScannedFrom    time.Time            `json:"scanned_from,omitzero"`
-	ScannedThrough time.Time            `json:"scanned_through,omitzero"`
-	Outcomes       []Outcome            `json:"outcomes,omitempty"`
+	RunID          int64                       `json:"run_id"`
+	Trigger        model.Trigger               `json:"trigger"`
+	Mode           model.Mode                  `json:"mode"`
+	DryRun         bool                        `json:"dry_run"`
+	Status         model.RunStatus             `json:"status"`
+	Error          string                      `json:"error,omitempty"`
+	Counts         model.RunCounts             `json:"counts"`
+	ByStatus       map[model.SessionStatus]int `json:"by_status"`
+	ByStage        map[repair.Stage]int        `json:"by_stage"`
+	ByIssue        map[string]int              `json:"by_issue"`
+	ByDialect      map[string]int              `json:"by_dialect"`
+	StartedAt      time.Time                   `json:"started_at"`
+	Duration       time.Duration               `json:"duration_ns"`
+	ScannedFrom    time.Time                   `json:"scanned_from,omitzero"`
+	ScannedThrough time.Time                   `json:"scanned_through,omitzero"`
+	Outcomes       []Outcome                   `json:"outcomes,omitempty"`
 }
 
 // Problems reports whether the run found sessions needing repair or failing (for a dry
@@ -177,7 +177,7 @@ func (r *RunResult) summary() model.Summary {
 // everything committed so far kept. The error is nil when the run completed.
 func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	res := RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
-		ByStatus: map[string]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
+		ByStatus: map[model.SessionStatus]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
 	if o.Mode == model.ModeSession && o.SessionID == "" {
 		return res, errors.New("a session run needs a session id")
 	}
@@ -224,11 +224,11 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	res.Duration = time.Since(start)
 	switch {
 	case runErr == nil:
-		res.Status = "completed"
+		res.Status = model.RunCompleted
 	case errors.Is(runErr, context.Canceled), errors.Is(runErr, errStopped):
-		res.Status, res.Error = "cancelled", "stopped before the run completed"
+		res.Status, res.Error = model.RunCancelled, "stopped before the run completed"
 	default:
-		res.Status, res.Error = "failed", runErr.Error()
+		res.Status, res.Error = model.RunFailed, runErr.Error()
 	}
 	fin := model.Finish{RunID: res.RunID, Status: res.Status, Counts: res.Counts, Error: res.Error,
 		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.summary(),
@@ -250,7 +250,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, errStopped) {
 		ev = log.Error().Err(runErr)
 	}
-	ev.Str("status", res.Status).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
+	ev.Str("status", string(res.Status)).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
 		Int("num_conflict", res.Counts.Conflict).Int("num_failed", res.Counts.Failed).
 		Int64("duration_ms", res.Duration.Milliseconds()).Msg("run finished")
 	return res, runErr
@@ -317,11 +317,11 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		c.Scanned++
 		res.ByStatus[out.Status]++
 		switch out.Status {
-		case string(repair.StatusClean):
+		case model.StatusClean:
 			c.Clean++
-		case string(repair.StatusRepaired), model.StatusWouldRepair:
+		case model.StatusRepaired, model.StatusWouldRepair:
 			c.Repaired++
-		case string(repair.StatusPending):
+		case model.StatusPending:
 			c.Pending++
 		case model.StatusConflict:
 			c.Conflict++
@@ -336,10 +336,10 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		for _, code := range out.Report.IssueCodeSet() {
 			res.ByIssue[code]++
 		}
-		if out.Report.Dialect != "" && out.Status != string(repair.StatusClean) {
+		if out.Report.Dialect != "" && out.Status != model.StatusClean {
 			res.ByDialect[string(out.Report.Dialect)]++
 		}
-		if o.KeepOutcomes && out.Status != string(repair.StatusClean) {
+		if o.KeepOutcomes && out.Status != model.StatusClean {
 			res.Outcomes = append(res.Outcomes, out)
 		}
 		if o.Progress != nil {
@@ -499,7 +499,7 @@ func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess
 	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
 	if sess.Null {
-		out.Status = string(repair.StatusUnparseable)
+		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"
 		report.Status, report.Reason = out.Status, out.Reason
 		return out, s.record(ctx, report)
@@ -519,7 +519,7 @@ func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
 	r, err := repair.Repair(sess.Messages, opts)
 	out.Report = r.Report
-	out.Status, out.Reason = string(r.Report.Status), r.Report.Reason
+	out.Status, out.Reason = model.EngineStatus(r.Report.Status), r.Report.Reason
 	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
 	report.IssueCodes, report.StageCounts, report.Actions = r.Report.IssueCodeSet(), r.Report.StageCounts, r.Report.Actions
 	if err != nil {

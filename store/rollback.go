@@ -187,7 +187,7 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 		return nil, fmt.Errorf("%w: run %d repaired sessions of %s (configured then as %s), not of %s: "+
 			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, name, s.key)
 	}
-	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = 'repaired' ORDER BY id`, runID, s.key)
+	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = $3 ORDER BY id`, runID, s.key, model.StatusRepaired)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list sessions of run %d: %w", runID, err))
 	}

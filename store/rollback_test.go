@@ -52,7 +52,7 @@ func TestRollbackRestoresEveryColumnType(t *testing.T) {
 				res, err := repair.Repair(page[0].Messages, repair.Options{})
 				require.NoError(t, err)
 				out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
-					Report: model.Report{Status: "repaired"}})
+					Report: model.Report{Status: model.StatusRepaired}})
 				require.NoError(t, err)
 				require.True(t, out.Applied)
 				require.NotEqual(t, before, content(id))

@@ -138,9 +138,10 @@ VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, 
 // as failed, and returns how many. Only a holder of the source's run lock may call it:
 // then no such scan can really be running.
 func (s *Store) AbandonRuns(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = 'failed', finished_at = now(),
+	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
   error = 'abandoned: the process running it ended before recording its outcome'
-WHERE status = 'running' AND source = $1 AND mode IN ('incremental', 'full')`, s.src.Name())
+WHERE status = $3 AND source = $1 AND mode IN ($4, $5)`, s.src.Name(), model.RunFailed, model.RunRunning,
+		model.ModeIncremental, model.ModeFull)
 	if err != nil {
 		return 0, classify(fmt.Errorf("mark abandoned runs: %w", err))
 	}

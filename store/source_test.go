@@ -59,7 +59,7 @@ func repairOne(t *testing.T, st *store.Store, runID int64, id string) model.Outc
 	res, err := repair.Repair(page[0].Messages, repair.Options{})
 	require.NoError(t, err)
 	out, err := st.Apply(t.Context(), model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
-		Report: model.Report{Status: "repaired"}})
+		Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
 	require.True(t, out.Applied)
 	return out
@@ -91,7 +91,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		reports, err := s.b.ListReports(t.Context(), model.ReportFilter{SessionID: "x"})
 		require.NoError(t, err)
 		require.Len(t, reports, 1, "b's history has no rollback of a")
-		require.Equal(t, "repaired", reports[0].Status)
+		require.Equal(t, model.StatusRepaired, reports[0].Status)
 	})
 	t.Run("RepairElsewhereKeepsTheHold", func(t *testing.T) {
 		t.Parallel()

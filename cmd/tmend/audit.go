@@ -75,7 +75,7 @@ func parseDuration(v string) (time.Duration, error) {
 
 func newReportCmd(e *env) *cobra.Command {
 	var f model.ReportFilter
-	var since, until, runStatus string
+	var since, until, status, runStatus string
 	var runID int64
 	var session string
 	var diff, asJSON bool
@@ -110,6 +110,17 @@ tables. Colour only on a terminal.
 			}
 			if f.Until, err = parseSince(until, now); err != nil {
 				return usageErrorf("--until: %v", err)
+			}
+			if status != "" {
+				if f.Status, err = model.ParseSessionStatus(status); err != nil {
+					return usageErrorf("--status: %v", err)
+				}
+			}
+			var runSt model.RunStatus
+			if runStatus != "" {
+				if runSt, err = model.ParseRunStatus(runStatus); err != nil {
+					return usageErrorf("--run-status: %v", err)
+				}
 			}
 			if diff && session == "" {
 				return usageErrorf("--diff needs --session")
@@ -155,7 +166,7 @@ tables. Colour only on a terminal.
 				}
 				return nil
 			default:
-				runs, err := st.ListRuns(ctx, model.RunFilter{Since: f.Since, Until: f.Until, Status: runStatus, Cursor: f.Cursor, Limit: f.Limit})
+				runs, err := st.ListRuns(ctx, model.RunFilter{Since: f.Since, Until: f.Until, Status: runSt, Cursor: f.Cursor, Limit: f.Limit})
 				if err != nil {
 					return err
 				}
@@ -175,7 +186,7 @@ tables. Colour only on a terminal.
 	fl.IntVar(&version, "version", 0, "with --diff: the version to compare with the one before it (default: the latest tmend wrote)")
 	fl.StringVar(&since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
 	fl.StringVar(&until, "until", "", "only rows before this time (same forms as --since)")
-	fl.StringVar(&f.Status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
+	fl.StringVar(&status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
 	fl.StringVar(&runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled)")
 	fl.StringVar(&f.Stage, "stage", "", "audit rows where this stage acted (e.g. move_results)")
 	fl.StringVar(&f.Issue, "issue", "", "audit rows with this issue code (e.g. tool_call_without_result)")
@@ -331,9 +342,9 @@ func rollback(ctx context.Context, e *env, st *store.Store, session string, runI
 		results = append(results, res)
 	}
 	if rbRun != 0 {
-		status := "completed"
+		status := model.RunCompleted
 		if counts.Failed > 0 {
-			status = "failed"
+			status = model.RunFailed
 		}
 		if err := st.FinishRun(context.WithoutCancel(ctx), model.Finish{RunID: rbRun, Status: status, Counts: counts, Source: st.Source().Name()}); err != nil {
 			return err

@@ -512,7 +512,7 @@ func page[T any](w http.ResponseWriter, items []T, limit int, last func(T) int64
 // listParams reads the filters shared with 'tmend report'.
 func listParams(r *http.Request) (model.ReportFilter, error) {
 	q := r.URL.Query()
-	f := model.ReportFilter{Status: q.Get("status"), Stage: q.Get("stage"), Issue: q.Get("issue"),
+	f := model.ReportFilter{Stage: q.Get("stage"), Issue: q.Get("issue"),
 		Dialect: q.Get("dialect"), SessionID: r.PathValue("id")}
 	var err error
 	now := time.Now()
@@ -540,6 +540,9 @@ func listParams(r *http.Request) (model.ReportFilter, error) {
 
 func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
+	if err == nil && r.URL.Query().Get("status") != "" {
+		f.Status, err = model.ParseSessionStatus(r.URL.Query().Get("status"))
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -554,12 +557,16 @@ func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 
 func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
+	var status model.RunStatus
+	if err == nil && r.URL.Query().Get("status") != "" {
+		status, err = model.ParseRunStatus(r.URL.Query().Get("status"))
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	runs, err := d.r.store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
-		Status: f.Status, Cursor: f.Cursor, Limit: f.Limit})
+		Status: status, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -638,15 +645,15 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) observe(r *scanner.RunResult) {
-	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), r.Status).Inc()
+	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), string(r.Status)).Inc()
 	for status, n := range r.ByStatus {
-		m.sessions.WithLabelValues(status).Add(float64(n))
+		m.sessions.WithLabelValues(string(status)).Add(float64(n))
 	}
 	for st, n := range r.ByStage {
 		m.actions.WithLabelValues(string(st)).Add(float64(n))
 	}
 	m.duration.WithLabelValues(string(r.Trigger)).Observe(r.Duration.Seconds())
-	m.lastRun.WithLabelValues(r.Status).SetToCurrentTime()
+	m.lastRun.WithLabelValues(string(r.Status)).SetToCurrentTime()
 }
 
 // cronLogger adapts zerolog to cron's logger, with key/value pairs as fields.

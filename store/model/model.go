@@ -87,22 +87,11 @@ type Query struct {
 	PageBytes int
 }
 
-// Report statuses the store records besides the engine's.
-const (
-	StatusWouldRepair = "would_repair" // dry run
-	StatusConflict    = "conflict"     // the session changed between read and write
-	StatusFailed      = "failed"
-	StatusTooLarge    = "too_large"
-	StatusRolledBack  = "rolled_back"
-	StatusRefused     = "rollback_refused"
-	StatusHeld        = "held" // rolled back earlier; not counted as a problem, no report row
-)
-
 // Report is one audit row.
 type Report struct {
 	RunID       int64
 	SessionID   string
-	Status      string
+	Status      SessionStatus
 	Trigger     Trigger
 	Dialect     string
 	Reason      string
@@ -158,7 +147,7 @@ type RunCounts struct {
 // Finish closes a run.
 type Finish struct {
 	RunID          int64
-	Status         string // completed, failed, cancelled
+	Status         RunStatus
 	Counts         RunCounts
 	ScannedFrom    time.Time
 	ScannedThrough time.Time
@@ -172,10 +161,10 @@ type Finish struct {
 
 // Summary is a run's totals by category.
 type Summary struct {
-	ByStatus  map[string]int `json:"by_status"`
-	ByStage   map[string]int `json:"by_stage"`
-	ByDialect map[string]int `json:"by_dialect"`
-	ByIssue   map[string]int `json:"by_issue"`
+	ByStatus  map[SessionStatus]int `json:"by_status"`
+	ByStage   map[string]int        `json:"by_stage"`
+	ByDialect map[string]int        `json:"by_dialect"`
+	ByIssue   map[string]int        `json:"by_issue"`
 }
 
 // RunRow is a recorded run.
@@ -186,7 +175,7 @@ type RunRow struct {
 	DryRun         bool           `json:"dry_run"`
 	Source         string         `json:"source"`
 	Options        map[string]any `json:"options"`
-	Status         string         `json:"status"`
+	Status         RunStatus      `json:"status"`
 	StartedAt      time.Time      `json:"started_at"`
 	FinishedAt     *time.Time     `json:"finished_at"`
 	ScannedFrom    *time.Time     `json:"scanned_from"`
@@ -201,7 +190,7 @@ type ReportRow struct {
 	ID          int64           `json:"id"`
 	RunID       *int64          `json:"run_id"`
 	SessionID   string          `json:"session_id"`
-	Status      string          `json:"status"`
+	Status      SessionStatus   `json:"status"`
 	Trigger     Trigger         `json:"trigger"`
 	Dialect     string          `json:"dialect,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
@@ -236,7 +225,7 @@ type ReportFilter struct {
 	SessionID string
 	Since     time.Time
 	Until     time.Time
-	Status    string
+	Status    SessionStatus
 	Stage     string
 	Issue     string
 	Dialect   string
@@ -247,7 +236,7 @@ type ReportFilter struct {
 // RunFilter selects runs, newest first.
 type RunFilter struct {
 	Since, Until time.Time
-	Status       string
+	Status       RunStatus
 	Cursor       int64
 	Limit        int
 }
