@@ -11,7 +11,6 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -64,7 +63,7 @@ func TestTextOutputEscapesTranscriptStrings(t *testing.T) {
 				Issues: []repair.Issue{{Code: repair.IssueCode(hostile)}}, Actions: []repair.Action{action}})
 		},
 		"RunText": func(w *bytes.Buffer) error {
-			return report.RunText(w, &scanner.RunResult{RunID: 1, Error: hostile, Outcomes: []scanner.Outcome{{SessionID: hostile,
+			return report.RunText(w, &model.RunResult{RunID: 1, Error: hostile, Outcomes: []model.SessionOutcome{{SessionID: hostile,
 				Status: hostile, Reason: hostile, Report: repair.Report{Dialect: repair.Dialect(hostile), Actions: []repair.Action{action}}}}})
 		},
 		"RunsText": func(w *bytes.Buffer) error {

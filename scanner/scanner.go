@@ -125,58 +125,11 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
-// Outcome is what happened to one session.
-type Outcome struct {
-	SessionID   string              `json:"session_id"`
-	Status      model.SessionStatus `json:"status"`
-	Reason      string              `json:"reason,omitempty"`
-	Report      repair.Report       `json:"report"`
-	BytesBefore int                 `json:"bytes_before"`
-	BytesAfter  int                 `json:"bytes_after"`
-	FromVersion int                 `json:"from_version,omitempty"`
-	ToVersion   int                 `json:"to_version,omitempty"`
-}
-
-// RunResult sums up a run.
-type RunResult struct {
-	RunID          int64                       `json:"run_id"`
-	Trigger        model.Trigger               `json:"trigger"`
-	Mode           model.Mode                  `json:"mode"`
-	DryRun         bool                        `json:"dry_run"`
-	Status         model.RunStatus             `json:"status"`
-	Error          string                      `json:"error,omitempty"`
-	Counts         model.RunCounts             `json:"counts"`
-	ByStatus       map[model.SessionStatus]int `json:"by_status"`
-	ByStage        map[repair.Stage]int        `json:"by_stage"`
-	ByIssue        map[string]int              `json:"by_issue"`
-	ByDialect      map[string]int              `json:"by_dialect"`
-	StartedAt      time.Time                   `json:"started_at"`
-	Duration       time.Duration               `json:"duration_ns"`
-	ScannedFrom    time.Time                   `json:"scanned_from,omitzero"`
-	ScannedThrough time.Time                   `json:"scanned_through,omitzero"`
-	Outcomes       []Outcome                   `json:"outcomes,omitempty"`
-}
-
-// Problems reports whether the run found sessions needing repair or failing (for a dry
-// run's exit code). Sessions held after a rollback are not problems.
-func (r *RunResult) Problems() bool {
-	c := r.Counts
-	return c.Repaired+c.Conflict+c.Failed+c.Skipped-r.ByStatus[model.StatusHeld] > 0
-}
-
-func (r *RunResult) summary() model.Summary {
-	stages := map[string]int{}
-	for st, n := range r.ByStage {
-		stages[string(st)] = n
-	}
-	return model.Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue}
-}
-
 // Run performs one run. A session that cannot be handled is reported and counted, and
 // the run goes on; only a database that stays unavailable (or ctx) ends it early, with
 // everything committed so far kept. The error is nil when the run completed.
-func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
-	res := RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
+func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error) {
+	res := model.RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
 		ByStatus: map[model.SessionStatus]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
 	if o.Mode == model.ModeSession && o.SessionID == "" {
 		return res, errors.New("a session run needs a session id")
@@ -231,7 +184,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 		res.Status, res.Error = model.RunFailed, runErr.Error()
 	}
 	fin := model.Finish{RunID: res.RunID, Status: res.Status, Counts: res.Counts, Error: res.Error,
-		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.summary(),
+		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.Summary(),
 		AdvanceScanState: runErr == nil && !o.DryRun && o.Limit == 0 && o.Mode != model.ModeSession}
 	// Record the outcome even when ctx was cancelled; a database that is gone for good is
 	// only logged.
@@ -276,13 +229,13 @@ var errStopped = errors.New("run stopped")
 
 // stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
 // counts here, so reading, repairing and writing overlap.
-func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
+func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
 	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
-	done := make(chan Outcome, s.cfg.Workers*2)
+	done := make(chan model.SessionOutcome, s.cfg.Workers*2)
 	bud := newBudget(s.cfg.MaxInflightBytes)
 
 	var readErr error
@@ -365,7 +318,7 @@ type item struct {
 // The content read and not yet handled stays within the byte budget: a page is read
 // only as large as the room left, and a session that does not fit comes deferred and is
 // read alone once there is room for it (or once nothing else is in flight).
-func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
+func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
 		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes}
 	sent := 0
@@ -495,8 +448,8 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 
 // handle repairs one session and writes or reports the result. Its error is only ever
 // a database that stayed unavailable, which ends the run.
-func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess model.Session) (Outcome, error) {
-	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
+func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, error) {
+	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
 	if sess.Null {
 		out.Status = model.StatusUnparseable

@@ -68,7 +68,7 @@ func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResu
 		var curHash *string
 		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&curHash)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("session %q: %w", req.SessionID, ErrNotFound)
+			return fmt.Errorf("session %q: %w", req.SessionID, model.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -178,7 +178,7 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 	var key, name string
 	err := s.pool.QueryRow(ctx, `SELECT source_key, source FROM repair_runs WHERE id = $1`, runID).Scan(&key, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("run %d: %w", runID, ErrNotFound)
+		return nil, fmt.Errorf("run %d: %w", runID, model.ErrNotFound)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read run %d: %w", runID, err))

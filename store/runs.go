@@ -14,9 +14,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// ErrNotFound is returned for a run, session or version that does not exist.
-var ErrNotFound = model.ErrNotFound
-
 // StartRun inserts a running repair_runs row and returns its id and the database time it
 // started, which bounds what the run scans.
 func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, error) {
@@ -185,7 +182,7 @@ func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
+		return r, fmt.Errorf("run %d: %w", id, model.ErrNotFound)
 	}
 	return r, classify(err)
 }

@@ -176,8 +176,8 @@ func TestApplyKeepsVersionsAndReport(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []version{
-		{1, "original", before, store.Hash([]byte(before))},
-		{2, "repaired", after, store.Hash([]byte(after))},
+		{1, "original", before, model.ContentHash([]byte(before))},
+		{2, "repaired", after, model.ContentHash([]byte(after))},
 	}, vs)
 
 	var status, beforeHash, afterHash string
@@ -300,7 +300,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	b := setup(t)
 	b.pool.Close()
 	_, err := b.store.Sessions(context.Background(), model.Query{Mode: model.ModeFull, Limit: 1, MaxBytes: 1})
-	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorIs(t, err, model.ErrUnavailable)
 }
 
 // The database's CHECK constraints accept exactly the statuses tmend records: every run

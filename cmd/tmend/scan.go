@@ -175,7 +175,7 @@ func (r *runner) lockRuns(ctx context.Context) (release func(), ok bool, err err
 	return release, true, nil
 }
 
-func printRun(e *env, res *scanner.RunResult, asJSON bool) error {
+func printRun(e *env, res *model.RunResult, asJSON bool) error {
 	var err error
 	if asJSON {
 		err = report.RunJSON(e.stdout, res)

@@ -210,19 +210,19 @@ func (d *daemon) prune(age time.Duration) {
 }
 
 // runLocked runs under the advisory lock; errBusy when another process holds it.
-func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
+func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
 	release, ok, err := d.r.lockRuns(d.work)
 	if err != nil {
-		return scanner.RunResult{}, err
+		return model.RunResult{}, err
 	}
 	if !ok {
-		return scanner.RunResult{}, errBusy
+		return model.RunResult{}, errBusy
 	}
 	defer release()
 	return d.run(o, started)
 }
 
-func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
+func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
 	o.Stop = d.stop
 	if started != nil {
 		o.OnStart = func(id int64) { started <- id }
@@ -304,9 +304,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // The details go to the log, never to the client.
 func (d *daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		writeError(w, http.StatusNotFound, "%v", err)
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, model.ErrUnavailable):
 		d.log.Warn().Err(err).Str("path", r.URL.Path).Msg("database unavailable")
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "database unavailable; try again later")
@@ -644,7 +644,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(r *scanner.RunResult) {
+func (m *metrics) observe(r *model.RunResult) {
 	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), string(r.Status)).Inc()
 	for status, n := range r.ByStatus {
 		m.sessions.WithLabelValues(string(status)).Add(float64(n))

@@ -1,6 +1,7 @@
-// Package model holds the plain records the scanner and the store exchange. It has no
-// database code, so the scanner can depend on it (and tests can fake the store) without
-// importing pgx; the store implements the scanner's interface with these types.
+// Package model holds the plain records the scanner, the store and report share: sessions,
+// runs and their results, audit rows, and the typed session and run statuses. It has no
+// database code, so the scanner and report can depend on it (and tests can fake the store)
+// without importing pgx; the store implements the scanner's interface with these types.
 package model
 
 import (
