@@ -184,15 +184,13 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 func (d *daemon) scheduled() {
 	_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil)
 	switch {
-	case errors.Is(err, errBusy):
+	case errors.Is(err, scanner.ErrBusy):
 		d.metrics.skipped.Inc()
 		d.log.Debug().Msg("another replica is running a scan; skipping this one")
 	case err != nil && !errors.Is(err, context.Canceled):
 		d.log.Error().Err(err).Msg("scheduled run failed")
 	}
 }
-
-var errBusy = errors.New("a run is already in progress")
 
 // prune is the optional cron job that deletes old versions and reports, on one replica.
 func (d *daemon) prune(age time.Duration) {
@@ -209,25 +207,21 @@ func (d *daemon) prune(age time.Duration) {
 	d.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// runLocked runs under the advisory lock; errBusy when another process holds it.
+// runLocked runs under the source's run lock; scanner.ErrBusy when another process holds it.
 func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
-	release, ok, err := d.r.lockRuns(d.work)
-	if err != nil {
-		return model.RunResult{}, err
-	}
-	if !ok {
-		return model.RunResult{}, errBusy
-	}
-	defer release()
-	return d.run(o, started)
+	return d.run(o, started, true)
 }
 
-func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
+func (d *daemon) run(o scanner.RunOptions, started chan<- int64, exclusive bool) (model.RunResult, error) {
 	o.Stop = d.stop
 	if started != nil {
 		o.OnStart = func(id int64) { started <- id }
 	}
-	res, err := d.r.sc.Run(d.work, o)
+	run := d.r.sc.Run
+	if exclusive {
+		run = d.r.sc.RunExclusive
+	}
+	res, err := run(d.work, o)
 	if res.RunID != 0 {
 		d.metrics.observe(&res)
 	}
@@ -439,7 +433,7 @@ func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
-		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil)
+		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil, false)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -473,9 +467,9 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 	}()
 	select {
 	case id := <-started:
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": "running", "url": fmt.Sprintf("/v1/runs/%d", id)})
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
 	case err := <-finished:
-		if errors.Is(err, errBusy) {
+		if errors.Is(err, scanner.ErrBusy) {
 			writeError(w, http.StatusConflict, "%v", err)
 			return
 		}
