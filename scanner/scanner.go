@@ -31,6 +31,13 @@ type Store interface {
 	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
 	// AbandonRuns marks the source's scans still recorded as running as failed.
 	AbandonRuns(ctx context.Context) (int64, error)
+
+	// Rollback restores one session; RunSessions lists the reports of the sessions a run
+	// repaired, and StartRollbackRun records the rollback of a run as a run of its own.
+	Rollback(ctx context.Context, req model.RollbackRequest) (model.RollbackResult, error)
+	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
+	StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error)
+	Run(ctx context.Context, id int64) (model.RunRow, error)
 }
 
 // ErrBusy is RunExclusive's error when another process is running a scan of the source.

@@ -557,3 +557,41 @@ func TestRunExclusive(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1 AND error LIKE 'abandoned:%'`, model.RunFailed))
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1`, model.RunRunning))
 }
+
+// A run's rollback counts restored, refused and failed sessions as such, on its result
+// and on its run row (not as repaired and conflict).
+func TestRollbackOfARunCountsWhatHappened(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 28)
+	ctx := t.Context()
+	sc := newScanner(b.store)
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, len(b.broken), res.Counts.Repaired)
+	require.GreaterOrEqual(t, len(b.broken), 2)
+	var changed string
+	for id := range b.broken {
+		changed = id
+		break
+	}
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET messages = messages || '[{"role":"user","content":"later"}]'::jsonb WHERE id = $1`, changed)
+	require.NoError(t, err)
+
+	out, err := sc.Rollback(ctx, model.RollbackOptions{RunID: res.RunID, Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, len(b.broken)-1, out.Restored)
+	require.Equal(t, 1, out.Refused)
+	require.Zero(t, out.Failed)
+	require.Len(t, out.Sessions, len(b.broken))
+	require.NotZero(t, out.RunID)
+
+	row, err := b.store.Run(ctx, out.RunID)
+	require.NoError(t, err)
+	require.Equal(t, model.ModeRollback, row.Mode)
+	require.Equal(t, model.RunCompleted, row.Status)
+	require.Equal(t, model.RunCounts{Scanned: len(b.broken), Restored: len(b.broken) - 1, Refused: 1}, row.Counts)
+
+	// A run that does not exist is an error; nothing is recorded for it.
+	_, err = sc.Rollback(ctx, model.RollbackOptions{RunID: 999999, Trigger: model.TriggerCLI})
+	require.ErrorIs(t, err, model.ErrNotFound)
+}

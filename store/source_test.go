@@ -78,7 +78,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, repairOne(t, s.b, 0, "x"))
 		repairedB := s.content(t, "b", "x")
 
-		res, err := s.a.Rollback(t.Context(), store.RollbackRequest{SessionID: "x", Force: true, Trigger: model.TriggerCLI})
+		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Force: true, Trigger: model.TriggerCLI})
 		require.NoError(t, err)
 		require.True(t, res.Restored, res.Reason)
 		require.Zero(t, res.Preserved, "a's content is still what tmend wrote to a")
@@ -97,7 +97,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		t.Parallel()
 		s := setupTwoSources(t)
 		repairOne(t, s.a, 0, "x")
-		res, err := s.a.Rollback(t.Context(), store.RollbackRequest{SessionID: "x", Trigger: model.TriggerCLI})
+		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Trigger: model.TriggerCLI})
 		require.NoError(t, err)
 		require.True(t, res.Restored, res.Reason)
 		held := func(st *store.Store) bool {

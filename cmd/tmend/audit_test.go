@@ -119,7 +119,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 			require.NotContains(t, content, "[tmend]")
 		}
 	}
-	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_repaired = 4 AND num_conflict = 2"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_restored = 4 AND num_refused = 2 AND num_repaired = 0 AND num_conflict = 0"))
 
 	// Once the content changes again, the hold ends and the next run repairs it.
 	_, err = b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"again"}]'::jsonb WHERE id = 's0'`)

@@ -25,7 +25,6 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/scanner"
-	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -591,7 +590,7 @@ func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	res, err := d.r.store.Rollback(d.work, store.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
+	res, err := d.r.store.Rollback(d.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
 	switch {
 	case err != nil:

@@ -143,6 +143,9 @@ type RunCounts struct {
 	Conflict int `json:"conflict"`
 	Skipped  int `json:"skipped"`
 	Failed   int `json:"failed"`
+	// Restored and Refused count a rollback run's sessions.
+	Restored int `json:"restored,omitempty"`
+	Refused  int `json:"refused,omitempty"`
 }
 
 // Finish closes a run.
