@@ -62,8 +62,12 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 		fmt.Fprintf(tw, "duration\t%s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
 	c := r.Counts
-	fmt.Fprintf(tw, "scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
-		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+	if r.Mode == model.ModeRollback {
+		fmt.Fprintf(tw, "sessions\t%d (restored %d, refused %d, failed %d)\n", c.Scanned, c.Restored, c.Refused, c.Failed)
+	} else {
+		fmt.Fprintf(tw, "scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
+			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+	}
 	section := func(title string, m map[string]int, order []string) {
 		if len(m) == 0 {
 			return
@@ -75,7 +79,11 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 			}
 		}
 	}
-	section("by status", r.Summary.ByStatus, sortedKeys(r.Summary.ByStatus))
+	byStatus := map[string]int{}
+	for st, n := range r.Summary.ByStatus {
+		byStatus[string(st)] = n
+	}
+	section("by status", byStatus, sortedKeys(byStatus))
 	var stages []string
 	for _, st := range repair.Stages() {
 		stages = append(stages, string(st))

@@ -14,7 +14,8 @@ import (
 // \x1b, \u202e), so no id can start a forged line, move the cursor or reorder what the
 // terminal shows. Everything else, backslashes included, is left as it is. JSON output
 // needs none of this: the encoder escapes what JSON requires and keeps the value exact.
-func Escape(s string) string {
+func Escape[S ~string](str S) string {
+	s := string(str)
 	i := 0
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -64,7 +63,7 @@ func TestTextOutputEscapesTranscriptStrings(t *testing.T) {
 				Issues: []repair.Issue{{Code: repair.IssueCode(hostile)}}, Actions: []repair.Action{action}})
 		},
 		"RunText": func(w *bytes.Buffer) error {
-			return report.RunText(w, &scanner.RunResult{RunID: 1, Error: hostile, Outcomes: []scanner.Outcome{{SessionID: hostile,
+			return report.RunText(w, &model.RunResult{RunID: 1, Error: hostile, Outcomes: []model.SessionOutcome{{SessionID: hostile,
 				Status: hostile, Reason: hostile, Report: repair.Report{Dialect: repair.Dialect(hostile), Actions: []repair.Action{action}}}}})
 		},
 		"RunsText": func(w *bytes.Buffer) error {
@@ -72,7 +71,7 @@ func TestTextOutputEscapesTranscriptStrings(t *testing.T) {
 		},
 		"RunSummaryText": func(w *bytes.Buffer) error {
 			return report.RunSummaryText(w, model.RunRow{ID: 1, Trigger: model.Trigger(hostile), Mode: model.Mode(hostile), Status: hostile,
-				Error: hostile, StartedAt: now, Summary: model.Summary{ByStatus: map[string]int{hostile: 1}, ByDialect: map[string]int{hostile: 1}}})
+				Error: hostile, StartedAt: now, Summary: model.Summary{ByStatus: map[model.SessionStatus]int{hostile: 1}, ByDialect: map[string]int{hostile: 1}}})
 		},
 		"ReportsText": func(w *bytes.Buffer) error {
 			return report.ReportsText(w, []model.ReportRow{{ID: 1, RunID: &run, SessionID: hostile, Status: hostile, Dialect: hostile,

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
 )
 
 // Session is the outcome for one transcript.
@@ -18,7 +19,7 @@ type Session struct {
 	Type         string               `json:"type"` // always "session"
 	Session      string               `json:"session,omitempty"`
 	Line         int                  `json:"line,omitempty"`
-	Status       string               `json:"status"`
+	Status       model.SessionStatus  `json:"status"`
 	Dialect      repair.Dialect       `json:"dialect,omitempty"`
 	Reason       string               `json:"reason,omitempty"`
 	MessagesIn   int                  `json:"messages_in"`
@@ -44,11 +45,11 @@ func (s *Session) Name() string {
 
 // Summary totals a batch of sessions.
 type Summary struct {
-	Type     string                   `json:"type"` // always "summary"
-	Sessions int                      `json:"sessions"`
-	ByStatus map[string]int           `json:"by_status"`
-	ByStage  map[repair.Stage]int     `json:"by_stage,omitempty"`
-	ByIssue  map[repair.IssueCode]int `json:"by_issue,omitempty"`
+	Type     string                      `json:"type"` // always "summary"
+	Sessions int                         `json:"sessions"`
+	ByStatus map[model.SessionStatus]int `json:"by_status"`
+	ByStage  map[repair.Stage]int        `json:"by_stage,omitempty"`
+	ByIssue  map[repair.IssueCode]int    `json:"by_issue,omitempty"`
 }
 
 // Add counts s into the summary.
@@ -56,7 +57,7 @@ func (sum *Summary) Add(s *Session) {
 	sum.Type = "summary"
 	sum.Sessions++
 	if sum.ByStatus == nil {
-		sum.ByStatus = map[string]int{}
+		sum.ByStatus = map[model.SessionStatus]int{}
 	}
 	sum.ByStatus[s.Status]++
 	for st, n := range s.StageCounts {
@@ -105,7 +106,7 @@ type textHandler struct {
 }
 
 func (h *textHandler) Session(s *Session) error {
-	if s.Status == string(repair.StatusClean) || h.detail == SummaryOnly {
+	if s.Status == model.StatusClean || h.detail == SummaryOnly {
 		return nil
 	}
 	var b strings.Builder
@@ -119,7 +120,7 @@ func (h *textHandler) Session(s *Session) error {
 	if len(s.Issues) > 0 {
 		fmt.Fprintf(&b, "\t%s", issueList(s.Issues))
 	}
-	if s.Status == string(repair.StatusRepaired) {
+	if s.Status == model.StatusRepaired {
 		fmt.Fprintf(&b, "\t%d→%d messages", s.MessagesIn, s.MessagesOut)
 	}
 	if s.PendingCalls > 0 {
@@ -180,11 +181,11 @@ func (h *textHandler) Summary(s *Summary) error {
 	return tw.Flush()
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -38,10 +37,10 @@ func TestDiffNamesEveryKindOfChange(t *testing.T) {
 
 func TestRunTextShowsTotalsAndOutcomes(t *testing.T) {
 	t.Parallel()
-	res := &scanner.RunResult{RunID: 7, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
+	res := &model.RunResult{RunID: 7, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
 		Counts:  model.RunCounts{Scanned: 1, Repaired: 1},
 		ByStage: map[repair.Stage]int{repair.StageDropOrphanResults: 2},
-		Outcomes: []scanner.Outcome{{SessionID: "s1", Status: "repaired", BytesBefore: 100, BytesAfter: 80, FromVersion: 1, ToVersion: 2,
+		Outcomes: []model.SessionOutcome{{SessionID: "s1", Status: "repaired", BytesBefore: 100, BytesAfter: 80, FromVersion: 1, ToVersion: 2,
 			Report: repair.Report{Dialect: repair.OpenClaw, MessagesIn: 5, MessagesOut: 4,
 				Actions: []repair.Action{{Stage: repair.StageDropOrphanResults, Action: repair.ActionDrop, MessageIndex: 3, CallID: "x"}}}}},
 	}

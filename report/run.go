@@ -8,17 +8,17 @@ import (
 	"time"
 
 	"github.com/tmend/tmend/repair"
-	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store/model"
 )
 
 // RunJSON writes a run's result as one JSON object.
-func RunJSON(w io.Writer, r *scanner.RunResult) error {
+func RunJSON(w io.Writer, r *model.RunResult) error {
 	return json.NewEncoder(w).Encode(r)
 }
 
 // RunText writes a run's result for people: the totals, then each kept outcome with its
 // actions.
-func RunText(w io.Writer, r *scanner.RunResult) error {
+func RunText(w io.Writer, r *model.RunResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	verb := "repaired"
 	if r.DryRun {

@@ -26,6 +26,44 @@ type Store interface {
 	FinishRun(ctx context.Context, f model.Finish) error
 	ScanPosition(ctx context.Context, source string) (time.Time, bool, error)
 	HasUpdatedAt() bool
+	// TryLock takes a named lock shared by every tmend process on the database, without
+	// waiting; ok is false when another process holds it.
+	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
+	// AbandonRuns marks the source's scans still recorded as running as failed.
+	AbandonRuns(ctx context.Context) (int64, error)
+
+	// Rollback restores one session; RunSessions lists the reports of the sessions a run
+	// repaired, and StartRollbackRun records the rollback of a run as a run of its own.
+	Rollback(ctx context.Context, req model.RollbackRequest) (model.RollbackResult, error)
+	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
+	StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error)
+	Run(ctx context.Context, id int64) (model.RunRow, error)
+}
+
+// ErrBusy is RunExclusive's error when another process is running a scan of the source.
+var ErrBusy = errors.New("another tmend run is in progress on this source; try again when it ends")
+
+// RunExclusive performs a run while holding the source's run lock, shared by CLI runs and
+// every daemon replica; ErrBusy when another process holds it. Holding the lock proves no
+// other scan of the source is under way, so scans still recorded as running were left by
+// a process that died or lost its database first: they are marked failed before the run.
+func (s *Scanner) RunExclusive(ctx context.Context, o RunOptions) (model.RunResult, error) {
+	release, ok, err := s.store.TryLock(ctx, "runs:"+s.cfg.Source)
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if !ok {
+		return model.RunResult{}, ErrBusy
+	}
+	defer release()
+	n, err := s.store.AbandonRuns(ctx)
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if n > 0 {
+		s.log.Warn().Int64("num_runs", n).Msg("marked scans left running by an earlier process as failed")
+	}
+	return s.Run(ctx, o)
 }
 
 // Config tunes every run of a Scanner.
@@ -125,59 +163,12 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
-// Outcome is what happened to one session.
-type Outcome struct {
-	SessionID   string        `json:"session_id"`
-	Status      string        `json:"status"`
-	Reason      string        `json:"reason,omitempty"`
-	Report      repair.Report `json:"report"`
-	BytesBefore int           `json:"bytes_before"`
-	BytesAfter  int           `json:"bytes_after"`
-	FromVersion int           `json:"from_version,omitempty"`
-	ToVersion   int           `json:"to_version,omitempty"`
-}
-
-// RunResult sums up a run.
-type RunResult struct {
-	RunID          int64                `json:"run_id"`
-	Trigger        model.Trigger        `json:"trigger"`
-	Mode           model.Mode           `json:"mode"`
-	DryRun         bool                 `json:"dry_run"`
-	Status         string               `json:"status"` // completed, failed, cancelled
-	Error          string               `json:"error,omitempty"`
-	Counts         model.RunCounts      `json:"counts"`
-	ByStatus       map[string]int       `json:"by_status"`
-	ByStage        map[repair.Stage]int `json:"by_stage"`
-	ByIssue        map[string]int       `json:"by_issue"`
-	ByDialect      map[string]int       `json:"by_dialect"`
-	StartedAt      time.Time            `json:"started_at"`
-	Duration       time.Duration        `json:"duration_ns"`
-	ScannedFrom    time.Time            `json:"scanned_from,omitzero"`
-	ScannedThrough time.Time            `json:"scanned_through,omitzero"`
-	Outcomes       []Outcome            `json:"outcomes,omitempty"`
-}
-
-// Problems reports whether the run found sessions needing repair or failing (for a dry
-// run's exit code). Sessions held after a rollback are not problems.
-func (r *RunResult) Problems() bool {
-	c := r.Counts
-	return c.Repaired+c.Conflict+c.Failed+c.Skipped-r.ByStatus[model.StatusHeld] > 0
-}
-
-func (r *RunResult) summary() model.Summary {
-	stages := map[string]int{}
-	for st, n := range r.ByStage {
-		stages[string(st)] = n
-	}
-	return model.Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue}
-}
-
 // Run performs one run. A session that cannot be handled is reported and counted, and
 // the run goes on; only a database that stays unavailable (or ctx) ends it early, with
 // everything committed so far kept. The error is nil when the run completed.
-func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
-	res := RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
-		ByStatus: map[string]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
+func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error) {
+	res := model.RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
+		ByStatus: map[model.SessionStatus]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
 	if o.Mode == model.ModeSession && o.SessionID == "" {
 		return res, errors.New("a session run needs a session id")
 	}
@@ -224,14 +215,14 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	res.Duration = time.Since(start)
 	switch {
 	case runErr == nil:
-		res.Status = "completed"
+		res.Status = model.RunCompleted
 	case errors.Is(runErr, context.Canceled), errors.Is(runErr, errStopped):
-		res.Status, res.Error = "cancelled", "stopped before the run completed"
+		res.Status, res.Error = model.RunCancelled, "stopped before the run completed"
 	default:
-		res.Status, res.Error = "failed", runErr.Error()
+		res.Status, res.Error = model.RunFailed, runErr.Error()
 	}
 	fin := model.Finish{RunID: res.RunID, Status: res.Status, Counts: res.Counts, Error: res.Error,
-		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.summary(),
+		ScannedFrom: from, ScannedThrough: res.StartedAt, Source: s.cfg.Source, Summary: res.Summary(),
 		AdvanceScanState: runErr == nil && !o.DryRun && o.Limit == 0 && o.Mode != model.ModeSession}
 	// Record the outcome even when ctx was cancelled; a database that is gone for good is
 	// only logged.
@@ -250,7 +241,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (RunResult, error) {
 	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, errStopped) {
 		ev = log.Error().Err(runErr)
 	}
-	ev.Str("status", res.Status).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
+	ev.Str("status", string(res.Status)).Int("num_scanned", res.Counts.Scanned).Int("num_repaired", res.Counts.Repaired).
 		Int("num_conflict", res.Counts.Conflict).Int("num_failed", res.Counts.Failed).
 		Int64("duration_ms", res.Duration.Milliseconds()).Msg("run finished")
 	return res, runErr
@@ -276,13 +267,13 @@ var errStopped = errors.New("run stopped")
 
 // stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
 // counts here, so reading, repairing and writing overlap.
-func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
+func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
 	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
-	done := make(chan Outcome, s.cfg.Workers*2)
+	done := make(chan model.SessionOutcome, s.cfg.Workers*2)
 	bud := newBudget(s.cfg.MaxInflightBytes)
 
 	var readErr error
@@ -317,11 +308,11 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		c.Scanned++
 		res.ByStatus[out.Status]++
 		switch out.Status {
-		case string(repair.StatusClean):
+		case model.StatusClean:
 			c.Clean++
-		case string(repair.StatusRepaired), model.StatusWouldRepair:
+		case model.StatusRepaired, model.StatusWouldRepair:
 			c.Repaired++
-		case string(repair.StatusPending):
+		case model.StatusPending:
 			c.Pending++
 		case model.StatusConflict:
 			c.Conflict++
@@ -336,10 +327,10 @@ func (s *Scanner) stream(ctx context.Context, res *RunResult, o RunOptions, star
 		for _, code := range out.Report.IssueCodeSet() {
 			res.ByIssue[code]++
 		}
-		if out.Report.Dialect != "" && out.Status != string(repair.StatusClean) {
+		if out.Report.Dialect != "" && out.Status != model.StatusClean {
 			res.ByDialect[string(out.Report.Dialect)]++
 		}
-		if o.KeepOutcomes && out.Status != string(repair.StatusClean) {
+		if o.KeepOutcomes && out.Status != model.StatusClean {
 			res.Outcomes = append(res.Outcomes, out)
 		}
 		if o.Progress != nil {
@@ -365,7 +356,7 @@ type item struct {
 // The content read and not yet handled stays within the byte budget: a page is read
 // only as large as the room left, and a session that does not fit comes deferred and is
 // read alone once there is room for it (or once nothing else is in flight).
-func (s *Scanner) read(ctx context.Context, res *RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
+func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
 		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes}
 	sent := 0
@@ -495,11 +486,11 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 
 // handle repairs one session and writes or reports the result. Its error is only ever
 // a database that stayed unavailable, which ends the run.
-func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess model.Session) (Outcome, error) {
-	out := Outcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
+func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, error) {
+	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
 	if sess.Null {
-		out.Status = string(repair.StatusUnparseable)
+		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"
 		report.Status, report.Reason = out.Status, out.Reason
 		return out, s.record(ctx, report)
@@ -519,7 +510,7 @@ func (s *Scanner) handle(ctx context.Context, res *RunResult, o RunOptions, sess
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
 	r, err := repair.Repair(sess.Messages, opts)
 	out.Report = r.Report
-	out.Status, out.Reason = string(r.Report.Status), r.Report.Reason
+	out.Status, out.Reason = model.EngineStatus(r.Report.Status), r.Report.Reason
 	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
 	report.IssueCodes, report.StageCounts, report.Actions = r.Report.IssueCodeSet(), r.Report.StageCounts, r.Report.Actions
 	if err != nil {

@@ -91,7 +91,7 @@ func TestFullRunRepairsAndRecords(t *testing.T) {
 	res, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
 	require.NoError(t, err)
 	require.Equal(t, model.ModeFull, res.Mode, "the first incremental run scans everything")
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, model.RunCompleted, res.Status)
 	require.Equal(t, 210, res.Counts.Scanned)
 	require.Equal(t, len(b.broken), res.Counts.Repaired)
 	require.Equal(t, 210-len(b.broken), res.Counts.Clean)
@@ -293,7 +293,7 @@ func TestDatabaseLostMidRun(t *testing.T) {
 		res, err := newScanner(gone).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 		require.Error(t, err)
 		require.True(t, errors.Is(err, model.ErrUnavailable))
-		require.Equal(t, "failed", res.Status)
+		require.Equal(t, model.RunFailed, res.Status)
 		require.Contains(t, res.Error, "still unavailable")
 		// What committed before stays whole (up to the three writes let through; one still
 		// in flight when the run gave up is rolled back); nothing else was touched.
@@ -326,7 +326,7 @@ func TestSessionsTmendCannotHandleAreReported(t *testing.T) {
 	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 250})
 	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, model.RunCompleted, res.Status)
 	require.Equal(t, 4, res.Counts.Skipped)
 	require.Equal(t, 1, res.Counts.Clean)
 	require.Zero(t, count(t, pool, "SELECT count(*) FROM session_versions"), "nothing was written")
@@ -368,7 +368,7 @@ func TestUnreadableContentIsReportedAndTheRunGoesOn(t *testing.T) {
 			sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: src.Name(), BatchSize: 2, Retries: 2, RetryBase: time.Millisecond})
 			res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 			require.NoError(t, err)
-			require.Equal(t, "completed", res.Status)
+			require.Equal(t, model.RunCompleted, res.Status)
 			require.Equal(t, len(rows), res.Counts.Scanned)
 			require.Equal(t, 1, res.Counts.Repaired)
 			require.Equal(t, len(rows)-1, res.Counts.Skipped)
@@ -532,4 +532,66 @@ func TestBytesInFlightAreBounded(t *testing.T) {
 	require.Equal(t, 39, res.Counts.Repaired)
 	require.LessOrEqual(t, w.peak, limit)
 	require.Greater(t, w.peak, limit/2, "the budget is used, not one session at a time")
+}
+
+func TestRunExclusive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 14)
+	ctx := t.Context()
+	sc := newScanner(b.store)
+
+	// A scan left running by a process that died is marked failed by the next one.
+	_, err := b.pool.Exec(ctx, `INSERT INTO repair_runs (trigger, mode, source) VALUES ('cron', 'full', $1)`, store.DefaultSource.Name())
+	require.NoError(t, err)
+	release, ok, err := b.store.TryLock(ctx, "runs:"+store.DefaultSource.Name())
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = sc.RunExclusive(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.ErrorIs(t, err, scanner.ErrBusy, "another process holds the lock")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs`), "a busy run starts nothing")
+	release()
+
+	res, err := sc.RunExclusive(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, res.Status)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1 AND error LIKE 'abandoned:%'`, model.RunFailed))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1`, model.RunRunning))
+}
+
+// A run's rollback counts restored, refused and failed sessions as such, on its result
+// and on its run row (not as repaired and conflict).
+func TestRollbackOfARunCountsWhatHappened(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 28)
+	ctx := t.Context()
+	sc := newScanner(b.store)
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, len(b.broken), res.Counts.Repaired)
+	require.GreaterOrEqual(t, len(b.broken), 2)
+	var changed string
+	for id := range b.broken {
+		changed = id
+		break
+	}
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET messages = messages || '[{"role":"user","content":"later"}]'::jsonb WHERE id = $1`, changed)
+	require.NoError(t, err)
+
+	out, err := sc.Rollback(ctx, model.RollbackOptions{RunID: res.RunID, Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, len(b.broken)-1, out.Restored)
+	require.Equal(t, 1, out.Refused)
+	require.Zero(t, out.Failed)
+	require.Len(t, out.Sessions, len(b.broken))
+	require.NotZero(t, out.RunID)
+
+	row, err := b.store.Run(ctx, out.RunID)
+	require.NoError(t, err)
+	require.Equal(t, model.ModeRollback, row.Mode)
+	require.Equal(t, model.RunCompleted, row.Status)
+	require.Equal(t, model.RunCounts{Scanned: len(b.broken), Restored: len(b.broken) - 1, Refused: 1}, row.Counts)
+
+	// A run that does not exist is an error; nothing is recorded for it.
+	_, err = sc.Rollback(ctx, model.RollbackOptions{RunID: 999999, Trigger: model.TriggerCLI})
+	require.ErrorIs(t, err, model.ErrNotFound)
 }

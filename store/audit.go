@@ -141,7 +141,7 @@ func (s *Store) Version(ctx context.Context, sessionID string, version int) (mod
 FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3`, s.key, sessionID, version).
 		Scan(&v.SessionID, &v.Version, &v.Kind, &v.ContentHash, &v.SizeBytes, &v.RunID, &v.CreatedAt, &v.Content)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, ErrNotFound)
+		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, model.ErrNotFound)
 	}
 	return v, classify(err)
 }

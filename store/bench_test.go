@@ -82,7 +82,7 @@ FROM generate_series(1, 1000000) g`,
 		n := 0
 		for b.Loop() {
 			n++
-			rows, err := st.ListReports(ctx, model.ReportFilter{RunID: int64(n%1000 + 1), Status: "repaired", Limit: 50})
+			rows, err := st.ListReports(ctx, model.ReportFilter{RunID: int64(n%1000 + 1), Status: model.StatusRepaired, Limit: 50})
 			if err != nil || len(rows) != 50 {
 				b.Fatalf("%d rows, %v", len(rows), err)
 			}

@@ -10,34 +10,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// RollbackRequest says what to restore.
-type RollbackRequest struct {
-	SessionID string
-	// Written is the version tmend wrote that the session must still hold; 0 means the
-	// latest version tmend wrote (a repair or an earlier rollback).
-	Written int
-	// To is the version to restore; 0 means the one before Written (what tmend replaced).
-	To int
-	// Force restores even when the session changed after tmend wrote it, keeping the
-	// current content as a new version first.
-	Force   bool
-	DryRun  bool
-	RunID   int64
-	Trigger model.Trigger
-}
-
-// RollbackResult says what happened to one session.
-type RollbackResult struct {
-	SessionID string `json:"session_id"`
-	Restored  bool   `json:"restored"`
-	// Reason explains a refusal, or what was restored.
-	Reason    string `json:"reason"`
-	From      int    `json:"from_version"`                // the version tmend wrote
-	To        int    `json:"to_version"`                  // the version restored
-	Preserved int    `json:"preserved_version,omitempty"` // --force: the changed content, kept
-	Written   int    `json:"written_version,omitempty"`   // the version holding what was written now
-}
-
 // ErrRefused marks a rollback that was not done (the result says why).
 var ErrRefused = errors.New("rollback refused")
 
@@ -58,17 +30,17 @@ ON CONFLICT (source_key, session_id) DO UPDATE SET content_hash = excluded.conte
 // The restored content is saved as a new version, recorded as a rolled_back report, and
 // held: scheduled runs leave it alone until its content changes or it is repaired on
 // demand. A refusal is recorded as a rollback_refused report.
-func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResult, error) {
-	res := RollbackResult{SessionID: req.SessionID}
+func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.RollbackResult, error) {
+	res := model.RollbackResult{SessionID: req.SessionID}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		res = RollbackResult{SessionID: req.SessionID}
+		res = model.RollbackResult{SessionID: req.SessionID}
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return err
 		}
 		var curHash *string
 		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&curHash)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("session %q: %w", req.SessionID, ErrNotFound)
+			return fmt.Errorf("session %q: %w", req.SessionID, model.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -159,7 +131,7 @@ func (s *Store) Rollback(ctx context.Context, req RollbackRequest) (RollbackResu
 	return res, classify(err)
 }
 
-func (s *Store) refuse(res *RollbackResult, reason string) error {
+func (s *Store) refuse(res *model.RollbackResult, reason string) error {
 	res.Restored, res.Reason = false, reason
 	return ErrRefused
 }
@@ -178,7 +150,7 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 	var key, name string
 	err := s.pool.QueryRow(ctx, `SELECT source_key, source FROM repair_runs WHERE id = $1`, runID).Scan(&key, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("run %d: %w", runID, ErrNotFound)
+		return nil, fmt.Errorf("run %d: %w", runID, model.ErrNotFound)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read run %d: %w", runID, err))
@@ -187,7 +159,7 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 		return nil, fmt.Errorf("%w: run %d repaired sessions of %s (configured then as %s), not of %s: "+
 			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, name, s.key)
 	}
-	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = 'repaired' ORDER BY id`, runID, s.key)
+	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = $3 ORDER BY id`, runID, s.key, model.StatusRepaired)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list sessions of run %d: %w", runID, err))
 	}

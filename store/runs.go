@@ -14,9 +14,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// ErrNotFound is returned for a run, session or version that does not exist.
-var ErrNotFound = model.ErrNotFound
-
 // StartRun inserts a running repair_runs row and returns its id and the database time it
 // started, which bounds what the run scans.
 func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, error) {
@@ -46,9 +43,9 @@ func (s *Store) FinishRun(ctx context.Context, f model.Finish) error {
 		_, err := tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
   scanned_from = $3, scanned_through = $4, error = nullif($5, ''),
   num_scanned = $6, num_clean = $7, num_repaired = $8, num_pending = $9, num_conflict = $10,
-  num_skipped = $11, num_failed = $12, summary = $13
+  num_skipped = $11, num_failed = $12, summary = $13, num_restored = $14, num_refused = $15
 WHERE id = $1`, f.RunID, f.Status, nullTime(f.ScannedFrom), nullTime(f.ScannedThrough), f.Error,
-			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary)
+			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, c.Restored, c.Refused)
 		if err != nil {
 			return fmt.Errorf("finish run %d: %w", f.RunID, err)
 		}
@@ -138,9 +135,10 @@ VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, 
 // as failed, and returns how many. Only a holder of the source's run lock may call it:
 // then no such scan can really be running.
 func (s *Store) AbandonRuns(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = 'failed', finished_at = now(),
+	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
   error = 'abandoned: the process running it ended before recording its outcome'
-WHERE status = 'running' AND source = $1 AND mode IN ('incremental', 'full')`, s.src.Name())
+WHERE status = $3 AND source = $1 AND mode IN ($4, $5)`, s.src.Name(), model.RunFailed, model.RunRunning,
+		model.ModeIncremental, model.ModeFull)
 	if err != nil {
 		return 0, classify(fmt.Errorf("mark abandoned runs: %w", err))
 	}
@@ -184,20 +182,21 @@ func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, scanRun)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
+		return r, fmt.Errorf("run %d: %w", id, model.ErrNotFound)
 	}
 	return r, classify(err)
 }
 
 const runSelect = `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
   scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
-  num_failed, coalesce(error, ''), summary
+  num_failed, coalesce(error, ''), summary, num_restored, num_refused
 FROM repair_runs`
 
 func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
 	var r model.RunRow
 	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
 		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
-		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary)
+		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary,
+		&r.Counts.Restored, &r.Counts.Refused)
 	return r, err
 }

@@ -161,9 +161,6 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	return out, nil
 }
 
-// Hash is the content hash tmend records: hex SHA-256 of the column's text.
-func Hash(b []byte) string { return model.ContentHash(b) }
-
 // conflictError aborts an Apply transaction that must not write.
 type conflictError struct{ reason string }
 
@@ -175,7 +172,7 @@ func (e *conflictError) Error() string { return e.reason }
 // content changed (or the row is locked or gone) it writes nothing but a conflict report.
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
-	want := Hash(a.Session.Messages)
+	want := model.ContentHash(a.Session.Messages)
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
 	_, args, err := reportInsert(s.key, r)

@@ -59,7 +59,7 @@ func repairOne(t *testing.T, st *store.Store, runID int64, id string) model.Outc
 	res, err := repair.Repair(page[0].Messages, repair.Options{})
 	require.NoError(t, err)
 	out, err := st.Apply(t.Context(), model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
-		Report: model.Report{Status: "repaired"}})
+		Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
 	require.True(t, out.Applied)
 	return out
@@ -78,7 +78,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, repairOne(t, s.b, 0, "x"))
 		repairedB := s.content(t, "b", "x")
 
-		res, err := s.a.Rollback(t.Context(), store.RollbackRequest{SessionID: "x", Force: true, Trigger: model.TriggerCLI})
+		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Force: true, Trigger: model.TriggerCLI})
 		require.NoError(t, err)
 		require.True(t, res.Restored, res.Reason)
 		require.Zero(t, res.Preserved, "a's content is still what tmend wrote to a")
@@ -91,13 +91,13 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		reports, err := s.b.ListReports(t.Context(), model.ReportFilter{SessionID: "x"})
 		require.NoError(t, err)
 		require.Len(t, reports, 1, "b's history has no rollback of a")
-		require.Equal(t, "repaired", reports[0].Status)
+		require.Equal(t, model.StatusRepaired, reports[0].Status)
 	})
 	t.Run("RepairElsewhereKeepsTheHold", func(t *testing.T) {
 		t.Parallel()
 		s := setupTwoSources(t)
 		repairOne(t, s.a, 0, "x")
-		res, err := s.a.Rollback(t.Context(), store.RollbackRequest{SessionID: "x", Trigger: model.TriggerCLI})
+		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Trigger: model.TriggerCLI})
 		require.NoError(t, err)
 		require.True(t, res.Restored, res.Reason)
 		held := func(st *store.Store) bool {

@@ -15,10 +15,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// ErrUnavailable wraps failures of the database itself (connection lost, server shutting
-// down), as opposed to an error about one statement; callers retry those.
-var ErrUnavailable = model.ErrUnavailable
-
 // querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -68,11 +64,11 @@ func classify(err error) error {
 		case pgerrcode.IsConnectionException(pgErr.Code),
 			pgErr.Code == pgerrcode.AdminShutdown, pgErr.Code == pgerrcode.CrashShutdown,
 			pgErr.Code == pgerrcode.CannotConnectNow, pgErr.Code == pgerrcode.TooManyConnections:
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", model.ErrUnavailable, err)
 		}
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", model.ErrUnavailable, err)
 }
 
 // withTx runs fn in a transaction, retrying serialization failures and deadlocks with a

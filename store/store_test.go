@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -152,7 +153,7 @@ func TestApplyKeepsVersionsAndReport(t *testing.T) {
 	runID, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeSession, Source: "x"})
 	require.NoError(t, err)
 	out, err := b.store.Apply(ctx, model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
-		Report: model.Report{Status: "repaired", Dialect: "openai-chat", IssueCodes: res.Report.IssueCodeSet(),
+		Report: model.Report{Status: model.StatusRepaired, Dialect: "openai-chat", IssueCodes: res.Report.IssueCodeSet(),
 			StageCounts: res.Report.StageCounts, Actions: res.Report.Actions}})
 	require.NoError(t, err)
 	require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, out)
@@ -175,8 +176,8 @@ func TestApplyKeepsVersionsAndReport(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []version{
-		{1, "original", before, store.Hash([]byte(before))},
-		{2, "repaired", after, store.Hash([]byte(after))},
+		{1, "original", before, model.ContentHash([]byte(before))},
+		{2, "repaired", after, model.ContentHash([]byte(after))},
 	}, vs)
 
 	var status, beforeHash, afterHash string
@@ -184,7 +185,7 @@ func TestApplyKeepsVersionsAndReport(t *testing.T) {
 	var actions json.RawMessage
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status, before_hash, after_hash, issue_codes, actions FROM repair_reports WHERE session_id = 'a'`).
 		Scan(&status, &beforeHash, &afterHash, &codes, &actions))
-	require.Equal(t, "repaired", status)
+	require.Equal(t, string(model.StatusRepaired), status)
 	require.Equal(t, vs[0].Hash, beforeHash)
 	require.Equal(t, vs[1].Hash, afterHash)
 	require.Equal(t, []string{"tool_call_without_result"}, codes)
@@ -207,7 +208,7 @@ func TestApplyNeverOverwritesAConcurrentWrite(t *testing.T) {
 	appended := storetest.Content(t, b.pool, "a")
 
 	out, err := b.store.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
-		Report: model.Report{Status: "repaired"}})
+		Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
 	require.Equal(t, model.Outcome{Conflict: true}, out)
 	require.Equal(t, appended, storetest.Content(t, b.pool, "a"), "the writer's append must survive")
@@ -216,7 +217,7 @@ func TestApplyNeverOverwritesAConcurrentWrite(t *testing.T) {
 	require.Zero(t, n)
 	var status string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM repair_reports WHERE session_id = 'a'`).Scan(&status))
-	require.Equal(t, model.StatusConflict, status)
+	require.Equal(t, string(model.StatusConflict), status)
 }
 
 // Every way Apply refuses to write ends its transaction: on a pool of one connection,
@@ -248,7 +249,7 @@ func TestApplyConflictsEndTheirTransaction(t *testing.T) {
 		res, err := repair.Repair(sess.Messages, repair.Options{})
 		require.NoError(t, err)
 		out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
-			Report: model.Report{Status: "repaired"}})
+			Report: model.Report{Status: model.StatusRepaired}})
 		require.NoError(t, err)
 		return out
 	}
@@ -299,5 +300,37 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	b := setup(t)
 	b.pool.Close()
 	_, err := b.store.Sessions(context.Background(), model.Query{Mode: model.ModeFull, Limit: 1, MaxBytes: 1})
-	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorIs(t, err, model.ErrUnavailable)
+}
+
+// The database's CHECK constraints accept exactly the statuses tmend records: every run
+// status, and every session status but those that never get a row of their own.
+func TestStatusListsMatchTheSchema(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	allowed := func(table string) []string {
+		t.Helper()
+		var def string
+		require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT pg_get_constraintdef(oid) FROM pg_constraint
+WHERE conname = $1`, table+"_status_check").Scan(&def))
+		var out []string
+		for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllStringSubmatch(def, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	var runs []string
+	for _, st := range model.RunStatuses() {
+		runs = append(runs, string(st))
+	}
+	require.ElementsMatch(t, runs, allowed("repair_runs"))
+	var sessions []string
+	for _, st := range model.SessionStatuses() {
+		switch st {
+		case model.StatusClean, model.StatusHeld, model.StatusBroken: // counted on the run, or files only
+		default:
+			sessions = append(sessions, string(st))
+		}
+	}
+	require.ElementsMatch(t, sessions, allowed("repair_reports"))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
@@ -75,7 +76,7 @@ func parseDuration(v string) (time.Duration, error) {
 
 func newReportCmd(e *env) *cobra.Command {
 	var f model.ReportFilter
-	var since, until, runStatus string
+	var since, until, status, runStatus string
 	var runID int64
 	var session string
 	var diff, asJSON bool
@@ -110,6 +111,17 @@ tables. Colour only on a terminal.
 			}
 			if f.Until, err = parseSince(until, now); err != nil {
 				return usageErrorf("--until: %v", err)
+			}
+			if status != "" {
+				if f.Status, err = model.ParseSessionStatus(status); err != nil {
+					return usageErrorf("--status: %v", err)
+				}
+			}
+			var runSt model.RunStatus
+			if runStatus != "" {
+				if runSt, err = model.ParseRunStatus(runStatus); err != nil {
+					return usageErrorf("--run-status: %v", err)
+				}
 			}
 			if diff && session == "" {
 				return usageErrorf("--diff needs --session")
@@ -155,7 +167,7 @@ tables. Colour only on a terminal.
 				}
 				return nil
 			default:
-				runs, err := st.ListRuns(ctx, model.RunFilter{Since: f.Since, Until: f.Until, Status: runStatus, Cursor: f.Cursor, Limit: f.Limit})
+				runs, err := st.ListRuns(ctx, model.RunFilter{Since: f.Since, Until: f.Until, Status: runSt, Cursor: f.Cursor, Limit: f.Limit})
 				if err != nil {
 					return err
 				}
@@ -175,7 +187,7 @@ tables. Colour only on a terminal.
 	fl.IntVar(&version, "version", 0, "with --diff: the version to compare with the one before it (default: the latest tmend wrote)")
 	fl.StringVar(&since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
 	fl.StringVar(&until, "until", "", "only rows before this time (same forms as --since)")
-	fl.StringVar(&f.Status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
+	fl.StringVar(&status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
 	fl.StringVar(&runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled)")
 	fl.StringVar(&f.Stage, "stage", "", "audit rows where this stage acted (e.g. move_results)")
 	fl.StringVar(&f.Issue, "issue", "", "audit rows with this issue code (e.g. tool_call_without_result)")
@@ -269,12 +281,12 @@ Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
 			case to < 0:
 				return usageErrorf("--to-version must be positive")
 			}
-			st, _, _, closeDB, err := openStore(cmd.Context(), e, cmd, dryRun)
+			st, _, log, closeDB, err := openStore(cmd.Context(), e, cmd, dryRun)
 			if err != nil {
 				return err
 			}
 			defer closeDB()
-			return rollback(cmd.Context(), e, st, session, runID, to, force, dryRun, asJSON, model.TriggerCLI)
+			return rollback(cmd.Context(), e, st, log, session, runID, to, force, dryRun, asJSON, model.TriggerCLI)
 		},
 	}
 	fl := cmd.Flags()
@@ -289,58 +301,19 @@ Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
 	return cmd
 }
 
-func rollback(ctx context.Context, e *env, st *store.Store, session string, runID int64, to int, force, dryRun, asJSON bool, trigger model.Trigger) error {
-	var reqs []store.RollbackRequest
-	var rbRun int64
-	if session != "" {
-		reqs = append(reqs, store.RollbackRequest{SessionID: session, To: to})
-	} else {
-		sessions, err := st.RunSessions(ctx, runID)
-		if err != nil {
-			return err
-		}
-		if len(sessions) == 0 {
-			if _, err := st.Run(ctx, runID); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "run %d repaired no sessions; nothing to roll back\n", runID)
-			return nil
-		}
-		for _, r := range sessions {
-			reqs = append(reqs, store.RollbackRequest{SessionID: r.SessionID, Written: r.ToVersion, To: r.FromVersion})
-		}
-		if rbRun, err = st.StartRollbackRun(ctx, trigger, runID, dryRun); err != nil {
-			return err
-		}
+func rollback(ctx context.Context, e *env, st *store.Store, log zerolog.Logger, session string, runID int64, to int, force, dryRun, asJSON bool, trigger model.Trigger) error {
+	sc := scanner.New(st, log, scanner.Config{Source: st.Source().Name()})
+	out, err := sc.Rollback(ctx, model.RollbackOptions{SessionID: session, To: to, RunID: runID,
+		Force: force, DryRun: dryRun, Trigger: trigger})
+	if err != nil {
+		return err
 	}
-	var results []store.RollbackResult
-	var counts model.RunCounts
-	for _, req := range reqs {
-		req.Force, req.DryRun, req.Trigger, req.RunID = force, dryRun, trigger, rbRun
-		res, err := st.Rollback(ctx, req)
-		counts.Scanned++
-		switch {
-		case err != nil:
-			counts.Failed++
-			res.Reason = err.Error()
-		case res.Restored:
-			counts.Repaired++
-		default:
-			counts.Conflict++
-		}
-		results = append(results, res)
-	}
-	if rbRun != 0 {
-		status := "completed"
-		if counts.Failed > 0 {
-			status = "failed"
-		}
-		if err := st.FinishRun(context.WithoutCancel(ctx), model.Finish{RunID: rbRun, Status: status, Counts: counts, Source: st.Source().Name()}); err != nil {
-			return err
-		}
+	if runID != 0 && len(out.Sessions) == 0 {
+		fmt.Fprintf(e.stdout, "run %d repaired no sessions; nothing to roll back\n", runID)
+		return nil
 	}
 	if asJSON {
-		if err := report.JSONLines(e.stdout, results); err != nil {
+		if err := report.JSONLines(e.stdout, out.Sessions); err != nil {
 			return err
 		}
 	} else {
@@ -348,7 +321,7 @@ func rollback(ctx context.Context, e *env, st *store.Store, session string, runI
 		if dryRun {
 			verb = "would restore"
 		}
-		for _, r := range results {
+		for _, r := range out.Sessions {
 			id := report.Escape(r.SessionID)
 			switch {
 			case r.Restored && dryRun:
@@ -363,10 +336,10 @@ func rollback(ctx context.Context, e *env, st *store.Store, session string, runI
 				fmt.Fprintf(e.stdout, "%s: refused: %s\n", id, report.Escape(r.Reason))
 			}
 		}
-		fmt.Fprintf(e.stdout, "%s %d, refused %d, failed %d\n", verb, counts.Repaired, counts.Conflict, counts.Failed)
+		fmt.Fprintf(e.stdout, "%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
 	}
-	if counts.Conflict+counts.Failed > 0 {
-		return fmt.Errorf("%d of %d sessions were not restored", counts.Conflict+counts.Failed, counts.Scanned)
+	if n := out.Refused + out.Failed; n > 0 {
+		return fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions))
 	}
 	return nil
 }

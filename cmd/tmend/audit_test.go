@@ -119,7 +119,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 			require.NotContains(t, content, "[tmend]")
 		}
 	}
-	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_repaired = 4 AND num_conflict = 2"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_restored = 4 AND num_refused = 2 AND num_repaired = 0 AND num_conflict = 0"))
 
 	// Once the content changes again, the hold ends and the next run repairs it.
 	_, err = b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"again"}]'::jsonb WHERE id = 's0'`)
@@ -217,6 +217,15 @@ FROM generate_series(1, 3000) g`)
 	require.Contains(t, r.stdout, "RUN")
 	r = runCLI(t, "", b.env, "report", "--since", "yesterday")
 	require.Equal(t, exitUsage, r.code)
+	// Statuses are checked against their lists: a typo is a usage error, not an empty page.
+	for _, args := range [][]string{{"--status", "repaird"}, {"--status", "completed"}, {"--run-status", "repaired"}, {"--run-status", "done"}} {
+		r = runCLI(t, "", b.env, append([]string{"report"}, args...)...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "unknown", args)
+	}
+	r = runCLI(t, "", b.env, "report", "--run-status", "running", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Len(t, jsonLines(t, r.stdout), 1)
 }
 
 func TestAuditAPI(t *testing.T) {

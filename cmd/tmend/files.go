@@ -20,11 +20,7 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
-)
-
-// Statuses for records the engine never saw.
-const (
-	statusTooLarge = "too_large"
+	"github.com/tmend/tmend/store/model"
 )
 
 // repairFlags are the engine options shared by check, fix, repair and scan.
@@ -285,12 +281,12 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		}
 		s, _ := it.outcome.(*report.Session)
 		if it.tooLarge {
-			s = &report.Session{Line: it.line, Status: statusTooLarge, BytesIn: int(it.size), BytesOut: int(it.size),
+			s = &report.Session{Line: it.line, Status: model.StatusTooLarge, BytesIn: int(it.size), BytesOut: int(it.size),
 				Reason: fmt.Sprintf("session is %d bytes, over --max-bytes %d; passed through unchanged", it.size, o.maxBytes)}
 		}
-		switch repair.Status(s.Status) {
-		case repair.StatusClean, repair.StatusRepaired, repair.StatusPending:
-		case repair.StatusBroken:
+		switch s.Status {
+		case model.StatusClean, model.StatusRepaired, model.StatusPending:
+		case model.StatusBroken:
 			problems++
 		default:
 			failed++
@@ -482,7 +478,7 @@ func processRecord(out, data []byte, line int, opts repair.Options, fix bool) ([
 		doc, rep, _ = repair.ValidateDocument(data, opts)
 	}
 	s.Session = doc.ID
-	s.Status, s.Reason, s.Dialect = string(rep.Status), rep.Reason, rep.Dialect
+	s.Status, s.Reason, s.Dialect = model.EngineStatus(rep.Status), rep.Reason, rep.Dialect
 	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
 	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
 	return out, s

@@ -115,20 +115,16 @@ finds sessions to repair.
 				return err
 			}
 			defer r.close()
-			if mode != model.ModeSession {
-				// One run at a time per source, across CLI runs and daemons.
-				release, ok, err := r.lockRuns(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return errors.New("another tmend run is in progress on this source; try again when it ends")
-				}
-				defer release()
-			}
 			onProgress, done := r.progress(e)
-			res, err := r.sc.Run(cmd.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: session,
-				DryRun: dryRun, Limit: limit, Force: rf.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession})
+			o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: session,
+				DryRun: dryRun, Limit: limit, Force: rf.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession}
+			var res model.RunResult
+			if mode == model.ModeSession {
+				res, err = r.sc.Run(cmd.Context(), o)
+			} else {
+				// One run at a time per source, across CLI runs and daemons.
+				res, err = r.sc.RunExclusive(cmd.Context(), o)
+			}
 			done()
 			if res.RunID != 0 {
 				if werr := printRun(e, &res, asJSON); werr != nil {
@@ -156,26 +152,7 @@ finds sessions to repair.
 	return cmd
 }
 
-// lockRuns takes the advisory lock that serializes scans of the runner's source. Holding
-// it proves no other scan of the source is under way, so scans still recorded as running
-// were left by a process that died or lost its database first: they are marked failed.
-func (r *runner) lockRuns(ctx context.Context) (release func(), ok bool, err error) {
-	release, ok, err = r.store.TryLock(ctx, "runs:"+r.store.Source().Name())
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	n, err := r.store.AbandonRuns(ctx)
-	if err != nil {
-		release()
-		return nil, false, err
-	}
-	if n > 0 {
-		r.log.Warn().Int64("num_runs", n).Msg("marked scans left running by an earlier process as failed")
-	}
-	return release, true, nil
-}
-
-func printRun(e *env, res *scanner.RunResult, asJSON bool) error {
+func printRun(e *env, res *model.RunResult, asJSON bool) error {
 	var err error
 	if asJSON {
 		err = report.RunJSON(e.stdout, res)

@@ -25,7 +25,6 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/scanner"
-	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -184,15 +183,13 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 func (d *daemon) scheduled() {
 	_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil)
 	switch {
-	case errors.Is(err, errBusy):
+	case errors.Is(err, scanner.ErrBusy):
 		d.metrics.skipped.Inc()
 		d.log.Debug().Msg("another replica is running a scan; skipping this one")
 	case err != nil && !errors.Is(err, context.Canceled):
 		d.log.Error().Err(err).Msg("scheduled run failed")
 	}
 }
-
-var errBusy = errors.New("a run is already in progress")
 
 // prune is the optional cron job that deletes old versions and reports, on one replica.
 func (d *daemon) prune(age time.Duration) {
@@ -209,25 +206,21 @@ func (d *daemon) prune(age time.Duration) {
 	d.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// runLocked runs under the advisory lock; errBusy when another process holds it.
-func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
-	release, ok, err := d.r.lockRuns(d.work)
-	if err != nil {
-		return scanner.RunResult{}, err
-	}
-	if !ok {
-		return scanner.RunResult{}, errBusy
-	}
-	defer release()
-	return d.run(o, started)
+// runLocked runs under the source's run lock; scanner.ErrBusy when another process holds it.
+func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
+	return d.run(o, started, true)
 }
 
-func (d *daemon) run(o scanner.RunOptions, started chan<- int64) (scanner.RunResult, error) {
+func (d *daemon) run(o scanner.RunOptions, started chan<- int64, exclusive bool) (model.RunResult, error) {
 	o.Stop = d.stop
 	if started != nil {
 		o.OnStart = func(id int64) { started <- id }
 	}
-	res, err := d.r.sc.Run(d.work, o)
+	run := d.r.sc.Run
+	if exclusive {
+		run = d.r.sc.RunExclusive
+	}
+	res, err := run(d.work, o)
 	if res.RunID != 0 {
 		d.metrics.observe(&res)
 	}
@@ -304,9 +297,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // The details go to the log, never to the client.
 func (d *daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		writeError(w, http.StatusNotFound, "%v", err)
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, model.ErrUnavailable):
 		d.log.Warn().Err(err).Str("path", r.URL.Path).Msg("database unavailable")
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "database unavailable; try again later")
@@ -439,7 +432,7 @@ func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
-		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil)
+		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil, false)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -473,9 +466,9 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 	}()
 	select {
 	case id := <-started:
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": "running", "url": fmt.Sprintf("/v1/runs/%d", id)})
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
 	case err := <-finished:
-		if errors.Is(err, errBusy) {
+		if errors.Is(err, scanner.ErrBusy) {
 			writeError(w, http.StatusConflict, "%v", err)
 			return
 		}
@@ -512,7 +505,7 @@ func page[T any](w http.ResponseWriter, items []T, limit int, last func(T) int64
 // listParams reads the filters shared with 'tmend report'.
 func listParams(r *http.Request) (model.ReportFilter, error) {
 	q := r.URL.Query()
-	f := model.ReportFilter{Status: q.Get("status"), Stage: q.Get("stage"), Issue: q.Get("issue"),
+	f := model.ReportFilter{Stage: q.Get("stage"), Issue: q.Get("issue"),
 		Dialect: q.Get("dialect"), SessionID: r.PathValue("id")}
 	var err error
 	now := time.Now()
@@ -540,6 +533,9 @@ func listParams(r *http.Request) (model.ReportFilter, error) {
 
 func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
+	if err == nil && r.URL.Query().Get("status") != "" {
+		f.Status, err = model.ParseSessionStatus(r.URL.Query().Get("status"))
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -554,12 +550,16 @@ func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 
 func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
+	var status model.RunStatus
+	if err == nil && r.URL.Query().Get("status") != "" {
+		status, err = model.ParseRunStatus(r.URL.Query().Get("status"))
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	runs, err := d.r.store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
-		Status: f.Status, Cursor: f.Cursor, Limit: f.Limit})
+		Status: status, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -590,7 +590,7 @@ func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	res, err := d.r.store.Rollback(d.work, store.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
+	res, err := d.r.store.Rollback(d.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
 	switch {
 	case err != nil:
@@ -637,16 +637,16 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(r *scanner.RunResult) {
-	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), r.Status).Inc()
+func (m *metrics) observe(r *model.RunResult) {
+	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), string(r.Status)).Inc()
 	for status, n := range r.ByStatus {
-		m.sessions.WithLabelValues(status).Add(float64(n))
+		m.sessions.WithLabelValues(string(status)).Add(float64(n))
 	}
 	for st, n := range r.ByStage {
 		m.actions.WithLabelValues(string(st)).Add(float64(n))
 	}
 	m.duration.WithLabelValues(string(r.Trigger)).Observe(r.Duration.Seconds())
-	m.lastRun.WithLabelValues(r.Status).SetToCurrentTime()
+	m.lastRun.WithLabelValues(string(r.Status)).SetToCurrentTime()
 }
 
 // cronLogger adapts zerolog to cron's logger, with key/value pairs as fields.

@@ -1,6 +1,7 @@
-// Package model holds the plain records the scanner and the store exchange. It has no
-// database code, so the scanner can depend on it (and tests can fake the store) without
-// importing pgx; the store implements the scanner's interface with these types.
+// Package model holds the plain records the scanner, the store and report share: sessions,
+// runs and their results, audit rows, and the typed session and run statuses. It has no
+// database code, so the scanner and report can depend on it (and tests can fake the store)
+// without importing pgx; the store implements the scanner's interface with these types.
 package model
 
 import (
@@ -87,22 +88,11 @@ type Query struct {
 	PageBytes int
 }
 
-// Report statuses the store records besides the engine's.
-const (
-	StatusWouldRepair = "would_repair" // dry run
-	StatusConflict    = "conflict"     // the session changed between read and write
-	StatusFailed      = "failed"
-	StatusTooLarge    = "too_large"
-	StatusRolledBack  = "rolled_back"
-	StatusRefused     = "rollback_refused"
-	StatusHeld        = "held" // rolled back earlier; not counted as a problem, no report row
-)
-
 // Report is one audit row.
 type Report struct {
 	RunID       int64
 	SessionID   string
-	Status      string
+	Status      SessionStatus
 	Trigger     Trigger
 	Dialect     string
 	Reason      string
@@ -153,12 +143,15 @@ type RunCounts struct {
 	Conflict int `json:"conflict"`
 	Skipped  int `json:"skipped"`
 	Failed   int `json:"failed"`
+	// Restored and Refused count a rollback run's sessions.
+	Restored int `json:"restored,omitempty"`
+	Refused  int `json:"refused,omitempty"`
 }
 
 // Finish closes a run.
 type Finish struct {
 	RunID          int64
-	Status         string // completed, failed, cancelled
+	Status         RunStatus
 	Counts         RunCounts
 	ScannedFrom    time.Time
 	ScannedThrough time.Time
@@ -172,10 +165,10 @@ type Finish struct {
 
 // Summary is a run's totals by category.
 type Summary struct {
-	ByStatus  map[string]int `json:"by_status"`
-	ByStage   map[string]int `json:"by_stage"`
-	ByDialect map[string]int `json:"by_dialect"`
-	ByIssue   map[string]int `json:"by_issue"`
+	ByStatus  map[SessionStatus]int `json:"by_status"`
+	ByStage   map[string]int        `json:"by_stage"`
+	ByDialect map[string]int        `json:"by_dialect"`
+	ByIssue   map[string]int        `json:"by_issue"`
 }
 
 // RunRow is a recorded run.
@@ -186,7 +179,7 @@ type RunRow struct {
 	DryRun         bool           `json:"dry_run"`
 	Source         string         `json:"source"`
 	Options        map[string]any `json:"options"`
-	Status         string         `json:"status"`
+	Status         RunStatus      `json:"status"`
 	StartedAt      time.Time      `json:"started_at"`
 	FinishedAt     *time.Time     `json:"finished_at"`
 	ScannedFrom    *time.Time     `json:"scanned_from"`
@@ -201,7 +194,7 @@ type ReportRow struct {
 	ID          int64           `json:"id"`
 	RunID       *int64          `json:"run_id"`
 	SessionID   string          `json:"session_id"`
-	Status      string          `json:"status"`
+	Status      SessionStatus   `json:"status"`
 	Trigger     Trigger         `json:"trigger"`
 	Dialect     string          `json:"dialect,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
@@ -236,7 +229,7 @@ type ReportFilter struct {
 	SessionID string
 	Since     time.Time
 	Until     time.Time
-	Status    string
+	Status    SessionStatus
 	Stage     string
 	Issue     string
 	Dialect   string
@@ -247,7 +240,7 @@ type ReportFilter struct {
 // RunFilter selects runs, newest first.
 type RunFilter struct {
 	Since, Until time.Time
-	Status       string
+	Status       RunStatus
 	Cursor       int64
 	Limit        int
 }
