@@ -31,7 +31,8 @@ func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 // RunsText lists runs, one line each.
 func RunsText(w io.Writer, runs []model.RunRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tTRIGGER\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
+	p := &errWriter{w: tw}
+	p.println("RUN\tSTARTED (UTC)\tTRIGGER\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
 	for _, r := range runs {
 		mode := string(r.Mode)
 		if r.DryRun {
@@ -41,41 +42,42 @@ func RunsText(w io.Writer, runs []model.RunRow) error {
 		if r.FinishedAt != nil {
 			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)), Escape(mode), Escape(r.Status),
+		p.printf("%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)), Escape(mode), Escape(r.Status),
 			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur)
 	}
-	return tw.Flush()
+	return p.flush(tw)
 }
 
 // RunSummaryText shows one run: counts by status, stage, dialect and issue code.
 func RunSummaryText(w io.Writer, r model.RunRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\t%d\n", r.ID)
-	fmt.Fprintf(tw, "trigger\t%s\n", Escape(string(r.Trigger)))
-	fmt.Fprintf(tw, "mode\t%s%s\n", Escape(string(r.Mode)), map[bool]string{true: " (dry run)"}[r.DryRun])
-	fmt.Fprintf(tw, "status\t%s\n", Escape(r.Status))
+	p := &errWriter{w: tw}
+	p.printf("run\t%d\n", r.ID)
+	p.printf("trigger\t%s\n", Escape(string(r.Trigger)))
+	p.printf("mode\t%s%s\n", Escape(string(r.Mode)), map[bool]string{true: " (dry run)"}[r.DryRun])
+	p.printf("status\t%s\n", Escape(r.Status))
 	if r.Error != "" {
-		fmt.Fprintf(tw, "error\t%s\n", Escape(r.Error))
+		p.printf("error\t%s\n", Escape(r.Error))
 	}
-	fmt.Fprintf(tw, "started\t%s UTC\n", ts(r.StartedAt))
+	p.printf("started\t%s UTC\n", ts(r.StartedAt))
 	if r.FinishedAt != nil {
-		fmt.Fprintf(tw, "duration\t%s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
+		p.printf("duration\t%s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
 	c := r.Counts
 	if r.Mode == model.ModeRollback {
-		fmt.Fprintf(tw, "sessions\t%d (restored %d, refused %d, failed %d)\n", c.Scanned, c.Restored, c.Refused, c.Failed)
+		p.printf("sessions\t%d (restored %d, refused %d, failed %d)\n", c.Scanned, c.Restored, c.Refused, c.Failed)
 	} else {
-		fmt.Fprintf(tw, "scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
+		p.printf("scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
 			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
 	}
 	section := func(title string, m map[string]int, order []string) {
 		if len(m) == 0 {
 			return
 		}
-		fmt.Fprintf(tw, "%s\t\n", title)
+		p.printf("%s\t\n", title)
 		for _, k := range order {
 			if n, ok := m[k]; ok {
-				fmt.Fprintf(tw, "  %s\t%d\n", Escape(k), n)
+				p.printf("  %s\t%d\n", Escape(k), n)
 			}
 		}
 	}
@@ -95,13 +97,14 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 		codes = append(codes, string(c.Code))
 	}
 	section("sessions by issue", r.Summary.ByIssue, codes)
-	return tw.Flush()
+	return p.flush(tw)
 }
 
 // ReportsText lists audit rows, one line each.
 func ReportsText(w io.Writer, rows []model.ReportRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTIME (UTC)\tRUN\tSESSION\tSTATUS\tDIALECT\tISSUES\tVERSIONS\tREASON")
+	p := &errWriter{w: tw}
+	p.println("ID\tTIME (UTC)\tRUN\tSESSION\tSTATUS\tDIALECT\tISSUES\tVERSIONS\tREASON")
 	for _, r := range rows {
 		run := "-"
 		if r.RunID != nil {
@@ -111,10 +114,10 @@ func ReportsText(w io.Writer, rows []model.ReportRow) error {
 		if r.ToVersion > 0 {
 			vers = fmt.Sprintf("%d→%d", r.FromVersion, r.ToVersion)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, Escape(r.SessionID), Escape(r.Status),
+		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, Escape(r.SessionID), Escape(r.Status),
 			Escape(dash(r.Dialect)), Escape(dash(strings.Join(r.IssueCodes, ","))), vers, Escape(r.Reason))
 	}
-	return tw.Flush()
+	return p.flush(tw)
 }
 
 func dash(s string) string {
@@ -127,39 +130,44 @@ func dash(s string) string {
 // HistoryText shows everything tmend did to a session: its reports (oldest first, with
 // their actions) and its saved versions.
 func HistoryText(w io.Writer, sessionID string, reports []model.ReportRow, versions []model.VersionRow) error {
-	fmt.Fprintf(w, "session %s\n\nreports\n", Escape(sessionID))
+	p := &errWriter{w: w}
+	p.printf("session %s\n\nreports\n", Escape(sessionID))
 	sort.Slice(reports, func(i, j int) bool { return reports[i].ID < reports[j].ID })
 	for _, r := range reports {
 		run := "no run"
 		if r.RunID != nil {
 			run = fmt.Sprintf("run %d", *r.RunID)
 		}
-		fmt.Fprintf(w, "  %s UTC  %-16s %s, %s", ts(r.CreatedAt), Escape(r.Status), run, Escape(string(r.Trigger)))
+		p.printf("  %s UTC  %-16s %s, %s", ts(r.CreatedAt), Escape(r.Status), run, Escape(string(r.Trigger)))
 		if r.ToVersion > 0 {
-			fmt.Fprintf(w, ", versions %d→%d", r.FromVersion, r.ToVersion)
+			p.printf(", versions %d→%d", r.FromVersion, r.ToVersion)
 		}
 		if len(r.IssueCodes) > 0 {
-			fmt.Fprintf(w, ", %s", Escape(strings.Join(r.IssueCodes, " ")))
+			p.printf(", %s", Escape(strings.Join(r.IssueCodes, " ")))
 		}
-		fmt.Fprintln(w)
+		p.println()
 		if r.Reason != "" {
-			fmt.Fprintf(w, "      %s\n", Escape(r.Reason))
+			p.printf("      %s\n", Escape(r.Reason))
 		}
 		for _, a := range r.Actions {
-			io.WriteString(w, actionLine("      ", a))
+			p.print(actionLine("      ", a))
 		}
 	}
-	fmt.Fprintln(w, "\nversions")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  VERSION\tKIND\tSAVED (UTC)\tRUN\tBYTES\tHASH")
+	p.println("\nversions")
+	tw := tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
+	tp := &errWriter{w: tw}
+	tp.println("  VERSION\tKIND\tSAVED (UTC)\tRUN\tBYTES\tHASH")
 	for _, v := range versions {
 		run := "-"
 		if v.RunID != nil {
 			run = fmt.Sprint(*v.RunID)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%s\n", v.Version, Escape(v.Kind), ts(v.CreatedAt), run, v.SizeBytes, Escape(v.ContentHash[:min(12, len(v.ContentHash))]))
+		tp.printf("  %d\t%s\t%s\t%s\t%d\t%s\n", v.Version, Escape(v.Kind), ts(v.CreatedAt), run, v.SizeBytes, Escape(v.ContentHash[:min(12, len(v.ContentHash))]))
 	}
-	return tw.Flush()
+	if err := tp.flush(tw); err != nil {
+		return err
+	}
+	return p.err
 }
 
 // Diff writes what changed between two versions of a transcript, message by message:
@@ -181,10 +189,11 @@ func Diff(w io.Writer, before, after []byte, color bool) error {
 		}
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
+	p := &errWriter{w: w}
 	same := 0
 	flush := func() {
 		if same > 0 {
-			fmt.Fprintf(w, "    … %d unchanged message%s\n", same, map[bool]string{true: "s"}[same > 1])
+			p.printf("    … %d unchanged message%s\n", same, map[bool]string{true: "s"}[same > 1])
 			same = 0
 		}
 	}
@@ -195,21 +204,21 @@ func Diff(w io.Writer, before, after []byte, color bool) error {
 			continue
 		case '-':
 			flush()
-			fmt.Fprintln(w, paint("31", fmt.Sprintf("- #%-3d    removed    %s", op.i, describe(a[op.i]))))
+			p.println(paint("31", fmt.Sprintf("- #%-3d    removed    %s", op.i, describe(a[op.i]))))
 		case '+':
 			flush()
-			fmt.Fprintln(w, paint("32", fmt.Sprintf("+     #%-3d inserted   %s", op.j, describe(b[op.j]))))
+			p.println(paint("32", fmt.Sprintf("+     #%-3d inserted   %s", op.j, describe(b[op.j]))))
 		case '>':
 			flush()
-			fmt.Fprintln(w, paint("33", fmt.Sprintf("> #%-3d→#%-3d moved    %s", op.i, op.j, describe(b[op.j]))))
+			p.println(paint("33", fmt.Sprintf("> #%-3d→#%-3d moved    %s", op.i, op.j, describe(b[op.j]))))
 		case '~':
 			flush()
-			fmt.Fprintln(w, paint("33", fmt.Sprintf("~ #%-3d→#%-3d rewritten %s", op.i, op.j, describe(b[op.j]))))
+			p.println(paint("33", fmt.Sprintf("~ #%-3d→#%-3d rewritten %s", op.i, op.j, describe(b[op.j]))))
 		}
 	}
 	flush()
-	fmt.Fprintf(w, "%d → %d messages\n", len(a), len(b))
-	return nil
+	p.printf("%d → %d messages\n", len(a), len(b))
+	return p.err
 }
 
 func messagesOf(b []byte) ([][]byte, error) {

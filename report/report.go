@@ -158,27 +158,28 @@ func issueList(issues []repair.Issue) string {
 
 func (h *textHandler) Summary(s *Summary) error {
 	tw := tabwriter.NewWriter(h.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "sessions\t%d\n", s.Sessions)
+	p := &errWriter{w: tw}
+	p.printf("sessions\t%d\n", s.Sessions)
 	for _, k := range sortedKeys(s.ByStatus) {
-		fmt.Fprintf(tw, "  %s\t%d\n", Escape(k), s.ByStatus[k])
+		p.printf("  %s\t%d\n", Escape(k), s.ByStatus[k])
 	}
 	if len(s.ByStage) > 0 {
-		fmt.Fprintf(tw, "actions by stage\t\n")
+		p.printf("actions by stage\t\n")
 		for _, st := range repair.Stages() {
 			if n := s.ByStage[st]; n > 0 {
-				fmt.Fprintf(tw, "  %s\t%d\n", st, n)
+				p.printf("  %s\t%d\n", st, n)
 			}
 		}
 	}
 	if len(s.ByIssue) > 0 {
-		fmt.Fprintf(tw, "issues\t\n")
+		p.printf("issues\t\n")
 		for _, c := range repair.IssueCodes() {
 			if n := s.ByIssue[c.Code]; n > 0 {
-				fmt.Fprintf(tw, "  %s\t%d\n", c.Code, n)
+				p.printf("  %s\t%d\n", c.Code, n)
 			}
 		}
 	}
-	return tw.Flush()
+	return p.flush(tw)
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {

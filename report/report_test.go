@@ -2,6 +2,8 @@ package report_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -52,4 +54,51 @@ func TestRunTextShowsTotalsAndOutcomes(t *testing.T) {
 	out.Reset()
 	require.NoError(t, report.RunJSON(&out, res))
 	require.True(t, strings.HasPrefix(out.String(), `{"run_id":7`))
+}
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		n := f.n
+		f.n = 0
+		return n, errDiskFull
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+func TestTextRenderersReturnWriteErrors(t *testing.T) {
+	t.Parallel()
+	run := int64(7)
+	res := &model.RunResult{RunID: 7, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
+		Counts: model.RunCounts{Scanned: 1, Repaired: 1},
+		Outcomes: []model.SessionOutcome{{SessionID: "s1", Status: "repaired", Reason: "why",
+			Report: repair.Report{Actions: []repair.Action{{Stage: repair.StageDropOrphanResults, Action: repair.ActionDrop, CallID: "x"}}}}},
+	}
+	reports := []model.ReportRow{{ID: 1, RunID: &run, SessionID: "s1", Status: "repaired", Reason: "why",
+		Actions: []repair.Action{{Stage: repair.StageDropOrphanResults, Action: repair.ActionDrop, CallID: "x"}}}}
+	versions := []model.VersionRow{{Version: 1, Kind: "original", ContentHash: "abcdef"}}
+	summary := &report.Summary{Sessions: 1, ByStatus: map[model.SessionStatus]int{model.StatusRepaired: 1}}
+	renderers := map[string]func(io.Writer) error{
+		"RunText":        func(w io.Writer) error { return report.RunText(w, res) },
+		"RunsText":       func(w io.Writer) error { return report.RunsText(w, []model.RunRow{{ID: 7}}) },
+		"RunSummaryText": func(w io.Writer) error { return report.RunSummaryText(w, model.RunRow{ID: 7}) },
+		"ReportsText":    func(w io.Writer) error { return report.ReportsText(w, reports) },
+		"HistoryText":    func(w io.Writer) error { return report.HistoryText(w, "s1", reports, versions) },
+		"Diff": func(w io.Writer) error {
+			return report.Diff(w, []byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"b"}]`), false)
+		},
+		"Summary": func(w io.Writer) error { return report.NewText(w, report.EveryAction).Summary(summary) },
+	}
+	for name, render := range renderers {
+		var full bytes.Buffer
+		require.NoError(t, render(&full), name)
+		for _, n := range []int{0, full.Len() / 2, full.Len() - 1} {
+			require.ErrorIs(t, render(&failAfter{n: n}), errDiskFull, "%s failing after %d of %d bytes", name, n, full.Len())
+		}
+	}
 }
