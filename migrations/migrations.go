@@ -137,7 +137,9 @@ func ensureSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 	return nil
 }
 
-func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func(*migrate.Migrate) error) error {
+// withMigrate runs fn with a migrate instance on schema. Closing that instance or its
+// database handle can fail too; such an error is returned when nothing else went wrong.
+func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func(*migrate.Migrate) error) (err error) {
 	if err := ensureSchema(ctx, pool, schema); err != nil {
 		return err
 	}
@@ -146,7 +148,11 @@ func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func
 		return fmt.Errorf("open embedded migrations: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close migration database handle: %w", cerr)
+		}
+	}()
 	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: schema, MigrationsTable: migrationsTable})
 	if err != nil {
 		return fmt.Errorf("open migration driver: %w", err)
@@ -155,7 +161,12 @@ func withMigrate(ctx context.Context, pool *pgxpool.Pool, schema string, fn func
 	if err != nil {
 		return fmt.Errorf("set up migrations: %w", err)
 	}
-	defer m.Close()
+	defer func() {
+		srcErr, dbErr := m.Close()
+		if cerr := errors.Join(srcErr, dbErr); cerr != nil && err == nil {
+			err = fmt.Errorf("close migrations: %w", cerr)
+		}
+	}()
 
 	// Forward cancellation so an interrupted `migrate up` stops between migrations.
 	done := make(chan struct{})

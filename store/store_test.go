@@ -236,7 +236,7 @@ func TestApplyConflictsEndTheirTransaction(t *testing.T) {
 	require.NoError(t, err)
 	other, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
-	t.Cleanup(func() { other.Close(context.Background()) })
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
 
 	storetest.Sessions(t, pool, model.Session{ID: "gone", Messages: []byte(broken)},
 		model.Session{ID: "held", Messages: []byte(broken)}, model.Session{ID: "ok", Messages: []byte(broken)})

@@ -163,7 +163,7 @@ tables. Colour only on a terminal.
 					return err
 				}
 				if len(rows) == max(f.Limit, 1) {
-					fmt.Fprintf(e.stderr, "more: --cursor %d\n", rows[len(rows)-1].ID)
+					e.eprintf("more: --cursor %d\n", rows[len(rows)-1].ID)
 				}
 				return nil
 			default:
@@ -242,7 +242,7 @@ func showDiff(ctx context.Context, e *env, st *store.Store, session string, vers
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "session %s: version %d (%s) → version %d (%s)\n", report.Escape(session), before.Version,
+	e.printf("session %s: version %d (%s) → version %d (%s)\n", report.Escape(session), before.Version,
 		report.Escape(before.Kind), after.Version, report.Escape(after.Kind))
 	return report.Diff(e.stdout, []byte(before.Content), []byte(after.Content), isTerminal(e.stdout))
 }
@@ -309,7 +309,7 @@ func rollback(ctx context.Context, e *env, st *store.Store, log zerolog.Logger, 
 		return err
 	}
 	if runID != 0 && len(out.Sessions) == 0 {
-		fmt.Fprintf(e.stdout, "run %d repaired no sessions; nothing to roll back\n", runID)
+		e.printf("run %d repaired no sessions; nothing to roll back\n", runID)
 		return nil
 	}
 	if asJSON {
@@ -325,18 +325,18 @@ func rollback(ctx context.Context, e *env, st *store.Store, log zerolog.Logger, 
 			id := report.Escape(r.SessionID)
 			switch {
 			case r.Restored && dryRun:
-				fmt.Fprintf(e.stdout, "%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
+				e.printf("%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
 			case r.Restored:
-				fmt.Fprintf(e.stdout, "%s: restored version %d as version %d", id, r.To, r.Written)
+				e.printf("%s: restored version %d as version %d", id, r.To, r.Written)
 				if r.Preserved > 0 {
-					fmt.Fprintf(e.stdout, " (its changed content kept as version %d)", r.Preserved)
+					e.printf(" (its changed content kept as version %d)", r.Preserved)
 				}
-				fmt.Fprintln(e.stdout)
+				e.printf("\n")
 			default:
-				fmt.Fprintf(e.stdout, "%s: refused: %s\n", id, report.Escape(r.Reason))
+				e.printf("%s: refused: %s\n", id, report.Escape(r.Reason))
 			}
 		}
-		fmt.Fprintf(e.stdout, "%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
+		e.printf("%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
 	}
 	if n := out.Refused + out.Failed; n > 0 {
 		return fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions))
@@ -377,7 +377,7 @@ its own schedule.
 			if dryRun {
 				verb = "would delete"
 			}
-			fmt.Fprintf(e.stdout, "%s %d versions and %d reports older than %s\n", verb, versions, reports, olderThan)
+			e.printf("%s %d versions and %d reports older than %s\n", verb, versions, reports, olderThan)
 			return nil
 		},
 	}

@@ -250,7 +250,7 @@ func TestAuditAPI(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer reader")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var m map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 		return resp.StatusCode, m
@@ -278,7 +278,7 @@ func TestAuditAPI(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 	require.Equal(t, 401, post("/v1/sessions/a/rollback", "nope"))

@@ -144,8 +144,9 @@ func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // the port must be free for the server to take
+	return addr
 }
 
 func TestServeAPI(t *testing.T) {
@@ -171,7 +172,7 @@ func TestServeAPI(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var m map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 		return resp.StatusCode, m
@@ -205,7 +206,7 @@ func TestServeAPI(t *testing.T) {
 	resp, err := http.Get(base + "/metrics")
 	require.NoError(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Contains(t, string(metrics), `tmend_runs_total{mode="full",status="completed",trigger="api"} 1`)
 	require.Contains(t, string(metrics), fmt.Sprintf(`tmend_sessions_total{status="repaired"} %d`, int(repaired)))
 

@@ -40,7 +40,7 @@ func loadManifests(t *testing.T) []manifest {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		dec := yaml.NewDecoder(f)
 		for {
 			var doc map[string]any
@@ -368,7 +368,7 @@ func checkNetworkPolicy(t *testing.T, podLabels map[string]any, containerPorts [
 	path := filepath.Join(deployDir, "kubernetes", "daemon", "networkpolicy.yaml")
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := yaml.NewDecoder(f)
 	dec.KnownFields(true)
 	var np networkPolicy

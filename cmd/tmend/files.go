@@ -493,7 +493,7 @@ func openInput(e *env, args []string) (io.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open input: %w", err)
 	}
-	return f, func() { f.Close() }, nil
+	return f, func() { _ = f.Close() }, nil // read only: closing loses nothing
 }
 
 // outputFile is where -o and --report write. A regular file (or a new one) is written
@@ -530,8 +530,8 @@ func createOutput(path string) (*outputFile, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		_ = f.Close() // best effort: the Chmod error is the one to report
+		_ = os.Remove(f.Name())
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return &outputFile{f: f, dest: target}, nil
@@ -596,7 +596,7 @@ func (o *outputFile) commit() error {
 		err = os.Rename(o.f.Name(), o.dest)
 	}
 	if err != nil {
-		os.Remove(o.f.Name())
+		_ = os.Remove(o.f.Name()) // best effort: err says what failed
 	}
 	return err
 }
@@ -608,8 +608,9 @@ func (o *outputFile) abort() {
 		return
 	}
 	o.done = true
-	o.f.Close()
+	// Best effort: the run has failed already, and its error is the one to report.
+	_ = o.f.Close()
 	if o.dest != "" {
-		os.Remove(o.f.Name())
+		_ = os.Remove(o.f.Name())
 	}
 }

@@ -200,7 +200,8 @@ func TestHugeLineIsPassedThroughUnread(t *testing.T) {
 	in := io.MultiReader(strings.NewReader(head), &patternReader{n: huge}, strings.NewReader(tail+next))
 
 	want := sha256.New()
-	io.Copy(want, io.MultiReader(strings.NewReader(head), &patternReader{n: huge}, strings.NewReader(tail)))
+	_, err := io.Copy(want, io.MultiReader(strings.NewReader(head), &patternReader{n: huge}, strings.NewReader(tail)))
+	require.NoError(t, err)
 	got := sha256.New()
 	var rest bytes.Buffer
 	// Everything up to the first newline goes to the hash, the rest to a buffer.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -66,7 +65,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			var w io.Writer = e.stdout
+			w := e.stdout
 			var af *outputFile
 			if o.output != "" {
 				var err error

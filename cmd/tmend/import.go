@@ -71,7 +71,7 @@ with the same id. Output of 'tmend gen' fits. A user's own table is never writte
 			if err := flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "imported %d sessions\n", total)
+			e.printf("imported %d sessions\n", total)
 			return nil
 		},
 	}

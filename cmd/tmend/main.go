@@ -46,6 +46,12 @@ type env struct {
 	getenv func(string) string
 }
 
+// printf and eprintf write the command's own messages to stdout and stderr. They drop
+// the write error because the stream keeps it: run wraps both in an outputStream and
+// exits non-zero after the command if a write failed.
+func (e *env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.stdout, format, args...) }
+func (e *env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.stderr, format, args...) }
+
 // exitError carries an exit code other than 1 out of a command.
 type exitError struct {
 	code int
@@ -71,7 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// Output that did not get written is a failure, however well the command went.
 	if err := out.Err(); err != nil {
-		fmt.Fprintf(errOut, "tmend: write standard output: %v\n", err)
+		_, _ = fmt.Fprintf(errOut, "tmend: write standard output: %v\n", err) // the exit code says it too
 		return exitRuntime
 	}
 	if errOut.Err() != nil {
@@ -143,9 +149,10 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			Code  int    `json:"code"`
 		}{err.Error(), code})
 	}
-	fmt.Fprintf(stderr, "tmend: %s\n", report.Escape(err.Error()))
+	// Best effort, like the JSON above: the exit code already reports the failure.
+	_, _ = fmt.Fprintf(stderr, "tmend: %s\n", report.Escape(err.Error()))
 	if code == exitUsage {
-		fmt.Fprintln(stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
+		_, _ = fmt.Fprintln(stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code
 }
@@ -222,7 +229,7 @@ func newVersionCmd(e *env) *cobra.Command {
 		Example: "  tmend version",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(e.stdout, "tmend %s\n", version)
+			e.printf("tmend %s\n", version)
 			return nil
 		},
 	}

@@ -143,7 +143,7 @@ func printVersion(ctx context.Context, e *env, pool *pgxpool.Pool, schema string
 	if dirty {
 		state = "dirty"
 	}
-	fmt.Fprintf(e.stdout, "schema %s at version %d (%s; this binary knows up to %d)\n",
+	e.printf("schema %s at version %d (%s; this binary knows up to %d)\n",
 		pgx.Identifier{schema}.Sanitize(), v, state, migrations.Latest())
 	return nil
 }

@@ -76,7 +76,7 @@ func TestOutputToAFIFOIsWrittenThrough(t *testing.T) {
 	// Read and write ends at once: opening never blocks, and fix finds a reader.
 	rd, err := os.OpenFile(fifo, os.O_RDWR, 0)
 	require.NoError(t, err)
-	defer rd.Close()
+	defer func() { _ = rd.Close() }()
 	got := make(chan string, 1)
 	go func() {
 		var b strings.Builder
@@ -179,7 +179,7 @@ func TestFailedWritesToStdoutOrStderrExit1(t *testing.T) {
 	broken := `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
 	devFull, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	require.NoError(t, err)
-	defer devFull.Close()
+	defer func() { _ = devFull.Close() }()
 	tests := []struct {
 		name           string
 		in             string

@@ -29,14 +29,14 @@ func leastPrivilegeRole(t *testing.T, adminURL string) (roleURL, schema string) 
 	role := "tmend_lp_" + hex.EncodeToString(b)
 	admin, err := pgx.Connect(ctx, adminURL)
 	require.NoError(t, err)
-	defer admin.Close(context.Background())
+	defer func() { _ = admin.Close(context.Background()) }()
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), adminURL)
 		if err != nil {
 			t.Errorf("drop role %s: %v", role, err)
 			return
 		}
-		defer c.Close(context.Background())
+		defer func() { _ = c.Close(context.Background()) }()
 		if _, err := c.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s CASCADE; DROP ROLE %[1]s", role)); err != nil {
 			t.Errorf("drop role %s: %v", role, err)
 		}

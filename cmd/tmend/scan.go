@@ -198,7 +198,7 @@ last turn that may still be running (the quiet period).
 				}
 			}
 			if err == nil && res.Counts.Clean == 1 && !asJSON {
-				fmt.Fprintf(e.stdout, "\nsession %s is clean; nothing to do\n", report.Escape(session))
+				e.printf("\nsession %s is clean; nothing to do\n", report.Escape(session))
 			}
 			return err
 		},

@@ -114,7 +114,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.get("listen"), err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // srv.Serve closes it; this is for the early returns
 
 	// The root context ends on a signal; work outlives it until the hard stop.
 	work, hardStop := context.WithCancel(context.WithoutCancel(cmd.Context()))

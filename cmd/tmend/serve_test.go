@@ -53,7 +53,7 @@ func call(t *testing.T, method, url, auth, body string) (int, string) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
@@ -177,7 +177,7 @@ func newTCPProxy(t *testing.T, dial func() (net.Conn, error)) *tcpProxy {
 			p.forward(c)
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); p.cut(); p.copies.Wait() })
+	t.Cleanup(func() { _ = ln.Close(); p.cut(); p.copies.Wait() })
 	return p
 }
 
@@ -185,12 +185,12 @@ func (p *tcpProxy) forward(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.down {
-		c.Close()
+		_ = c.Close()
 		return
 	}
 	up, err := p.dial()
 	if err != nil {
-		c.Close()
+		_ = c.Close()
 		return
 	}
 	p.conns = append(p.conns, c, up)
@@ -199,8 +199,8 @@ func (p *tcpProxy) forward(c net.Conn) {
 		go func() {
 			defer p.copies.Done()
 			_, _ = io.Copy(pair[0], pair[1])
-			pair[0].Close()
-			pair[1].Close()
+			_ = pair[0].Close()
+			_ = pair[1].Close()
 		}()
 	}
 }
@@ -210,7 +210,7 @@ func (p *tcpProxy) cut() {
 	defer p.mu.Unlock()
 	p.down = true
 	for _, c := range p.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	p.conns = nil
 }

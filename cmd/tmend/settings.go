@@ -164,7 +164,7 @@ func (s *settings) logger() (zerolog.Logger, error) {
 	if err != nil || level == zerolog.NoLevel {
 		return zerolog.Nop(), usageErrorf("--log-level must be debug, info, warn or error, got %q", s.get("log-level"))
 	}
-	var w io.Writer = s.e.stderr
+	w := s.e.stderr
 	if isTerminal(s.e.stderr) {
 		w = zerolog.ConsoleWriter{Out: s.e.stderr, TimeFormat: time.TimeOnly}
 	}

@@ -71,7 +71,7 @@ func NewDBURL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("connect to %s: %v (%s)", EnvURL, err, connectHint)
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
 		pgx.Identifier{name}.Sanitize(), pgx.Identifier{templateName}.Sanitize())); err != nil {
 		t.Fatalf("create test database: %v", err)
@@ -88,7 +88,7 @@ func NewDBURL(t testing.TB) string {
 			t.Errorf("drop test database %q: %v", name, err)
 			return
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop test database %q: %v", name, err)
 		}
@@ -104,7 +104,7 @@ func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("connect to %s: %w (%s)", EnvURL, err, connectHint)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	const lockID = 0x746d656e64 // "tmend"
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
 		return "", err
