@@ -259,7 +259,7 @@ func readJSONL(t testing.TB, path string) []goldenCase {
 	t.Helper()
 	fh, err := os.Open(path)
 	require.NoError(t, err, "run go test ./repair -run TestGolden -update to create the golden files")
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // read only
 	var cases []goldenCase
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(nil, 1<<24)

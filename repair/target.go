@@ -84,7 +84,7 @@ func ruleLike(old string) idRule {
 			r.allowed = nil
 		}
 	}
-	if r.allowed != nil && len(old) == 9 && strings.IndexAny(old, "_-") < 0 {
+	if r.allowed != nil && len(old) == 9 && !strings.ContainsAny(old, "_-") {
 		return idRules[TargetMistral]
 	}
 	return r
