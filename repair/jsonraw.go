@@ -146,26 +146,47 @@ func specialBytes(x uint64) uint64 {
 	return (zero | control | x) & msb                       // x: a byte of 0x80 or more
 }
 
+// stopBytes is specialBytes without the bytes of 0x80 or more: it finds the quote, the
+// backslash or the control byte that ends a run of text, UTF-8 included.
+func stopBytes(x uint64) uint64 {
+	quote := x ^ ('"' * lsb)
+	backslash := x ^ ('\\' * lsb)
+	zero := (quote-lsb)&^quote | (backslash-lsb)&^backslash
+	control := (x - 0x20*lsb) &^ x
+	return (zero | control) & msb
+}
+
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
-// escapes. Most strings are plain ASCII: that case is kept short, the rest is left to
+// escapes. Most strings hold no escapes: that case is kept short. It finds the first
+// quote, backslash or control byte eight bytes at a time, noting on the way whether any
+// byte was 0x80 or more; only then is the text before it checked as UTF-8, in one call
+// (rune by rune costs several times more on text in other scripts). The rest is left to
 // scanStringFrom.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	j := i + 1
+	var high uint64 // the bytes passed, ORed: its top bits say whether one was non-ASCII
 	for j+8 <= len(b) {
-		if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
-			j += bits.TrailingZeros64(m) / 8
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := stopBytes(x); m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			high |= x & (1<<(8*k) - 1) // the bytes before the stop
+			if high&msb != 0 && !utf8.Valid(b[i+1:j+k]) {
+				return scanStringFrom(b, i, i+1) // finds where
+			}
+			j += k
 			if b[j] == '"' {
 				return j + 1, false, nil
 			}
-			break
+			return scanStringFrom(b, i, j)
 		}
+		high |= x
 		j += 8
 	}
-	return scanStringFrom(b, i, j)
+	return scanStringFrom(b, i, i+1)
 }
 
 // scanStringFrom is scanString for the string at b[start], of which b[start+1:i] is
-// already known to be plain.
+// already known to be valid and free of quotes, backslashes and control bytes.
 func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 	for i < len(b) {
 		for i+8 <= len(b) {
@@ -204,11 +225,32 @@ func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 		case c < 0x20:
 			return i, escaped, &SyntaxError{i, "control character in string"}
 		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+			// Non-ASCII: check the text up to the next quote, backslash or control byte
+			// in one go, and only when it is not valid UTF-8 look for where it breaks.
+			run := i + 1
+			for run+8 <= len(b) {
+				if m := stopBytes(binary.LittleEndian.Uint64(b[run:])); m != 0 {
+					run += bits.TrailingZeros64(m) / 8
+					break
+				}
+				run += 8
 			}
-			i += size
+			if run+8 > len(b) {
+				for run < len(b) && plainString[b[run]] || run < len(b) && b[run] >= 0x80 {
+					run++
+				}
+			}
+			if utf8.Valid(b[i:run]) {
+				i = run
+				continue
+			}
+			for i < run {
+				r, size := utf8.DecodeRune(b[i:run])
+				if r == utf8.RuneError && size == 1 {
+					return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+				}
+				i += size
+			}
 		}
 	}
 	return i, escaped, &SyntaxError{start, "unterminated string"}

@@ -1,9 +1,15 @@
 package repair
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"math/bits"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // specialBytes must find the first byte that is not plainString, for every byte value at
@@ -34,5 +40,128 @@ func TestSpecialBytesFindsTheFirst(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// stopBytes likewise finds the first quote, backslash or control byte, whatever bytes of
+// 0x80 or more come before or after it.
+func TestStopBytesFindsTheFirst(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			for _, fill := range []byte{'a', 0x80, 0xc3, 0xff} {
+				for _, after := range []byte{'a', 0, '"', 0xff} {
+					w := []byte{fill, fill, fill, fill, fill, fill, fill, fill}
+					w[pos] = byte(c)
+					for j := pos + 1; j < 8; j++ {
+						w[j] = after
+					}
+					first := -1
+					for j, b := range w {
+						if b == '"' || b == '\\' || b < 0x20 {
+							first = j
+							break
+						}
+					}
+					got := -1
+					if m := stopBytes(binary.LittleEndian.Uint64(w)); m != 0 {
+						got = bits.TrailingZeros64(m) / 8
+					}
+					if got != first {
+						t.Fatalf("%q: first stop byte at %d, found %d", w, first, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+// scanStringSlow is the rune-by-rune definition scanString must agree with.
+func scanStringSlow(b []byte, i int) (int, bool, error) {
+	start, escaped := i, false
+	for i++; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return i, escaped, &SyntaxError{i, "unterminated escape"}
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+					return i, escaped, &SyntaxError{i, "invalid \\u escape"}
+				}
+				i += 6
+			default:
+				return i, escaped, &SyntaxError{i, fmt.Sprintf("invalid escape \\%c", b[i+1])}
+			}
+		case c < 0x20:
+			return i, escaped, &SyntaxError{i, "control character in string"}
+		case c < 0x80:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+			}
+			i += size
+		}
+	}
+	return i, escaped, &SyntaxError{start, "unterminated string"}
+}
+
+// scanString (eight bytes at a time, UTF-8 checked a run at a time) gives the same end,
+// escape flag and error, at the same offset, as the rune-by-rune definition, on strings
+// built from pieces that are valid and invalid UTF-8, escapes and stop bytes.
+func TestScanStringMatchesRuneByRune(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"a", "abcdefghij", "é", "函数", "🚀", "\u2028", "\u2029", "\\n", "\\u2028", "\\\"", "\\\\",
+		"\x01", "\x1f", "\x7f", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "\\x", "\\u12"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200_000; n++ {
+		b := []byte{' ', '"'}
+		for k := rng.IntN(12); k > 0; k-- {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(4) > 0 {
+				p = pieces[rng.IntN(7)] // mostly valid text
+			}
+			b = append(b, p...)
+		}
+		if rng.IntN(8) > 0 {
+			b = append(b, '"')
+		}
+		b = append(b, "  ,"[:rng.IntN(4)]...)
+		wantEnd, wantEsc, wantErr := scanStringSlow(b, 1)
+		end, esc, err := scanString(b, 1)
+		if end != wantEnd || esc != wantEsc && wantErr == nil || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: got %d %v %v, want %d %v %v", b, end, esc, err, wantEnd, wantEsc, wantErr)
+		}
+	}
+}
+
+// jsonString's shortcut for plain ASCII gives what encoding/json gives, for every byte.
+func TestJSONStringMatchesEncoder(t *testing.T) {
+	t.Parallel()
+	check := func(s string) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(jsonString(s)), strings.TrimSuffix(buf.String(), "\n"); got != want {
+			t.Fatalf("jsonString(%q) = %s, want %s", s, got, want)
+		}
+	}
+	for c := range 256 {
+		check(string([]byte{byte(c)}))
+		check("call_" + string([]byte{byte(c)}) + "x")
+	}
+	for _, s := range []string{"", "toolResult", "<a&b>", "é", "\u2028", "a\u2029", "\xff"} {
+		check(s)
 	}
 }
