@@ -711,6 +711,16 @@ func isEmptyValue(v []byte) bool {
 
 // jsonString encodes s as a JSON string without HTML escaping.
 func jsonString(s string) []byte {
+	// Keys and most names and ids are printable ASCII that needs no escape: quoted as
+	// they are, as the encoder would, without its allocations.
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = plainString[s[i]]
+	}
+	if plain {
+		out := make([]byte, 0, len(s)+2)
+		return append(append(append(out, '"'), s...), '"')
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
