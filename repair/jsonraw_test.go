@@ -165,3 +165,40 @@ func TestJSONStringMatchesEncoder(t *testing.T) {
 		check(s)
 	}
 }
+
+// validUTF8 agrees with utf8.Valid on every code point and surrogate, and on random
+// bytes weighted towards lead and continuation bytes, in every length and alignment.
+func TestValidUTF8MatchesStdlib(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r <= 0x10FFFF; r++ {
+		var buf [12]byte
+		n := copy(buf[:], "abcdefg")
+		n += utf8.EncodeRune(buf[n:], r)
+		if r >= 0xD800 && r < 0xE000 { // EncodeRune writes U+FFFD: spell the surrogate
+			n = 7 + copy(buf[7:], []byte{0xED, 0xA0 | byte(r>>6)&0x1F, 0x80 | byte(r)&0x3F})
+		}
+		for k := 0; k < n; k++ {
+			if got, want := validUTF8(buf[k:n]), utf8.Valid(buf[k:n]); got != want {
+				t.Fatalf("%x: got %v, want %v", buf[k:n], got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []byte{0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF, 'a'}
+	for range 2_000_000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			switch rng.IntN(3) {
+			case 0:
+				b[i] = byte(rng.IntN(256))
+			case 1:
+				b[i] = byte(0x80 + rng.IntN(64))
+			default:
+				b[i] = special[rng.IntN(len(special))]
+			}
+		}
+		if got, want := validUTF8(b), utf8.Valid(b); got != want {
+			t.Fatalf("%x: got %v, want %v", b, got, want)
+		}
+	}
+}
