@@ -128,6 +128,7 @@ type part struct {
 // message is one transcript element with what tmend found in it.
 type message struct {
 	raw      []byte
+	off      int // where raw starts in the scanned input (plan.src)
 	ms       []member
 	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
 	kind     msgKind
