@@ -317,7 +317,10 @@ func resultShape(p *part, o obj, idPath []string) {
 func (m *message) blocks(key string) ([]block, bool) {
 	for k, name := range blockArrays {
 		if name == key {
-			v := m.get(key)
+			if m.arrays[k] != nil {
+				return m.arrays[k], true // only an array's blocks are collected
+			}
+			v := m.get(key) // an empty array (with no slab yet), or none
 			return m.arrays[k], len(v) > 0 && v[0] == '['
 		}
 	}
