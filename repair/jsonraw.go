@@ -622,10 +622,12 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return vend, err
 		}
-		// Every message and block is checked, so compare lengths before bytes.
-		klen := int32(ke - ks)
+		// Every message and block is checked, so compare lengths and first letters
+		// before calling bytes.Equal (keys like "model" and "usage" are alike in length).
+		klen, k1 := int32(ke-ks), b[ks+1]
 		for _, prev := range out[base:] {
-			if prev.keyEnd-prev.keyStart == klen && bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
+			if prev.keyEnd-prev.keyStart == klen && b[start+int(prev.keyStart)+1] == k1 &&
+				bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
 				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 			}
 		}
