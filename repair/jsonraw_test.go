@@ -202,3 +202,62 @@ func TestValidUTF8MatchesStdlib(t *testing.T) {
 		}
 	}
 }
+
+// scanMembersRef is scanMembers as it was before the object grammar was written out in
+// scanMembersWith: through scanPairs.
+func scanMembersRef(b []byte, start, depth int, out []member) ([]member, int, error) {
+	base := len(out)
+	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
+		vend, err := scanValue(b, vs, depth)
+		if err != nil {
+			return vend, err
+		}
+		for _, prev := range out[base:] {
+			if bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
+				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
+			}
+		}
+		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
+			valStart: int32(vs - start), valEnd: int32(vend - start)})
+		return vend, nil
+	})
+	if err == nil && escaped {
+		err = checkEscapedDuplicates(b[start:end], out[base:])
+	}
+	return out, end, err
+}
+
+// scanMembers gives the same members, end and error as scanPairs would, on objects
+// broken in random ways (bytes dropped, doubled or replaced, keys repeated).
+func TestScanMembersMatchesScanPairs(t *testing.T) {
+	t.Parallel()
+	seeds := []string{
+		`{"role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2},"model":"m","stopReason":"stop"}`,
+		`{ "a" : 1 , "b" : [ true , false , null ] , "c" : { "d" : "e\u00e9" } , "k\u0065y" : -1.5e3 }`,
+		`{"id":"x","id":"y"}`, `{"a\u0062":1,"ab":2}`, `{}`, `{"":""}`,
+	}
+	junk := []byte(`{}[]":,\ 0aé` + "\x01\xff")
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 300_000; n++ {
+		b := []byte(seeds[rng.IntN(len(seeds))])
+		for k := rng.IntN(3); k > 0 && len(b) > 1; k-- {
+			at := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:at:at], b[at+1:]...)
+			case 1:
+				b = append(b[:at+1:at+1], b[at:]...)
+			default:
+				b[at] = junk[rng.IntN(len(junk))]
+			}
+		}
+		if b[0] != '{' {
+			continue
+		}
+		want, wantEnd, wantErr := scanMembersRef(b, 0, 1, nil)
+		got, end, err := scanMembers(b, 0, 1, nil)
+		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q: got %v %d %v, want %v %d %v", b, got, end, err, want, wantEnd, wantErr)
+		}
+	}
+}
