@@ -89,23 +89,24 @@ func scanNumber(b []byte, i int) (int, error) {
 	if b[i] == '-' {
 		i++
 	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
+	// Written without a helper closure for the digit runs: every timestamp and count of
+	// a transcript comes through here.
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
-	case digits() == 0:
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	default:
 		return i, &SyntaxError{start, "invalid number"}
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		if digits() == 0 {
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return i, &SyntaxError{start, "invalid number"}
 		}
 	}
@@ -114,7 +115,11 @@ func scanNumber(b []byte, i int) (int, error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if digits() == 0 {
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return i, &SyntaxError{start, "invalid number"}
 		}
 	}

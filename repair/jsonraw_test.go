@@ -261,3 +261,61 @@ func TestScanMembersMatchesScanPairs(t *testing.T) {
 		}
 	}
 }
+
+// scanNumberRef is scanNumber as it was, with a closure for digit runs.
+func scanNumberRef(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i, &SyntaxError{start, "invalid number"}
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, &SyntaxError{start, "invalid number"}
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, &SyntaxError{start, "invalid number"}
+		}
+	}
+	return i, nil
+}
+
+func TestScanNumberMatchesRef(t *testing.T) {
+	t.Parallel()
+	alphabet := []byte("-+0123456789.eEx ,")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 500_000 {
+		b := make([]byte, 1+rng.IntN(10))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+			continue
+		}
+		wantEnd, wantErr := scanNumberRef(b, 0)
+		end, err := scanNumber(b, 0)
+		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: got %d %v, want %d %v", b, end, err, wantEnd, wantErr)
+		}
+	}
+}
