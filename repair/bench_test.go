@@ -13,12 +13,19 @@ var benchSizes = []struct {
 	messages int
 }{{"small", 10}, {"medium", 45}, {"large", 400}}
 
-// benchCorpus is 64 OpenClaw sessions of the given size, broken or clean.
-func benchCorpus(b *testing.B, messages int, broken bool) [][]byte {
+// benchKinds are the corpora of each size: clean, broken, and broken with texts in many
+// scripts (gen.TextUnicode).
+var benchKinds = []string{"clean", "broken", "unicode"}
+
+// benchCorpus is 64 OpenClaw sessions of the given size and kind.
+func benchCorpus(b *testing.B, messages int, kind string) [][]byte {
 	b.Helper()
 	cfg := gen.Config{Seed: 42, Dialect: repair.OpenClaw, Sessions: 64, Messages: messages}
-	if broken {
+	if kind != "clean" {
 		cfg.FaultRate = 1
+	}
+	if kind == "unicode" {
+		cfg.Text = gen.TextUnicode
 	}
 	var out [][]byte
 	if err := gen.Generate(cfg, func(s gen.Session) error { out = append(out, arrayOf(s.Messages)); return nil }); err != nil {
@@ -29,13 +36,9 @@ func benchCorpus(b *testing.B, messages int, broken bool) [][]byte {
 
 func benchEach(b *testing.B, fn func(in []byte)) {
 	for _, size := range benchSizes {
-		for _, broken := range []bool{false, true} {
-			name := fmt.Sprintf("%s/clean", size.name)
-			if broken {
-				name = fmt.Sprintf("%s/broken", size.name)
-			}
-			b.Run(name, func(b *testing.B) {
-				corpus := benchCorpus(b, size.messages, broken)
+		for _, kind := range benchKinds {
+			b.Run(size.name+"/"+kind, func(b *testing.B) {
+				corpus := benchCorpus(b, size.messages, kind)
 				var bytes int64
 				for _, c := range corpus {
 					bytes += int64(len(c))

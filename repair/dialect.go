@@ -128,6 +128,7 @@ type part struct {
 // message is one transcript element with what tmend found in it.
 type message struct {
 	raw      []byte
+	off      int // where raw starts in the scanned input (plan.src)
 	ms       []member
 	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
 	kind     msgKind
@@ -327,7 +328,10 @@ func resultShape(p *part, o obj, idPath []string) {
 func (m *message) blocks(key string) ([]block, bool) {
 	for k, name := range blockArrays {
 		if name == key {
-			v := m.get(key)
+			if m.arrays[k] != nil {
+				return m.arrays[k], true // only an array's blocks are collected
+			}
+			v := m.get(key) // an empty array (with no slab yet), or none
 			return m.arrays[k], len(v) > 0 && v[0] == '['
 		}
 	}

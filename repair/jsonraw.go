@@ -89,23 +89,24 @@ func scanNumber(b []byte, i int) (int, error) {
 	if b[i] == '-' {
 		i++
 	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
+	// Written without a helper closure for the digit runs: every timestamp and count of
+	// a transcript comes through here.
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
-	case digits() == 0:
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	default:
 		return i, &SyntaxError{start, "invalid number"}
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		if digits() == 0 {
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return i, &SyntaxError{start, "invalid number"}
 		}
 	}
@@ -114,7 +115,11 @@ func scanNumber(b []byte, i int) (int, error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if digits() == 0 {
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return i, &SyntaxError{start, "invalid number"}
 		}
 	}
@@ -146,26 +151,47 @@ func specialBytes(x uint64) uint64 {
 	return (zero | control | x) & msb                       // x: a byte of 0x80 or more
 }
 
+// stopBytes is specialBytes without the bytes of 0x80 or more: it finds the quote, the
+// backslash or the control byte that ends a run of text, UTF-8 included.
+func stopBytes(x uint64) uint64 {
+	quote := x ^ ('"' * lsb)
+	backslash := x ^ ('\\' * lsb)
+	zero := (quote-lsb)&^quote | (backslash-lsb)&^backslash
+	control := (x - 0x20*lsb) &^ x
+	return (zero | control) & msb
+}
+
 // scanString validates the string at b[i] (which is '"') and reports whether it holds
-// escapes. Most strings are plain ASCII: that case is kept short, the rest is left to
+// escapes. Most strings hold no escapes: that case is kept short. It finds the first
+// quote, backslash or control byte eight bytes at a time, noting on the way whether any
+// byte was 0x80 or more; only then is the text before it checked as UTF-8, in one call
+// (rune by rune costs several times more on text in other scripts). The rest is left to
 // scanStringFrom.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	j := i + 1
+	var high uint64 // the bytes passed, ORed: its top bits say whether one was non-ASCII
 	for j+8 <= len(b) {
-		if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
-			j += bits.TrailingZeros64(m) / 8
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := stopBytes(x); m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			high |= x & (1<<(8*k) - 1) // the bytes before the stop
+			if high&msb != 0 && !validUTF8(b[i+1:j+k]) {
+				return scanStringFrom(b, i, i+1) // finds where
+			}
+			j += k
 			if b[j] == '"' {
 				return j + 1, false, nil
 			}
-			break
+			return scanStringFrom(b, i, j)
 		}
+		high |= x
 		j += 8
 	}
-	return scanStringFrom(b, i, j)
+	return scanStringFrom(b, i, i+1)
 }
 
 // scanStringFrom is scanString for the string at b[start], of which b[start+1:i] is
-// already known to be plain.
+// already known to be valid and free of quotes, backslashes and control bytes.
 func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 	for i < len(b) {
 		for i+8 <= len(b) {
@@ -204,15 +230,102 @@ func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
 		case c < 0x20:
 			return i, escaped, &SyntaxError{i, "control character in string"}
 		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+			// Non-ASCII: check the text up to the next quote, backslash or control byte
+			// in one go, and only when it is not valid UTF-8 look for where it breaks.
+			run := i + 1
+			for run+8 <= len(b) {
+				if m := stopBytes(binary.LittleEndian.Uint64(b[run:])); m != 0 {
+					run += bits.TrailingZeros64(m) / 8
+					break
+				}
+				run += 8
 			}
-			i += size
+			if run+8 > len(b) {
+				for run < len(b) && plainString[b[run]] || run < len(b) && b[run] >= 0x80 {
+					run++
+				}
+			}
+			if validUTF8(b[i:run]) {
+				i = run
+				continue
+			}
+			for i < run {
+				r, size := utf8.DecodeRune(b[i:run])
+				if r == utf8.RuneError && size == 1 {
+					return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+				}
+				i += size
+			}
 		}
 	}
 	return i, escaped, &SyntaxError{start, "unterminated string"}
 }
+
+// validUTF8 is utf8.Valid, two to three times faster on text that mixes scripts (whose
+// changes of sequence length defeat branch prediction in utf8.Valid). It runs a
+// "shift-based" DFA: utf8DFA[c] packs, for every state, the state that byte c leads to,
+// six bits each at the state's own offset, so one step is a load indexed by the byte (not
+// by the state, so it need not wait for the previous step) and a shift.
+func validUTF8(p []byte) bool {
+	var s uint64 // the state is s&63; the bits above it are left over from the shift
+	for len(p) >= 8 {
+		if s&63 == utf8Accept && binary.LittleEndian.Uint64(p)&msb == 0 {
+			p = p[8:] // eight ASCII bytes between sequences
+			continue
+		}
+		for _, c := range p[:8] {
+			s = utf8DFA[c] >> (s & 63)
+		}
+		p = p[8:]
+	}
+	for _, c := range p {
+		s = utf8DFA[c] >> (s & 63)
+	}
+	return s&63 == utf8Accept
+}
+
+// The states of validUTF8, as bit offsets into a utf8DFA entry.
+const (
+	utf8Accept = iota * 6 // between sequences
+	utf8Error             // invalid: every byte keeps it here
+	utf8Need1             // one continuation byte (80..BF) to go
+	utf8Need2
+	utf8Need3
+	utf8AfterE0 // the second byte must be A0..BF (no overlong forms)
+	utf8AfterED // 80..9F (no surrogates)
+	utf8AfterF0 // 90..BF (no overlong forms)
+	utf8AfterF4 // 80..8F (nothing above U+10FFFF)
+)
+
+// utf8DFA is built from the table of well-formed sequences in the Unicode standard
+// (table 3-7), the one utf8.Valid follows.
+var utf8DFA = func() (t [256]uint64) {
+	on := func(from, to uint64, lo, hi int) {
+		for c := lo; c <= hi; c++ {
+			t[c] = t[c]&^(63<<from) | to<<from
+		}
+	}
+	for from := uint64(utf8Accept); from <= utf8AfterF4; from += 6 {
+		on(from, utf8Error, 0x00, 0xFF)
+	}
+	on(utf8Accept, utf8Accept, 0x00, 0x7F)
+	on(utf8Accept, utf8Need1, 0xC2, 0xDF)
+	on(utf8Accept, utf8AfterE0, 0xE0, 0xE0)
+	on(utf8Accept, utf8Need2, 0xE1, 0xEC)
+	on(utf8Accept, utf8AfterED, 0xED, 0xED)
+	on(utf8Accept, utf8Need2, 0xEE, 0xEF)
+	on(utf8Accept, utf8AfterF0, 0xF0, 0xF0)
+	on(utf8Accept, utf8Need3, 0xF1, 0xF3)
+	on(utf8Accept, utf8AfterF4, 0xF4, 0xF4)
+	on(utf8Need1, utf8Accept, 0x80, 0xBF)
+	on(utf8Need2, utf8Need1, 0x80, 0xBF)
+	on(utf8Need3, utf8Need2, 0x80, 0xBF)
+	on(utf8AfterE0, utf8Need1, 0xA0, 0xBF)
+	on(utf8AfterED, utf8Need1, 0x80, 0x9F)
+	on(utf8AfterF0, utf8Need2, 0x90, 0xBF)
+	on(utf8AfterF4, utf8Need2, 0x80, 0x8F)
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b {
@@ -263,7 +376,8 @@ func scanElements(b []byte, i, depth int, elem func(start int) (int, error)) (in
 	}
 }
 
-// scanPairs validates the object at b[start] likewise: pair gets each key's span
+// scanPairs validates the object at b[start] likewise (scanMembersWith has the same
+// grammar written out, for speed: keep the two in step): pair gets each key's span
 // (quotes included) and its value's start, validates the value and returns its end.
 // escaped reports whether any key holds escapes.
 func scanPairs(b []byte, start, depth int, pair func(keyStart, keyEnd, valStart int) (int, error)) (end int, escaped bool, err error) {
@@ -497,36 +611,73 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 }
 
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
-// value itself and returns its end.
+// value itself and returns its end. value is asked only about members whose value is an
+// array (all its callers look for one), which spares a call per member. It is scanPairs written out rather than called with
+// a callback: every message and block goes through here, and the callback (with out
+// captured by reference) cost about a tenth of a repair.
 func scanMembersWith(b []byte, start, depth int, out []member, value func(key []byte, vstart int) (int, bool, error)) ([]member, int, error) {
+	if err := checkDepth(start, depth); err != nil {
+		return out, start, err
+	}
 	base := len(out)
 	var seen keySet
-	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
+	escaped := false
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return out, i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return out, i, &SyntaxError{i, "expected object key"}
+		}
+		ks := i
+		ke, esc, err := scanString(b, ks)
+		if err != nil {
+			return out, ke, err
+		}
+		escaped = escaped || esc
+		vs := skipSpace(b, ke)
+		if vs >= len(b) || b[vs] != ':' {
+			return out, vs, &SyntaxError{vs, "expected ':' after object key"}
+		}
+		if vs = skipSpace(b, vs+1); vs >= len(b) {
+			return out, vs, &SyntaxError{vs, "unexpected end of input"}
+		}
 		key := b[ks+1 : ke-1]
 		var vend int
-		var err error
 		handled := false
-		if value != nil {
+		if value != nil && b[vs] == '[' {
 			vend, handled, err = value(key, vs)
 		}
 		if !handled {
 			vend, err = scanValue(b, vs, depth)
 		}
 		if err != nil {
-			return vend, err
+			return out, vend, err
 		}
 		if seen.dup(b[start:], out[base:], b[ks:ke]) {
-			return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
+			return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 		}
 		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
 			valStart: int32(vs - start), valEnd: int32(vend - start)})
-		return vend, nil
-	})
-	if err == nil && escaped {
-		// Keys spelled with escapes can name the same key differently; compare decoded.
-		err = checkEscapedDuplicates(b[start:end], out[base:])
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return out, i, &SyntaxError{i, "unterminated object"}
+		}
+		if b[i] == '}' {
+			break
+		}
+		if b[i] != ',' {
+			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = skipSpace(b, i+1)
 	}
-	return out, end, err
+	end := i + 1
+	if escaped {
+		// Keys spelled with escapes can name the same key differently; compare decoded.
+		return out, end, checkEscapedDuplicates(b[start:end], out[base:])
+	}
+	return out, end, nil
 }
 
 // keySet finds a repeated key among an object's members: by comparing with each earlier
@@ -541,8 +692,11 @@ const keySetFrom = 16
 // (offsets into obj), and adds it.
 func (s *keySet) dup(obj []byte, prev []member, key []byte) bool {
 	if len(prev) < keySetFrom {
+		// Compare lengths and first letters before calling bytes.Equal: keys like "model"
+		// and "usage" are alike in length.
 		for _, p := range prev {
-			if int(p.keyEnd-p.keyStart) == len(key) && bytes.Equal(obj[p.keyStart:p.keyEnd], key) {
+			if int(p.keyEnd-p.keyStart) == len(key) && obj[p.keyStart+1] == key[1] &&
+				bytes.Equal(obj[p.keyStart:p.keyEnd], key) {
 				return true
 			}
 		}
@@ -696,6 +850,16 @@ func isEmptyValue(v []byte) bool {
 
 // jsonString encodes s as a JSON string without HTML escaping.
 func jsonString(s string) []byte {
+	// Keys and most names and ids are printable ASCII that needs no escape: quoted as
+	// they are, as the encoder would, without its allocations.
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = plainString[s[i]]
+	}
+	if plain {
+		out := make([]byte, 0, len(s)+2)
+		return append(append(append(out, '"'), s...), '"')
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -1,9 +1,15 @@
 package repair
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"math/bits"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // specialBytes must find the first byte that is not plainString, for every byte value at
@@ -33,6 +39,283 @@ func TestSpecialBytesFindsTheFirst(t *testing.T) {
 					t.Fatalf("%q: first special byte at %d, found %d", w, first, got)
 				}
 			}
+		}
+	}
+}
+
+// stopBytes likewise finds the first quote, backslash or control byte, whatever bytes of
+// 0x80 or more come before or after it.
+func TestStopBytesFindsTheFirst(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			for _, fill := range []byte{'a', 0x80, 0xc3, 0xff} {
+				for _, after := range []byte{'a', 0, '"', 0xff} {
+					w := []byte{fill, fill, fill, fill, fill, fill, fill, fill}
+					w[pos] = byte(c)
+					for j := pos + 1; j < 8; j++ {
+						w[j] = after
+					}
+					first := -1
+					for j, b := range w {
+						if b == '"' || b == '\\' || b < 0x20 {
+							first = j
+							break
+						}
+					}
+					got := -1
+					if m := stopBytes(binary.LittleEndian.Uint64(w)); m != 0 {
+						got = bits.TrailingZeros64(m) / 8
+					}
+					if got != first {
+						t.Fatalf("%q: first stop byte at %d, found %d", w, first, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+// scanStringSlow is the rune-by-rune definition scanString must agree with.
+func scanStringSlow(b []byte, i int) (int, bool, error) {
+	start, escaped := i, false
+	for i++; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return i, escaped, &SyntaxError{i, "unterminated escape"}
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+					return i, escaped, &SyntaxError{i, "invalid \\u escape"}
+				}
+				i += 6
+			default:
+				return i, escaped, &SyntaxError{i, fmt.Sprintf("invalid escape \\%c", b[i+1])}
+			}
+		case c < 0x20:
+			return i, escaped, &SyntaxError{i, "control character in string"}
+		case c < 0x80:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, escaped, &SyntaxError{i, "invalid UTF-8"}
+			}
+			i += size
+		}
+	}
+	return i, escaped, &SyntaxError{start, "unterminated string"}
+}
+
+// scanString (eight bytes at a time, UTF-8 checked a run at a time) gives the same end,
+// escape flag and error, at the same offset, as the rune-by-rune definition, on strings
+// built from pieces that are valid and invalid UTF-8, escapes and stop bytes.
+func TestScanStringMatchesRuneByRune(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"a", "abcdefghij", "é", "函数", "🚀", "\u2028", "\u2029", "\\n", "\\u2028", "\\\"", "\\\\",
+		"\x01", "\x1f", "\x7f", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "\\x", "\\u12"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200_000; n++ {
+		b := []byte{' ', '"'}
+		for k := rng.IntN(12); k > 0; k-- {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(4) > 0 {
+				p = pieces[rng.IntN(7)] // mostly valid text
+			}
+			b = append(b, p...)
+		}
+		if rng.IntN(8) > 0 {
+			b = append(b, '"')
+		}
+		b = append(b, "  ,"[:rng.IntN(4)]...)
+		wantEnd, wantEsc, wantErr := scanStringSlow(b, 1)
+		end, esc, err := scanString(b, 1)
+		if end != wantEnd || esc != wantEsc && wantErr == nil || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: got %d %v %v, want %d %v %v", b, end, esc, err, wantEnd, wantEsc, wantErr)
+		}
+	}
+}
+
+// jsonString's shortcut for plain ASCII gives what encoding/json gives, for every byte.
+func TestJSONStringMatchesEncoder(t *testing.T) {
+	t.Parallel()
+	check := func(s string) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(jsonString(s)), strings.TrimSuffix(buf.String(), "\n"); got != want {
+			t.Fatalf("jsonString(%q) = %s, want %s", s, got, want)
+		}
+	}
+	for c := range 256 {
+		check(string([]byte{byte(c)}))
+		check("call_" + string([]byte{byte(c)}) + "x")
+	}
+	for _, s := range []string{"", "toolResult", "<a&b>", "é", "\u2028", "a\u2029", "\xff"} {
+		check(s)
+	}
+}
+
+// validUTF8 agrees with utf8.Valid on every code point and surrogate, and on random
+// bytes weighted towards lead and continuation bytes, in every length and alignment.
+func TestValidUTF8MatchesStdlib(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r <= 0x10FFFF; r++ {
+		var buf [12]byte
+		n := copy(buf[:], "abcdefg")
+		n += utf8.EncodeRune(buf[n:], r)
+		if r >= 0xD800 && r < 0xE000 { // EncodeRune writes U+FFFD: spell the surrogate
+			n = 7 + copy(buf[7:], []byte{0xED, 0xA0 | byte(r>>6)&0x1F, 0x80 | byte(r)&0x3F})
+		}
+		for k := 0; k < n; k++ {
+			if got, want := validUTF8(buf[k:n]), utf8.Valid(buf[k:n]); got != want {
+				t.Fatalf("%x: got %v, want %v", buf[k:n], got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []byte{0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF, 'a'}
+	for range 2_000_000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			switch rng.IntN(3) {
+			case 0:
+				b[i] = byte(rng.IntN(256))
+			case 1:
+				b[i] = byte(0x80 + rng.IntN(64))
+			default:
+				b[i] = special[rng.IntN(len(special))]
+			}
+		}
+		if got, want := validUTF8(b), utf8.Valid(b); got != want {
+			t.Fatalf("%x: got %v, want %v", b, got, want)
+		}
+	}
+}
+
+// scanMembersRef is scanMembers as it was before the object grammar was written out in
+// scanMembersWith: through scanPairs.
+func scanMembersRef(b []byte, start, depth int, out []member) ([]member, int, error) {
+	base := len(out)
+	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
+		vend, err := scanValue(b, vs, depth)
+		if err != nil {
+			return vend, err
+		}
+		for _, prev := range out[base:] {
+			if bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
+				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
+			}
+		}
+		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
+			valStart: int32(vs - start), valEnd: int32(vend - start)})
+		return vend, nil
+	})
+	if err == nil && escaped {
+		err = checkEscapedDuplicates(b[start:end], out[base:])
+	}
+	return out, end, err
+}
+
+// scanMembers gives the same members, end and error as scanPairs would, on objects
+// broken in random ways (bytes dropped, doubled or replaced, keys repeated).
+func TestScanMembersMatchesScanPairs(t *testing.T) {
+	t.Parallel()
+	seeds := []string{
+		`{"role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2},"model":"m","stopReason":"stop"}`,
+		`{ "a" : 1 , "b" : [ true , false , null ] , "c" : { "d" : "e\u00e9" } , "k\u0065y" : -1.5e3 }`,
+		`{"id":"x","id":"y"}`, `{"a\u0062":1,"ab":2}`, `{}`, `{"":""}`,
+	}
+	junk := []byte(`{}[]":,\ 0aé` + "\x01\xff")
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 300_000; n++ {
+		b := []byte(seeds[rng.IntN(len(seeds))])
+		for k := rng.IntN(3); k > 0 && len(b) > 1; k-- {
+			at := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:at:at], b[at+1:]...)
+			case 1:
+				b = append(b[:at+1:at+1], b[at:]...)
+			default:
+				b[at] = junk[rng.IntN(len(junk))]
+			}
+		}
+		if b[0] != '{' {
+			continue
+		}
+		want, wantEnd, wantErr := scanMembersRef(b, 0, 1, nil)
+		got, end, err := scanMembers(b, 0, 1, nil)
+		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q: got %v %d %v, want %v %d %v", b, got, end, err, want, wantEnd, wantErr)
+		}
+	}
+}
+
+// scanNumberRef is scanNumber as it was, with a closure for digit runs.
+func scanNumberRef(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i, &SyntaxError{start, "invalid number"}
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, &SyntaxError{start, "invalid number"}
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, &SyntaxError{start, "invalid number"}
+		}
+	}
+	return i, nil
+}
+
+func TestScanNumberMatchesRef(t *testing.T) {
+	t.Parallel()
+	alphabet := []byte("-+0123456789.eEx ,")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 500_000 {
+		b := make([]byte, 1+rng.IntN(10))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+			continue
+		}
+		wantEnd, wantErr := scanNumberRef(b, 0)
+		end, err := scanNumber(b, 0)
+		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: got %d %v, want %d %v", b, end, err, wantEnd, wantErr)
 		}
 	}
 }

@@ -170,6 +170,8 @@ type plan struct {
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
 	suspects map[string]bool
 	removed  []bool // the edits' removed flags, in one slab
+	src      []byte // the input the messages were scanned from
+	mayCarry []bool // per message, for checkUnrecognized
 	edits    []edit
 	after    [][][]byte
 	report   Report
@@ -236,7 +238,7 @@ func (p *plan) release() {
 	clear(p.suspects)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
@@ -263,6 +265,7 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // scan validates the array of messages at b[i] while collecting each message's members
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
+	p.src = b
 	end, err := scanElements(b, i, 1, func(j int) (int, error) {
 		n := len(p.msgs)
 		if b[j] != '{' {
@@ -275,7 +278,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		if err != nil {
 			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
-		p.msgs = append(p.msgs, message{raw: b[j:end], ms: ms, arrays: arrays})
+		p.msgs = append(p.msgs, message{raw: b[j:end], off: j, ms: ms, arrays: arrays})
 		return end, nil
 	})
 	var ue *UnrepairableError
@@ -731,8 +734,12 @@ func (p *plan) checkUnrecognized() error {
 	if len(p.suspects) == 0 {
 		return nil
 	}
+	p.markMayCarry()
 	for i := range p.msgs {
 		m := &p.msgs[i]
+		if !p.mayCarry[i] {
+			continue
+		}
 		if !m.whole() {
 			for _, mb := range m.ms {
 				if !isBlockArray(m.raw, mb) {
@@ -757,6 +764,49 @@ func (p *plan) checkUnrecognized() error {
 		}
 	}
 	return nil
+}
+
+// markMayCarry sets mayCarry for the messages that checkUnrecognized must walk, saving
+// it the walk through most of them: a string that decodes to a suspect id (give or take
+// surrounding white space) holds that id's text as it is, unless it is spelled with
+// escapes. So a message whose bytes hold no backslash and no suspect's text carries
+// none. The input is searched once for each, rather than message by message.
+func (p *plan) markMayCarry() {
+	p.mayCarry = grow(p.mayCarry, len(p.msgs))
+	if len(p.msgs) == 0 {
+		return
+	}
+	last := &p.msgs[len(p.msgs)-1]
+	start, end := p.msgs[0].off, last.off+len(last.raw)
+	// mark marks each message holding a match of find, which returns the offset of the
+	// first match in what it is given, or -1.
+	mark := func(find func(b []byte) int) {
+		for from := start; from < end; {
+			k := find(p.src[from:end])
+			if k < 0 {
+				return
+			}
+			at := from + k
+			// The message holding at, if any: the first one ending after it.
+			i := sort.Search(len(p.msgs), func(i int) bool { return p.msgs[i].off+len(p.msgs[i].raw) > at })
+			if i < len(p.msgs) && p.msgs[i].off <= at {
+				p.mayCarry[i] = true
+				from = p.msgs[i].off + len(p.msgs[i].raw)
+			} else {
+				from = at + 1
+			}
+		}
+	}
+	mark(func(b []byte) int { return bytes.IndexByte(b, '\\') })
+	for id := range p.suspects {
+		if id == "" { // every message holds the empty string
+			for i := range p.mayCarry {
+				p.mayCarry[i] = true
+			}
+			return
+		}
+		mark(func(b []byte) int { return bytes.Index(b, []byte(id)) })
+	}
 }
 
 func isBlockArray(obj []byte, m member) bool {

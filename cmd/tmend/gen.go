@@ -19,6 +19,7 @@ type genOpts struct {
 	faults    string
 	maxFaults int
 	seed      uint64
+	text      string
 	output    string
 
 	cfg gen.Config
@@ -33,6 +34,10 @@ func (o *genOpts) Validate() error {
 	if err != nil {
 		return usageErrorf("--faults: %v", err)
 	}
+	text, err := gen.ParseText(o.text)
+	if err != nil {
+		return usageErrorf("--text: %v", err)
+	}
 	switch {
 	case o.sessions < 0:
 		return usageErrorf("--sessions must not be negative")
@@ -44,7 +49,7 @@ func (o *genOpts) Validate() error {
 		return usageErrorf("--max-faults must be at least 1")
 	}
 	o.cfg = gen.Config{Seed: o.seed, Dialect: d, Sessions: o.sessions, Messages: o.messages,
-		FaultRate: o.faultRate, Faults: faults, MaxFaults: o.maxFaults}
+		FaultRate: o.faultRate, Faults: faults, MaxFaults: o.maxFaults, Text: text}
 	return nil
 }
 
@@ -59,7 +64,8 @@ only on the flags: the same --seed gives the same bytes.
 
 Faults: ` + fmt.Sprint(gen.Faults()),
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
-  tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl`,
+  tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
+  tmend gen --text unicode --fault-rate 1 -o unicode.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -106,6 +112,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.StringVar(&o.faults, "faults", "all", "comma-separated fault kinds to draw from, or all")
 	f.IntVar(&o.maxFaults, "max-faults", 2, "a broken session gets 1 to this many faults")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed")
+	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
 	return cmd
 }

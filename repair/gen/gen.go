@@ -95,6 +95,38 @@ type Config struct {
 	MaxFaults int
 	// Start is the updated_at of the first session; later ones are a few seconds apart.
 	Start time.Time
+	// Text is the vocabulary of message and result texts; "" is TextASCII.
+	Text Text
+}
+
+// Text names the vocabulary that message and result texts are drawn from.
+type Text string
+
+const (
+	// TextASCII is plain English words (the default; existing corpora and golden inputs
+	// depend on its bytes).
+	TextASCII Text = "ascii"
+	// TextUnicode mixes in words in many scripts: CJK, accented Latin, Cyrillic, Greek,
+	// Devanagari, right-to-left Hebrew and Arabic, emoji (with ZWJ sequences), and words
+	// holding U+2028 LINE SEPARATOR or U+2029 PARAGRAPH SEPARATOR. Everything is written
+	// as raw UTF-8, never \u-escaped, so parsers meet the bytes as real sessions hold them.
+	TextUnicode Text = "unicode"
+)
+
+// Texts lists every vocabulary.
+func Texts() []Text { return []Text{TextASCII, TextUnicode} }
+
+// ParseText accepts a vocabulary name as listed by Texts; "" is TextASCII.
+func ParseText(s string) (Text, error) {
+	if s == "" {
+		return TextASCII, nil
+	}
+	for _, t := range Texts() {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown text %q (want one of %v)", s, Texts())
 }
 
 // Session is one generated session.
@@ -119,6 +151,14 @@ func Generate(cfg Config, fn func(Session) error) error {
 	if cfg.Start.IsZero() {
 		cfg.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
+	vocab := words
+	switch cfg.Text {
+	case "", TextASCII:
+	case TextUnicode:
+		vocab = unicodeWords
+	default:
+		return fmt.Errorf("gen: unknown text %q", cfg.Text)
+	}
 	var faults []Fault
 	for _, f := range cfg.Faults {
 		if Applies(f, cfg.Dialect) {
@@ -131,18 +171,23 @@ func Generate(cfg Config, fn func(Session) error) error {
 			ID:        fmt.Sprintf("s-%06d", i),
 			UpdatedAt: cfg.Start.Add(time.Duration(i) * 3 * time.Second),
 		}
-		conv := conversation(rng, cfg.Messages/2+rng.IntN(cfg.Messages+1), i)
+		conv := conversation(rng, cfg.Messages/2+rng.IntN(cfg.Messages+1), i, vocab)
 		if rng.Float64() < cfg.FaultRate && len(faults) > 0 {
 			n := 1 + rng.IntN(cfg.MaxFaults)
 			for range n {
 				f := faults[rng.IntN(len(faults))]
 				var ok bool
-				if conv, ok = inject(rng, conv, f, cfg.Dialect); ok {
+				if conv, ok = inject(rng, conv, f, cfg.Dialect, vocab); ok {
 					s.Faults = append(s.Faults, f)
 				}
 			}
 		}
 		s.Messages = render(cfg.Dialect, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
+		if cfg.Text == TextUnicode {
+			for j, m := range s.Messages {
+				s.Messages[j] = rawLineSeparators(m)
+			}
+		}
 		if err := fn(s); err != nil {
 			return err
 		}
@@ -215,7 +260,45 @@ var words = strings.Fields(`the a to of and in is it for on that with as this be
 function test error result value build config server request session user agent model call tool data
 run output input path module change fix update check query table index cache log trace retry timeout`)
 
-func sentence(rng *rand.Rand, min, max int) string {
+// unicodeWords is TextUnicode's vocabulary: about two thirds of it non-ASCII, in
+// one-, two-, three- and four-byte UTF-8, with U+2028 and U+2029 inside some words
+// (added apart: strings.Fields would split at them, as they are white space).
+var unicodeWords = append(strings.Fields(`the file error result value build session user tool call data run output
+函数 错误 文件 配置 服务器 请求 会话 用户 日本語 テスト 結果 한국어 오류 파일
+café naïve résumé Größe façade señal ação über Straße łódź český żółw crème brûlée
+ошибка файл запрос сервер λάθος αρχείο नमस्ते फ़ाइल
+שלום קובץ שגיאה مرحبا ملف خطأ طلب
+🚀 🔧 ✅ 🙂 👩‍💻 🇩🇪 ⚠️ 📁`), "line\u2028break", "para\u2029graph", "行\u2028末", "end\u2029", "\u2028start")
+
+// rawLineSeparators returns the JSON text m with its \u2028 and \u2029 escapes (which
+// encoding/json always writes) replaced by the raw characters, as other JSON writers
+// (JavaScript's JSON.stringify among them) leave them.
+func rawLineSeparators(m []byte) []byte {
+	if !bytes.Contains(m, []byte(`\u202`)) {
+		return m
+	}
+	out := make([]byte, 0, len(m))
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		// An escape: a \u2028 or \u2029 becomes raw, any other is copied whole so that
+		// an escaped backslash followed by "u2028" is left alone.
+		switch {
+		case m[i+1] == 'u' && (string(m[i+2:i+6]) == "2028" || string(m[i+2:i+6]) == "2029"):
+			out = append(out, 0xE2, 0x80, 0xA8+m[i+5]-'8')
+			i += 5
+		default:
+			out = append(out, c, m[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+func sentence(rng *rand.Rand, words []string, min, max int) string {
 	n := min + rng.IntN(max-min+1)
 	var b strings.Builder
 	for i := 0; i < n; i++ {
@@ -229,19 +312,19 @@ func sentence(rng *rand.Rand, min, max int) string {
 
 // conversation builds a clean session of about n messages: user asks, the assistant
 // calls tools over a few turns, results come back, the assistant answers.
-func conversation(rng *rand.Rand, n, session int) []event {
+func conversation(rng *rand.Rand, n, session int, vocab []string) []event {
 	var evs []event
 	callN := 0
 	count := 0
 	for count < n {
-		evs = append(evs, event{kind: evUser, text: sentence(rng, 4, 20)})
+		evs = append(evs, event{kind: evUser, text: sentence(rng, vocab, 4, 20)})
 		count++
 		for steps := 1 + rng.IntN(4); steps > 0 && count < n; steps-- {
 			k := 1 + rng.IntN(3)
 			if rng.IntN(3) > 0 {
 				k = 1
 			}
-			a := event{kind: evAssistant, text: sentence(rng, 0, 10)}
+			a := event{kind: evAssistant, text: sentence(rng, vocab, 0, 10)}
 			r := event{kind: evResults}
 			for j := 0; j < k; j++ {
 				callN++
@@ -249,12 +332,12 @@ func conversation(rng *rand.Rand, n, session int) []event {
 				id := fmt.Sprintf("call_%d_%d_%x", session, callN, rng.Uint32())
 				args := fmt.Sprintf(`{"path":"/src/%s.go","line":%d,"limit":1.5e3}`, words[rng.IntN(len(words))], rng.IntN(900))
 				a.calls = append(a.calls, gcall{id: id, name: name, args: args})
-				r.results = append(r.results, gresult{id: id, name: name, text: sentence(rng, 3, 25)})
+				r.results = append(r.results, gresult{id: id, name: name, text: sentence(rng, vocab, 3, 25)})
 			}
 			evs = append(evs, a, r)
 			count += 1 + k
 		}
-		evs = append(evs, event{kind: evAssistant, text: sentence(rng, 5, 25)})
+		evs = append(evs, event{kind: evAssistant, text: sentence(rng, vocab, 5, 25)})
 		count++
 	}
 	return evs
@@ -274,7 +357,7 @@ func callTurns(evs []event) []int {
 
 // inject damages evs with fault f and reports whether it did: a fault that does not
 // apply to the dialect or finds nothing to damage leaves evs as they are.
-func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) ([]event, bool) {
+func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect, vocab []string) ([]event, bool) {
 	turns := callTurns(evs)
 	if len(turns) == 0 || !Applies(f, d) {
 		return evs, false
@@ -314,7 +397,7 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect) ([]event, bo
 		evs = insertEv(evs, t+2, event{kind: evResults, results: []gresult{real}})
 	case FaultOrphanResult:
 		res.results = append(res.results, gresult{id: fmt.Sprintf("call_orphan_%x", rng.Uint32()),
-			name: "bash", text: sentence(rng, 3, 10)})
+			name: "bash", text: sentence(rng, vocab, 3, 10)})
 	case FaultMalformedCall:
 		kinds := []string{"blank_id", "partial", "no_name", "no_args"}
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]

@@ -76,9 +76,9 @@ func injected(t *testing.T, f Fault, d repair.Dialect, seed uint64) (before, aft
 	t.Helper()
 	for i := range 50 {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		evs := conversation(rng, 20, i)
+		evs := conversation(rng, 20, i, words)
 		before = cloneEvents(evs)
-		if after, ok := inject(rng, evs, f, d); ok {
+		if after, ok := inject(rng, evs, f, d, words); ok {
 			return before, after
 		}
 	}
@@ -157,7 +157,7 @@ func TestDuplicateCallID(t *testing.T) {
 
 func TestNoncanonicalCall(t *testing.T) {
 	t.Parallel()
-	_, ok := inject(rand.New(rand.NewPCG(1, 1)), conversation(rand.New(rand.NewPCG(1, 2)), 20, 0), FaultNoncanonicalCall, repair.Anthropic)
+	_, ok := inject(rand.New(rand.NewPCG(1, 1)), conversation(rand.New(rand.NewPCG(1, 2)), 20, 0, words), FaultNoncanonicalCall, repair.Anthropic, words)
 	require.False(t, ok, "noncanonical_call is OpenClaw only")
 
 	seen := map[string]bool{}
@@ -245,4 +245,52 @@ func TestOpenClawCallShapes(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]bool{"toolCall": true, "toolUse": true, "functionCall": true}, shapes)
+}
+
+// TestUnicodeText: TextUnicode sessions hold texts in many scripts, with U+2028 and
+// U+2029 written raw (never escaped), and are still valid JSON with the same shape and
+// faults as ASCII ones; ASCII sessions hold no non-ASCII byte at all.
+func TestUnicodeText(t *testing.T) {
+	t.Parallel()
+	for _, d := range repair.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Seed: 5, Dialect: d, Sessions: 20, Messages: 30, FaultRate: 0.5}
+			ascii := generate(t, cfg)
+			cfg.Text = TextUnicode
+			uni := generate(t, cfg)
+			var all bytes.Buffer
+			for i, s := range uni {
+				require.Equal(t, ascii[i].Faults, s.Faults)
+				require.Len(t, s.Messages, len(ascii[i].Messages))
+				WriteJSONL(&all, d, s)
+			}
+			for _, line := range bytes.Split(bytes.TrimSuffix(all.Bytes(), []byte("\n")), []byte("\n")) {
+				require.True(t, json.Valid(line), "%s", line)
+			}
+			out := all.String()
+			require.Contains(t, out, "\u2028")
+			require.Contains(t, out, "\u2029")
+			require.NotContains(t, out, `\u2028`)
+			require.NotContains(t, out, `\u2029`)
+			for _, w := range []string{"函数", "café", "ошибка", "שלום", "🚀"} {
+				require.Contains(t, out, w)
+			}
+			var plain bytes.Buffer
+			for _, s := range ascii {
+				WriteJSONL(&plain, d, s)
+			}
+			for _, c := range plain.Bytes() {
+				require.Less(t, c, byte(0x80))
+			}
+		})
+	}
+}
+
+func TestRawLineSeparators(t *testing.T) {
+	t.Parallel()
+	in := `{"a":"x\u2028y\\u2029z\u2029","b":"\"\u00e9"}`
+	require.Equal(t, "{\"a\":\"x\u2028y\\\\u2029z\u2029\",\"b\":\"\\\"\\u00e9\"}", string(rawLineSeparators([]byte(in))))
+	_, err := ParseText("klingon")
+	require.Error(t, err)
 }
