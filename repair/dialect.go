@@ -478,9 +478,7 @@ func blockSignal(o obj) Dialect {
 
 // outMsg is a message of the repaired transcript, for the turn rules after removals.
 type outMsg struct {
-	raw  []byte
-	role []byte
-	// src is the input index of the message, or -1 for an inserted one.
-	src   int
+	raw   []byte
+	role  []byte
 	calls bool // it keeps a tool call
 }

@@ -1103,7 +1103,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur := outMsg{raw: m.raw, role: m.word("role"), src: i, calls: p.keepsCall(i)}
+			cur := outMsg{raw: m.raw, role: m.word("role"), calls: p.keepsCall(i)}
 			if have && gap && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
 				p.edits[i].merge = true
 				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[gapAt].stage, Action: ActionMerge,
@@ -1115,7 +1115,7 @@ func (p *plan) planMerges() {
 			gap = false
 		}
 		if p.spec.block && p.turnSlotMsg(i) < 0 && len(p.after[i]) > 0 {
-			prev, have, gap = outMsg{raw: p.after[i][0], role: []byte("user"), src: -1}, true, false
+			prev, have, gap = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false
 		}
 	}
 }
