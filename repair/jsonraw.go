@@ -621,6 +621,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 	}
 	base := len(out)
 	escaped := false
+	var seen uint64
 	i := skipSpace(b, start+1)
 	if i < len(b) && b[i] == '}' {
 		return out, i + 1, nil
@@ -654,13 +655,19 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return out, vend, err
 		}
-		// Every message and block is checked, so compare lengths and first letters
-		// before calling bytes.Equal (keys like "model" and "usage" are alike in length).
+		// Every message and block is checked for duplicate keys. seen has a bit for each
+		// (length, first letter) of the keys so far: only a key whose bit is set already
+		// can repeat one, and only then are the keys before it compared, lengths and
+		// first letters before bytes (keys like "model" and "usage" are alike in length).
 		klen, k1 := int32(ke-ks), b[ks+1]
-		for _, prev := range out[base:] {
-			if prev.keyEnd-prev.keyStart == klen && b[start+int(prev.keyStart)+1] == k1 &&
-				bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
-				return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
+		if bit := uint64(1) << ((uint(klen)*7 ^ uint(k1)) & 63); seen&bit == 0 {
+			seen |= bit
+		} else {
+			for _, prev := range out[base:] {
+				if prev.keyEnd-prev.keyStart == klen && b[start+int(prev.keyStart)+1] == k1 &&
+					bytes.Equal(b[start+int(prev.keyStart):start+int(prev.keyEnd)], b[ks:ke]) {
+					return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
+				}
 			}
 		}
 		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
