@@ -680,11 +680,16 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 	return out, end, nil
 }
 
-// keySet finds a repeated key among an object's members: by comparing with each earlier
-// key while there are few (every message and block is checked, so that is the fast
-// path), and through a set once there are many, so an object of a million keys costs a
-// million look-ups rather than half a trillion comparisons.
-type keySet map[string]struct{}
+// keySet finds a repeated key among an object's members. Every message and block is
+// checked, so the common case is fast: bits has a bit for each (length, first letter) of
+// the keys so far, and only a key whose bit is set already can repeat one; then the keys
+// before it are compared, lengths and first letters before bytes (keys like "model" and
+// "usage" are alike in length). Past keySetFrom keys a set takes over, so an object of a
+// million keys costs a million look-ups rather than half a trillion comparisons.
+type keySet struct {
+	bits uint64
+	set  map[string]struct{}
+}
 
 const keySetFrom = 16
 
@@ -692,8 +697,10 @@ const keySetFrom = 16
 // (offsets into obj), and adds it.
 func (s *keySet) dup(obj []byte, prev []member, key []byte) bool {
 	if len(prev) < keySetFrom {
-		// Compare lengths and first letters before calling bytes.Equal: keys like "model"
-		// and "usage" are alike in length.
+		if bit := uint64(1) << ((uint(len(key))*7 ^ uint(key[1])) & 63); s.bits&bit == 0 {
+			s.bits |= bit
+			return false
+		}
 		for _, p := range prev {
 			if int(p.keyEnd-p.keyStart) == len(key) && obj[p.keyStart+1] == key[1] &&
 				bytes.Equal(obj[p.keyStart:p.keyEnd], key) {
@@ -702,16 +709,16 @@ func (s *keySet) dup(obj []byte, prev []member, key []byte) bool {
 		}
 		return false
 	}
-	if *s == nil {
-		*s = make(keySet, 2*keySetFrom)
+	if s.set == nil {
+		s.set = make(map[string]struct{}, 2*keySetFrom)
 		for _, p := range prev {
-			(*s)[string(obj[p.keyStart:p.keyEnd])] = struct{}{}
+			s.set[string(obj[p.keyStart:p.keyEnd])] = struct{}{}
 		}
 	}
-	if _, ok := (*s)[string(key)]; ok {
+	if _, ok := s.set[string(key)]; ok {
 		return true
 	}
-	(*s)[string(key)] = struct{}{}
+	s.set[string(key)] = struct{}{}
 	return false
 }
 

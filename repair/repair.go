@@ -10,6 +10,7 @@ package repair
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -994,11 +995,12 @@ func (p *plan) finish() {
 	p.planMerges()
 
 	// Report actions in pipeline order, and issues in transcript order.
-	sort.SliceStable(p.report.Actions, func(i, j int) bool {
-		return stageRank[p.report.Actions[i].Stage] < stageRank[p.report.Actions[j].Stage]
+	// (slices' generic sorts, not sort.SliceStable, which swaps through reflection.)
+	slices.SortStableFunc(p.report.Actions, func(a, b Action) int {
+		return cmp.Compare(stageRank[a.Stage], stageRank[b.Stage])
 	})
-	sort.SliceStable(p.report.Issues, func(i, j int) bool {
-		return p.report.Issues[i].MessageIndex < p.report.Issues[j].MessageIndex
+	slices.SortStableFunc(p.report.Issues, func(a, b Issue) int {
+		return cmp.Compare(a.MessageIndex, b.MessageIndex)
 	})
 	counts := map[Stage]int{}
 	for _, a := range p.report.Actions {
