@@ -201,7 +201,7 @@ func WriteJSONL(w *bytes.Buffer, d repair.Dialect, s Session) {
 	w.Write(quote(s.ID))
 	w.WriteString(`,"updated_at":`)
 	w.Write(quote(s.UpdatedAt.UTC().Format(time.RFC3339)))
-	w.WriteString(`,"` + Envelope(d) + `":[`)
+	w.WriteString(`,"` + d.EnvelopeKey() + `":[`)
 	for i, m := range s.Messages {
 		if i > 0 {
 			w.WriteByte(',')

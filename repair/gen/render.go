@@ -8,12 +8,11 @@ import (
 	"github.com/tmend/tmend/repair"
 )
 
-// dialect is what the generator knows about one dialect: where its transcript goes in a
-// JSON Lines record, how an event is written, and which dialect-specific faults it has.
+// dialect is what the generator knows about one dialect: how an event is written, and
+// which dialect-specific faults it has (where its transcript goes is repair's knowledge:
+// Dialect.EnvelopeKey).
 // Each dialect lives in render_<dialect>.go and has one line in dialects.
 type dialect struct {
-	// envelope is the JSON Lines record key the transcript goes under.
-	envelope string
 	// render writes event e, the i-th of its session, at ts (Unix milliseconds).
 	render func(e event, i int, ts int64) []json.RawMessage
 	// argsOptional: a call without arguments is valid, and there is no streaming
@@ -44,9 +43,6 @@ func dialectOf(d repair.Dialect) dialect {
 	}
 	return sp
 }
-
-// Envelope is the JSON Lines record key a dialect's transcript goes under.
-func Envelope(d repair.Dialect) string { return dialectOf(d).envelope }
 
 func render(d repair.Dialect, evs []event, t0 time.Time) []json.RawMessage {
 	r := dialectOf(d).render

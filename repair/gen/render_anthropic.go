@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var anthropic = dialect{envelope: "messages", render: renderAnthropic}
+var anthropic = dialect{render: renderAnthropic}
 
 func renderAnthropic(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {

@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var bedrock = dialect{envelope: "messages", render: renderBedrock}
+var bedrock = dialect{render: renderBedrock}
 
 func renderBedrock(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {

@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var gemini = dialect{envelope: "contents", render: renderGemini, argsOptional: true}
+var gemini = dialect{render: renderGemini, argsOptional: true}
 
 func renderGemini(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {

@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var langChain = dialect{envelope: "messages", render: renderLangChain}
+var langChain = dialect{render: renderLangChain}
 
 func renderLangChain(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {

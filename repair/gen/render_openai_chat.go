@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var openAIChat = dialect{envelope: "messages", render: renderOpenAIChat}
+var openAIChat = dialect{render: renderOpenAIChat}
 
 func renderOpenAIChat(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {

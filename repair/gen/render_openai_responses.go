@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-var openAIResponses = dialect{envelope: "input", render: renderResponses, reasoning: true}
+var openAIResponses = dialect{render: renderResponses, reasoning: true}
 
 func renderResponses(e event, i int, _ int64) []json.RawMessage {
 	switch e.kind {

@@ -5,7 +5,7 @@ import (
 	"hash/fnv"
 )
 
-var openClaw = dialect{envelope: "messages", render: renderOpenClaw, legacyBlocks: true}
+var openClaw = dialect{render: renderOpenClaw, legacyBlocks: true}
 
 func renderOpenClaw(e event, _ int, ts int64) []json.RawMessage {
 	switch e.kind {
