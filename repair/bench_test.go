@@ -115,3 +115,23 @@ func manyBlocks(n int) []byte {
 	}
 	return append(out, `]}]`...)
 }
+
+// BenchmarkManyKeys validates one message of n members: the duplicate-key check must grow
+// linearly with n.
+func BenchmarkManyKeys(b *testing.B) {
+	for _, n := range []int{10_000, 40_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			in := []byte(`[{"role":"user","content":"x"`)
+			for i := range n {
+				in = fmt.Appendf(in, `,"k%d":1`, i)
+			}
+			in = append(in, `}]`...)
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if _, err := repair.Repair(in, repair.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
