@@ -188,21 +188,29 @@ var plans = sync.Pool{New: func() any {
 func newPlan(b []byte, opts Options) (*plan, error) {
 	p := plans.Get().(*plan)
 	p.opts = opts
+	if err := p.scanAll(b); err != nil {
+		return p, err
+	}
+	return p, p.analyze()
+}
+
+// scanAll scans b, which must be one JSON array of objects and nothing else.
+func (p *plan) scanAll(b []byte) error {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '[' {
 		if err := validate(b); err != nil {
-			return p, p.fail(StatusUnparseable, "%v", err)
+			return p.fail(StatusUnparseable, "%v", err)
 		}
-		return p, p.fail(StatusUnparseable, "transcript is a JSON %s, not an array of messages", kindOf(b[i]))
+		return p.fail(StatusUnparseable, "transcript is a JSON %s, not an array of messages", kindOf(b[i]))
 	}
 	end, err := p.scan(b, i)
 	if err != nil {
-		return p, err
+		return err
 	}
 	if k := skipSpace(b, end); k != len(b) {
-		return p, p.fail(StatusUnparseable, "%v", &SyntaxError{k, "unexpected data after the top-level value"})
+		return p.fail(StatusUnparseable, "%v", &SyntaxError{k, "unexpected data after the top-level value"})
 	}
-	return p, p.analyze()
+	return nil
 }
 
 // analyze runs everything after scanning: dialect, parse, pairing and the stages.
