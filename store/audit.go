@@ -120,6 +120,27 @@ func (s *Store) ListReports(ctx context.Context, f model.ReportFilter) ([]model.
 	return out, classify(err)
 }
 
+// RunProgress counts a run's reports by status. A running run's row has no counts yet
+// (they are written when it ends), but each session it does not find clean has its
+// report as soon as it is handled.
+func (s *Store) RunProgress(ctx context.Context, runID int64) (map[model.SessionStatus]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM repair_reports WHERE run_id = $1 GROUP BY status`, runID)
+	if err != nil {
+		return nil, classify(fmt.Errorf("count reports of run %d: %w", runID, err))
+	}
+	out := map[model.SessionStatus]int{}
+	var st model.SessionStatus
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[st] = n
+		return nil
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("count reports of run %d: %w", runID, err))
+	}
+	return out, nil
+}
+
 // Versions lists a session's saved versions without their content, oldest first.
 func (s *Store) Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error) {
 	rows, err := s.pool.Query(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at

@@ -334,3 +334,28 @@ WHERE conname = $1`, table+"_status_check").Scan(&def))
 	}
 	require.ElementsMatch(t, sessions, allowed("repair_reports"))
 }
+
+func TestRunProgressCountsReportsSoFar(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	runID, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: "x"})
+	require.NoError(t, err)
+	other, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: "x"})
+	require.NoError(t, err)
+	for _, r := range []model.Report{
+		{RunID: runID, SessionID: "a", Status: model.StatusWouldRepair},
+		{RunID: runID, SessionID: "b", Status: model.StatusWouldRepair},
+		{RunID: runID, SessionID: "c", Status: model.StatusFailed, Reason: "boom"},
+		{RunID: other, SessionID: "d", Status: model.StatusConflict},
+	} {
+		r.Trigger = model.TriggerCLI
+		require.NoError(t, b.store.InsertReport(ctx, r))
+	}
+	got, err := b.store.RunProgress(ctx, runID)
+	require.NoError(t, err)
+	require.Equal(t, map[model.SessionStatus]int{model.StatusWouldRepair: 2, model.StatusFailed: 1}, got)
+	got, err = b.store.RunProgress(ctx, 9999)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
