@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The test command (`make test`): go vet, then the whole suite with the race detector,
-# against TMEND_TEST_DATABASE_URL or else a throwaway PostgreSQL started here.
+# against TMEND_TEST_DATABASE_URL or else a throwaway PostgreSQL started here, with
+# Chromium for the console's browser test (installed when missing and possible).
+# Screenshots of the console go to TMEND_ARTIFACTS when set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/pg.sh
+. scripts/chromium.sh
 
 start=$(date +%s)
 finish() {
@@ -22,6 +25,9 @@ if [ -z "${TMEND_TEST_DATABASE_URL:-}" ]; then
   export TMEND_TEST_DATABASE_URL=$TMEND_PG_URL
   echo "throwaway PostgreSQL $("$TMEND_PG_BINDIR/postgres" --version | awk '{print $3}') at $TMEND_PG_DIR"
 fi
+
+# The console's browser test needs Chromium; without one it fails and says so.
+chromium_find && echo "Chromium at $TMEND_CHROMIUM" || echo "no Chromium: the console's browser test will fail" >&2
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...

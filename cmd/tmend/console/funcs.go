@@ -1,0 +1,54 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/tmend/tmend/repair"
+)
+
+// funcs are the templates' helpers. Every string they return is text that html/template
+// escapes where it lands; none returns template.HTML.
+var funcs = template.FuncMap{
+	"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"tsp": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	},
+	"sessionURL": func(id string) string { return sessionURL(id, 0, 0) },
+	"diffURL":    sessionURL,
+	"runURL": func(id any) string {
+		switch v := id.(type) {
+		case *int64:
+			if v == nil {
+				return ""
+			}
+			return fmt.Sprintf("/runs/%d", *v)
+		case int64:
+			return fmt.Sprintf("/runs/%d", v)
+		}
+		return ""
+	},
+	"join": strings.Join,
+	"action": func(a repair.Action) string {
+		s := fmt.Sprintf("%s %s", a.Stage, a.Action)
+		if a.CallID != "" {
+			s += " " + a.CallID
+		}
+		if a.Detail != "" {
+			s += ": " + a.Detail
+		}
+		return s
+	},
+	"short": func(h string) string { return h[:min(12, len(h))] },
+	"seq": func(a, b int) string {
+		if a == b {
+			return fmt.Sprintf("#%d", a)
+		}
+		return fmt.Sprintf("#%d–#%d", a, b)
+	},
+}
