@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
 )
@@ -134,6 +138,26 @@ func (b *browser) text(t *testing.T, sel string) string {
 	return get(t, b, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
+// generatedScans adds n scans, each of a few generated sessions of another dialect, most
+// of them broken, so that the charts have runs, issue codes and dialects to show.
+func (b *testBundle) generatedScans(t *testing.T, n int) {
+	t.Helper()
+	dialects := repair.Dialects()
+	for i := range n {
+		var sessions []model.Session
+		require.NoError(t, gen.Generate(gen.Config{Seed: uint64(i + 1), Dialect: dialects[i%len(dialects)], Sessions: 3 + 2*i,
+			Messages: 8, FaultRate: 0.8}, func(s gen.Session) error {
+			msgs, err := json.Marshal(s.Messages)
+			sessions = append(sessions, model.Session{ID: fmt.Sprintf("gen-%d-%s", i, s.ID), Messages: msgs})
+			return err
+		}))
+		storetest.Sessions(t, b.pool, sessions...)
+		res, err := b.scanner.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeFull})
+		require.NoError(t, err)
+		require.Positive(t, res.Counts.Repaired)
+	}
+}
+
 // TestConsoleInABrowser signs in, walks from the runs to a run, a repaired session and
 // its diff, rolls the session back from the page, and checks that a transcript's markup
 // stays text, that live progress follows a running run, and that no page logs anything
@@ -142,6 +166,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	b := setup(t)
+	b.generatedScans(t, 4)
 	br := newBrowser(t)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	repaired := storetest.Content(t, b.pool, brokenID)

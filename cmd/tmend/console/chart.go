@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
@@ -94,17 +95,28 @@ func runCharts(runs []model.RunRow) []chart {
 
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 
-// niceMax is the top of the scale for a largest value n: four whole-number ticks of a
-// step that is 1, 2, 2.5 or 5 times a power of ten (2.5 from 25 up).
+// niceMax is the top of the scale for a largest value n: four ticks of a step of 1, 1.5,
+// 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten, whole numbers only.
 func niceMax(n int) int {
 	need := max(1, (n+3)/4)
 	for p := 1; ; p *= 10 {
-		for _, m := range []int{10, 20, 25, 50} {
+		for _, m := range []int{10, 15, 20, 25, 30, 40, 50, 60, 80} {
 			if step := m * p / 10; step >= need && m*p%10 == 0 {
 				return 4 * step
 			}
 		}
 	}
+}
+
+// timeLayout labels runs as finely as their span needs.
+func timeLayout(runs []model.RunRow) string {
+	switch span := runs[len(runs)-1].StartedAt.Sub(runs[0].StartedAt); {
+	case span < time.Hour:
+		return "15:04:05"
+	case span < 24*time.Hour:
+		return "15:04"
+	}
+	return "01-02 15:04"
 }
 
 func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked bool) chart {
@@ -143,6 +155,7 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 		c.Ticks = append(c.Ticks, tick{Y: f1(y(v)), Value: v})
 	}
 	slot := plotW / float64(len(runs))
+	layout := timeLayout(runs)
 	for i, r := range runs {
 		x0 := float64(padLeft) + slot*float64(i)
 		when := r.StartedAt.UTC().Format("2006-01-02 15:04")
@@ -168,7 +181,7 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 		}
 		step := max(1, (len(runs)+maxLabels-1)/maxLabels)
 		if i%step == 0 || i == len(runs)-1 && len(runs) <= maxLabels {
-			c.Labels = append(c.Labels, label{X: f1(x0 + slot/2), Text: r.StartedAt.UTC().Format("01-02 15:04")})
+			c.Labels = append(c.Labels, label{X: f1(x0 + slot/2), Text: r.StartedAt.UTC().Format(layout)})
 		}
 	}
 	return c
