@@ -197,12 +197,8 @@ func (c *Console) view(who identity, title string, body any) view {
 	return view{Title: title, Who: who, CSRF: c.csrfToken(who), CanRollback: who.role == roleWrite && c.cfg.Rollback != nil, Body: body}
 }
 
-// errBadInput is a request the reader can fix.
-type errBadInput struct{ msg string }
-
-func (e errBadInput) Error() string { return e.msg }
-
-func badInput(format string, args ...any) error { return errBadInput{fmt.Sprintf(format, args...)} }
+// badInput is an error the reader can fix, shown as it is.
+func badInput(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 // validText refuses what Postgres cannot hold in a text value (a NUL, bytes that are not
 // UTF-8), as the API does.

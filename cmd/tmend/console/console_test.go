@@ -202,6 +202,14 @@ func TestDiffMarksTheRepair(t *testing.T) {
 	r = do(t, reader, "GET", b.base+sessionPath(brokenID)+"&from=1&to=9", nil)
 	require.Equal(t, http.StatusOK, r.code)
 	require.Contains(t, r.body, "Version 1 or 9 is not saved")
+	// A version that is not a transcript (content an agent wrote, kept by a forced
+	// rollback) cannot be compared; the page says so.
+	_, err := b.pool.Exec(t.Context(), `INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes)
+VALUES ($1, $2, 3, 'preserved', 'not a transcript', 'x', 16)`, b.store.Key(), brokenID)
+	require.NoError(t, err)
+	r = do(t, reader, "GET", b.base+sessionPath(brokenID)+"&from=2&to=3", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Contains(t, r.body, "The versions cannot be compared: read later version: unparseable: invalid JSON")
 	r = do(t, reader, "GET", b.base+sessionPath(brokenID)+"&from=x", nil)
 	require.Equal(t, http.StatusBadRequest, r.code)
 	r = do(t, reader, "GET", b.base+sessionPath("nobody"), nil)

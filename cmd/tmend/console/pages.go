@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tmend/tmend/repair"
@@ -459,18 +460,17 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, who identi
 		return 1
 	})
 	if body.From == 0 && body.To == 0 {
-		for _, v := range versions {
-			if v.Kind == "repaired" || v.Kind == "restored" {
-				body.From, body.To = v.Version-1, v.Version
-			}
-		}
+		body.From, body.To, _ = report.LatestWrite(versions)
 	}
 	if body.From > 0 && body.To > 0 {
-		body.Diff, err = c.diff(r.Context(), id, body.From, body.To, reports)
-		var bad errBadInput
+		var d *report.TranscriptDiff
+		d, err = Diff(r.Context(), c.cfg.Store, id, body.From, body.To, reports)
+		if err == nil {
+			body.Diff = newDiffView(d)
+		}
 		switch {
-		case errors.As(err, &bad):
-			body.DiffError = bad.msg
+		case errors.Is(err, ErrCannotCompare):
+			body.DiffError = "The" + strings.TrimPrefix(err.Error(), "the") + "."
 		case errors.Is(err, model.ErrNotFound):
 			body.DiffError = fmt.Sprintf("Version %d or %d is not saved (pruned, or never existed).", body.From, body.To)
 		case err != nil:
@@ -481,21 +481,26 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, who identi
 	c.render(w, r, http.StatusOK, "session", c.view(who, "Session "+id, body))
 }
 
-// diff compares two saved versions of a session.
-func (c *Console) diff(ctx context.Context, id string, from, to int, reports []model.ReportRow) (*diffView, error) {
-	a, err := c.cfg.Store.Version(ctx, id, from)
+// ErrCannotCompare marks versions that are not both transcripts (JSON arrays of messages).
+var ErrCannotCompare = errors.New("the versions cannot be compared")
+
+// Diff compares two saved versions of a session, with the actions of the report among
+// reports (the session's) that wrote one from the other. A version that is not saved is
+// model.ErrNotFound. The console's session page and the daemon's diff endpoint share it.
+func Diff(ctx context.Context, st Store, id string, from, to int, reports []model.ReportRow) (*report.TranscriptDiff, error) {
+	a, err := st.Version(ctx, id, from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.cfg.Store.Version(ctx, id, to)
+	b, err := st.Version(ctx, id, to)
 	if err != nil {
 		return nil, err
 	}
 	d, err := report.DiffVersions(a, b, reports)
 	if err != nil {
-		return nil, badInput("The versions cannot be compared: %v.", err)
+		return nil, fmt.Errorf("%w: %w", ErrCannotCompare, err)
 	}
-	return newDiffView(d), nil
+	return d, nil
 }
 
 // runProgress is what console.js polls while a run goes.
