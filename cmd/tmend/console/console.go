@@ -103,7 +103,14 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.static = http.StripPrefix("/console/static/", http.FileServerFS(static))
+	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
+	c.static = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") { // no listings
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	return c, nil
 }
 

@@ -63,6 +63,9 @@ func TestPagesNeedACredential(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.code, asset)
 		requireSecureHeaders(t, r, asset)
 	}
+	r = do(t, anon, "GET", b.base+"/console/static/", nil)
+	require.Equal(t, http.StatusNotFound, r.code, "no listing of the assets")
+	requireSecureHeaders(t, r, "static listing")
 }
 
 func TestSignInSetsASignedCookie(t *testing.T) {
