@@ -227,6 +227,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	// Markup in a transcript is text: nothing runs, the title stays.
 	br.do(t, "hostile session", chromedp.Navigate(b.base+sessionPath(hostileID)), chromedp.WaitVisible(css("#diff-table")),
 		chromedp.Click(css(`[data-expand="diff-table"]`)))
+	require.True(t, eval[bool](t, br, `Array.from(document.querySelectorAll('#diff-table details')).every(d => d.open)`),
+		"expand all opens every folded content")
 	require.Equal(t, "undefined", eval[string](t, br, `String(window.__pwned)`))
 	require.Equal(t, `Session `+hostileID+` · tmend`, get(t, br, chromedp.Title()))
 	page := br.text(t, "main")

@@ -73,7 +73,7 @@ func countsOf(byStatus map[model.SessionStatus]int) model.RunCounts {
 	return c
 }
 
-// duration is how the console shows a duration; console.js writes the same.
+// duration is how the console shows a duration (also in the JSON console.js polls).
 func duration(d time.Duration) string {
 	switch {
 	case d < time.Minute:

@@ -4,15 +4,6 @@
 (function () {
   'use strict';
 
-  // duration writes a duration as the server does (pages.go, duration).
-  function duration(ms) {
-    var s = ms / 1000;
-    if (s < 60) return s.toFixed(1) + 's';
-    var m = Math.floor(s / 60);
-    if (m < 60) return m + 'm' + String(Math.floor(s % 60)).padStart(2, '0') + 's';
-    return Math.floor(m / 60) + 'h' + String(m % 60).padStart(2, '0') + 'm';
-  }
-
   function set(row, field, value) {
     var cell = row.querySelector('[data-field="' + field + '"]');
     if (cell) cell.textContent = String(value);
