@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -251,12 +252,46 @@ func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
 
-	// A failed run leaves no temp files and does not replace the destination.
-	r = runCLI(t, "", nil, "fix", filepath.Join(dir, "missing.jsonl"), "-o", out)
-	require.Equal(t, exitRuntime, r.code)
-	entries, err := os.ReadDir(dir)
+	// A run that fails after writing part of its output into the temp file leaves the
+	// destination as it was and removes the temp file.
+	before, err := os.ReadFile(out)
 	require.NoError(t, err)
-	require.Len(t, entries, 3)
+	input := &failingInput{dir: dir, base: "out.jsonl", lines: []byte(genJSONL(t, "--sessions", "50", "--fault-rate", "1"))}
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"fix", "-o", out}, input, io.Discard, &stderr, func(string) string { return "" })
+	require.Equal(t, exitRuntime, code, stderr.String())
+	require.Contains(t, stderr.String(), "input device failed")
+	require.True(t, input.sawTemp, "the input failed before any output reached the temp file")
+	after, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "a failed run replaced the destination (%d bytes, now %d)", len(before), len(after))
+	requireOnly(t, dir, "in.jsonl", "out.jsonl", "report.jsonl")
+}
+
+// failingInput yields its JSON Lines over and over until dir holds a temp file of base
+// with bytes in it (fix has written part of its output); its next read then fails.
+type failingInput struct {
+	dir, base string
+	lines     []byte
+	pos       int
+	total     int
+	sawTemp   bool
+}
+
+func (f *failingInput) Read(p []byte) (int, error) {
+	temps, _ := filepath.Glob(filepath.Join(f.dir, "."+f.base+".tmp-*"))
+	for _, name := range temps {
+		if fi, err := os.Stat(name); err == nil && fi.Size() > 0 {
+			f.sawTemp = true
+		}
+	}
+	if f.sawTemp || f.total > 1<<30 {
+		return 0, errors.New("input device failed")
+	}
+	n := copy(p, f.lines[f.pos:])
+	f.pos = (f.pos + n) % len(f.lines)
+	f.total += n
+	return n, nil
 }
 
 func TestUsageErrorsAsJSON(t *testing.T) {
