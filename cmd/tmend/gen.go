@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -81,20 +79,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 				defer af.abort()
 				w = af.f
 			}
-			bw := bufio.NewWriterSize(w, 1<<20)
-			var line bytes.Buffer
-			err := gen.Generate(o.cfg, func(s gen.Session) error {
-				if err := cmd.Context().Err(); err != nil {
-					return err
-				}
-				line.Reset()
-				gen.WriteJSONL(&line, o.cfg.Dialect, s)
-				_, err := bw.Write(line.Bytes())
-				return err
-			})
-			if err == nil {
-				err = bw.Flush()
-			}
+			err := gen.WriteJSONLines(cmd.Context(), w, o.cfg)
 			if err == nil && af != nil {
 				err = af.commit()
 			}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/report"
+)
+
+// repairFlags are the engine options shared by check, fix, repair and scan.
+type repairFlags struct {
+	dialect     string
+	target      string
+	failedTurns string
+	now         string
+	quietPeriod time.Duration
+	force       bool
+}
+
+func (f *repairFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dialect, "dialect", "", "force a dialect instead of detecting it: "+dialectNames())
+	fs.StringVar(&f.target, "target", "", "rewrite call ids the provider rejects: anthropic, openai, openai-responses, gemini, bedrock, mistral")
+	fs.StringVar(&f.failedTurns, "failed-turns", "keep", "calls of failed or aborted turns that have results: keep, or strip them too")
+	fs.DurationVar(&f.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
+	fs.BoolVar(&f.force, "force", false, "repair pending calls within the quiet period too")
+}
+
+func (f *repairFlags) registerNow(fs *pflag.FlagSet) {
+	fs.StringVar(&f.now, "now", "", "the time the quiet period is measured to (RFC 3339; default: the current time)")
+}
+
+func dialectNames() string {
+	var b bytes.Buffer
+	for i, d := range repair.Dialects() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(d))
+	}
+	return b.String()
+}
+
+// options validates the flags into engine options (exit 2 on a bad value).
+func (f *repairFlags) options() (repair.Options, error) {
+	var o repair.Options
+	var err error
+	if f.dialect != "" {
+		if o.Dialect, err = repair.ParseDialect(f.dialect); err != nil {
+			return o, usageErrorf("--dialect: %v", err)
+		}
+	}
+	if f.target != "" {
+		if o.Target, err = repair.ParseTarget(f.target); err != nil {
+			return o, usageErrorf("--target: %v", err)
+		}
+	}
+	switch repair.FailedTurnPolicy(f.failedTurns) {
+	case repair.FailedTurnsKeep, repair.FailedTurnsStrip:
+		o.FailedTurns = repair.FailedTurnPolicy(f.failedTurns)
+	default:
+		return o, usageErrorf("--failed-turns must be keep or strip, got %q", f.failedTurns)
+	}
+	o.Now = time.Now()
+	if f.now != "" {
+		if o.Now, err = time.Parse(time.RFC3339Nano, f.now); err != nil {
+			return o, usageErrorf("--now must be an RFC 3339 time like 2026-11-21T03:00:00Z, got %q", f.now)
+		}
+	}
+	o.QuietPeriod = f.quietPeriod
+	if f.quietPeriod == 0 {
+		o.QuietPeriod = -1 // zero on the command line means none
+	}
+	o.Force = f.force
+	return o, nil
+}
+
+// fileOpts are the flags of check and fix.
+type fileOpts struct {
+	repairFlags
+	json     bool
+	verbose  bool
+	report   string
+	output   string
+	maxBytes int64
+	workers  int
+}
+
+func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
+	fs := cmd.Flags()
+	o.repairFlags.register(fs)
+	o.registerNow(fs)
+	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
+	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
+	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
+	if fix {
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
+	}
+}
+
+func (o *fileOpts) Validate(args []string) error {
+	if len(args) > 1 {
+		return usageErrorf("give at most one input FILE (or - for stdin), got %d", len(args))
+	}
+	if o.maxBytes < 1 {
+		return usageErrorf("--max-bytes must be positive")
+	}
+	if o.workers < 1 {
+		return usageErrorf("--workers must be at least 1")
+	}
+	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
+		return usageErrorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	}
+	return nil
+}
+
+const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a JSON array of messages;
+  - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
+    Gemini), other members kept as they are;
+  - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
+    streamed, never loaded whole. One bad line (the first one included) does not stop
+    the rest; blank lines are kept as they are.
+A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
+starts the session's quiet period.
+
+Output (-o, --report): a regular file is replaced atomically (through a symlink, its
+target); a device, FIFO or terminal is written to as it is. -o and --report must name
+different files. A failed write to a file, stdout or stderr exits 1.`
+
+func newCheckCmd(e *env) *cobra.Command {
+	var o fileOpts
+	cmd := &cobra.Command{
+		Use:   "check [FILE|-]",
+		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
+		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
+			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
+			"could not be written, 2 usage, 3 problems found.\n\n" +
+			"Issue codes:\n" + issueCodeHelp(),
+		Example: `  tmend check session.json
+  tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
+  pg_dump ... | tmend check --dialect anthropic -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return runFiles(cmd.Context(), e, &o, args, false)
+		},
+	}
+	o.register(cmd, false)
+	return cmd
+}
+
+func newFixCmd(e *env) *cobra.Command {
+	var o fileOpts
+	cmd := &cobra.Command{
+		Use:   "fix [FILE|-]",
+		Short: "Repair transcripts in a file or pipe",
+		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
+			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
+			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
+			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
+			"or the output or report could not be written, 2 usage.",
+		Example: `  tmend fix broken.json > fixed.json
+  tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
+  cat session.json | tmend fix --target anthropic --force - | jq .`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return runFiles(cmd.Context(), e, &o, args, true)
+		},
+	}
+	o.register(cmd, true)
+	return cmd
+}
+
+func issueCodeHelp() string {
+	var b bytes.Buffer
+	for _, c := range repair.IssueCodes() {
+		fmt.Fprintf(&b, "  %-26s %s\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// runFiles is check (fix=false) and fix (fix=true).
+func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool) (err error) {
+	ropts, err := o.options()
+	if err != nil {
+		return err
+	}
+	// The pipeline's live heap is a few batches; collecting at 3× it instead of 2× saves
+	// about 5% of the CPU (BENCHMARKS.md) for a few tens of megabytes.
+	defer debug.SetGCPercent(debug.SetGCPercent(200))
+	in, closeIn, err := openInput(e, args)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+
+	out := e.stdout
+	var outFile *outputFile
+	if fix && o.output != "" {
+		if outFile, err = createOutput(o.output); err != nil {
+			return err
+		}
+		defer outFile.abort()
+		out = outFile.f
+	}
+
+	// Reports: text or JSON to stdout (check) or stderr (fix), plus an optional file.
+	reportTo := e.stdout
+	if fix {
+		reportTo = e.stderr
+	}
+	rbuf := bufio.NewWriter(reportTo)
+	defer func() {
+		if ferr := rbuf.Flush(); ferr != nil && (err == nil || err == errProblems) {
+			err = fmt.Errorf("write report: %w", ferr)
+		}
+	}()
+	var handlers []report.Handler
+	if o.json {
+		handlers = append(handlers, report.NewJSON(rbuf))
+	} else {
+		// check lists each problem; fix, whose output is the transcripts, sums up unless -v.
+		detail := report.ProblemLines
+		switch {
+		case o.verbose:
+			detail = report.EveryAction
+		case fix:
+			detail = report.SummaryOnly
+		}
+		handlers = append(handlers, report.NewText(rbuf, detail))
+	}
+	var reportFile *outputFile
+	var reportBuf *bufio.Writer
+	if o.report != "" {
+		if reportFile, err = createOutput(o.report); err != nil {
+			return err
+		}
+		defer reportFile.abort()
+		reportBuf = bufio.NewWriter(reportFile.f)
+		handlers = append(handlers, report.NewJSON(reportBuf))
+	}
+
+	res, err := Files(ctx, in, out, FileOptions{Repair: ropts, Fix: fix, MaxBytes: o.maxBytes, Workers: o.workers}, handlers...)
+	switch {
+	case errors.Is(err, ErrEmptyInput):
+		return &exitError{code: exitUsage, err: err}
+	case err != nil:
+		return err
+	}
+	if outFile != nil {
+		if err := outFile.commit(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if reportFile != nil {
+		if err := reportBuf.Flush(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := reportFile.commit(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	switch {
+	case res.Failed > 0:
+		return fmt.Errorf("%d of %d sessions could not be processed (see the report)", res.Failed, res.Summary.Sessions)
+	case res.Broken > 0:
+		return errProblems
+	}
+	return nil
+}
