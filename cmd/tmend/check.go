@@ -15,6 +15,7 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/scanner"
 )
 
 // repairFlags are the engine options shared by check, fix, repair and scan.
@@ -255,9 +256,9 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		handlers = append(handlers, report.NewJSON(reportBuf))
 	}
 
-	res, err := Files(ctx, in, out, FileOptions{Repair: ropts, Fix: fix, MaxBytes: o.maxBytes, Workers: o.workers}, handlers...)
+	res, err := scanner.Files(ctx, in, out, scanner.FileOptions{Repair: ropts, Fix: fix, MaxBytes: o.maxBytes, Workers: o.workers}, handlers...)
 	switch {
-	case errors.Is(err, ErrEmptyInput):
+	case errors.Is(err, scanner.ErrEmptyInput):
 		return &exitError{code: exitUsage, err: err}
 	case err != nil:
 		return err
