@@ -129,6 +129,9 @@ tables. Colour only on a terminal.
 			if version != 0 && !diff {
 				return usageErrorf("--version goes with --diff")
 			}
+			if version != 0 && version < 2 {
+				return usageErrorf("version %d has no earlier version to compare with", version)
+			}
 			st, _, _, closeDB, err := openStore(cmd.Context(), e, cmd, true)
 			if err != nil {
 				return err
@@ -138,9 +141,20 @@ tables. Colour only on a terminal.
 			filtered := f.Status != "" || f.Stage != "" || f.Issue != "" || f.Dialect != "" || !f.Since.IsZero() || !f.Until.IsZero() || f.Cursor > 0
 			switch {
 			case session != "" && diff:
-				return showDiff(ctx, e, st, session, version)
+				before, after, err := st.VersionPair(ctx, session, version)
+				if err != nil {
+					return err
+				}
+				return report.VersionDiff(e.stdout, session, before, after, isTerminal(e.stdout))
 			case session != "":
-				return showHistory(ctx, e, st, session, asJSON)
+				reports, versions, err := st.History(ctx, session)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return report.JSONLines(e.stdout, []any{map[string]any{"session_id": session, "reports": reports, "versions": versions}})
+				}
+				return report.HistoryText(e.stdout, session, reports, versions)
 			case runID > 0 && !filtered:
 				run, err := st.Run(ctx, runID)
 				if err != nil {
@@ -196,55 +210,6 @@ tables. Colour only on a terminal.
 	fl.Int64Var(&f.Cursor, "cursor", 0, "continue after this row id (the last id of the previous page)")
 	fl.BoolVar(&asJSON, "json", false, "JSON Lines instead of a table")
 	return cmd
-}
-
-func showHistory(ctx context.Context, e *env, st *store.Store, session string, asJSON bool) error {
-	reports, err := st.ListReports(ctx, model.ReportFilter{SessionID: session, Limit: 10000})
-	if err != nil {
-		return err
-	}
-	versions, err := st.Versions(ctx, session)
-	if err != nil {
-		return err
-	}
-	if len(reports) == 0 && len(versions) == 0 {
-		return fmt.Errorf("tmend has no record of session %q", session)
-	}
-	if asJSON {
-		return report.JSONLines(e.stdout, []any{map[string]any{"session_id": session, "reports": reports, "versions": versions}})
-	}
-	return report.HistoryText(e.stdout, session, reports, versions)
-}
-
-func showDiff(ctx context.Context, e *env, st *store.Store, session string, version int) error {
-	if version == 0 {
-		versions, err := st.Versions(ctx, session)
-		if err != nil {
-			return err
-		}
-		for _, v := range versions {
-			if v.Kind == "repaired" || v.Kind == "restored" {
-				version = v.Version
-			}
-		}
-		if version == 0 {
-			return fmt.Errorf("tmend never wrote session %q: nothing to diff", session)
-		}
-	}
-	if version < 2 {
-		return usageErrorf("version %d has no earlier version to compare with", version)
-	}
-	after, err := st.Version(ctx, session, version)
-	if err != nil {
-		return err
-	}
-	before, err := st.Version(ctx, session, version-1)
-	if err != nil {
-		return err
-	}
-	e.printf("session %s: version %d (%s) → version %d (%s)\n", report.Escape(session), before.Version,
-		report.Escape(before.Kind), after.Version, report.Escape(after.Kind))
-	return report.Diff(e.stdout, []byte(before.Content), []byte(after.Content), isTerminal(e.stdout))
 }
 
 func newRollbackCmd(e *env) *cobra.Command {
@@ -313,30 +278,12 @@ func rollback(ctx context.Context, e *env, st *store.Store, log zerolog.Logger, 
 		return nil
 	}
 	if asJSON {
-		if err := report.JSONLines(e.stdout, out.Sessions); err != nil {
-			return err
-		}
+		err = report.JSONLines(e.stdout, out.Sessions)
 	} else {
-		verb := "restored"
-		if dryRun {
-			verb = "would restore"
-		}
-		for _, r := range out.Sessions {
-			id := report.Escape(r.SessionID)
-			switch {
-			case r.Restored && dryRun:
-				e.printf("%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
-			case r.Restored:
-				e.printf("%s: restored version %d as version %d", id, r.To, r.Written)
-				if r.Preserved > 0 {
-					e.printf(" (its changed content kept as version %d)", r.Preserved)
-				}
-				e.printf("\n")
-			default:
-				e.printf("%s: refused: %s\n", id, report.Escape(r.Reason))
-			}
-		}
-		e.printf("%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
+		err = report.RollbackText(e.stdout, out, dryRun)
+	}
+	if err != nil {
+		return err
 	}
 	if n := out.Refused + out.Failed; n > 0 {
 		return fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions))
