@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,38 +40,6 @@ func openStore(ctx context.Context, e *env, cmd *cobra.Command, readOnly bool) (
 	return st, s, log, pool.Close, nil
 }
 
-// parseSince accepts an RFC 3339 time or a duration back from now (90m, 24h, 7d).
-func parseSince(v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	d, err := parseDuration(v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h or 7d, got %q", v)
-	}
-	return now.Add(-d), nil
-}
-
-// parseDuration is time.ParseDuration with days ("7d", "1d12h").
-func parseDuration(v string) (time.Duration, error) {
-	if days, rest, ok := strings.Cut(v, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil {
-			return 0, fmt.Errorf("bad duration %q", v)
-		}
-		d := time.Duration(n) * 24 * time.Hour
-		if rest == "" {
-			return d, nil
-		}
-		r, err := time.ParseDuration(rest)
-		return d + r, err
-	}
-	return time.ParseDuration(v)
-}
-
 func newReportCmd(e *env) *cobra.Command {
 	var f model.ReportFilter
 	var since, until, status, runStatus string
@@ -106,10 +72,10 @@ tables. Colour only on a terminal.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
 			var err error
-			if f.Since, err = parseSince(since, now); err != nil {
+			if f.Since, err = model.ParseSince(since, now); err != nil {
 				return usageErrorf("--since: %v", err)
 			}
-			if f.Until, err = parseSince(until, now); err != nil {
+			if f.Until, err = model.ParseSince(until, now); err != nil {
 				return usageErrorf("--until: %v", err)
 			}
 			if status != "" {
@@ -307,7 +273,7 @@ its own schedule.
   tmend prune --older-than 30d`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := parseDuration(olderThan)
+			d, err := model.ParseDuration(olderThan)
 			if err != nil || d <= 0 {
 				return usageErrorf("--older-than must be a duration like 30d or 720h, got %q", olderThan)
 			}

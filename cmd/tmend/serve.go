@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,218 +10,230 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
 
-	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
 
-func newServeCmd(e *env) *cobra.Command {
-	var rf repairFlags
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run the daemon: scheduled scans, the HTTP API, /metrics, /healthz and /readyz",
-		Long: `Run scheduled incremental scans (--schedule, cron syntax, in --time-zone) and serve the
-HTTP API. Several replicas may run: a Postgres advisory lock lets one scheduled or API run
-go at a time; the others skip it.
-
-API (JSON). POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN;
-GETs under /v1 return audit rows and transcripts and need the read token (--read-token /
-TMEND_READ_TOKEN) or the API token. Without a token set, those endpoints are refused.
-  POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
-  POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0}
-  GET  /v1/runs                   runs, newest first (?since, ?until, ?status, ?limit, ?cursor)
-  GET  /v1/runs/{id}              a run's status, counts and totals by status, stage, dialect, issue
-  GET  /v1/reports                audit rows (?run, ?since, ?until, ?status, ?stage, ?issue, ?dialect,
-                                  ?limit, ?cursor); lists answer {"items": [...], "next_cursor": "..."}
-  GET  /v1/sessions/{id}/reports  a session's audit rows (same filters)
-  GET  /v1/sessions/{id}/versions/{n}  a saved version with its content
-  POST /v1/sessions/{id}/rollback {"to_version": 0, "force": false, "dry_run": false}; 409 when refused
-  GET  /metrics                   Prometheus metrics (no token)
-  GET  /healthz, /readyz          liveness; readiness (database reachable, schema current; no token,
-                                  and no details: they are in the log)
-
-On SIGTERM or SIGINT it stops taking work, lets a running scan finish the sessions it
-has in hand (up to --shutdown-timeout), then cancels the rest: every session is either
-written whole or not at all.
-
-` + configHelp,
-		Example: `  TMEND_API_TOKEN=s3cret tmend serve --schedule '0 3 * * *' --time-zone Europe/Berlin
-  tmend serve --listen 127.0.0.1:9090 --schedule '@every 1h'
-  curl -X POST -H "Authorization: Bearer $TMEND_API_TOKEN" localhost:8080/v1/sessions/7f3e2a/repair`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, e, &rf) },
-	}
-	f := cmd.Flags()
-	registerDBFlags(f)
-	registerSourceFlags(f)
-	registerScanFlags(f, &rf)
-	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
-	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
-	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
-	f.String("api-token", "", "bearer token required by the API's POST endpoints; it also reads (prefer TMEND_API_TOKEN)")
-	f.String("read-token", "", "bearer token for the API's GET endpoints, which return audit rows and transcripts (prefer TMEND_READ_TOKEN)")
-	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
-	f.String("prune-schedule", "", "when to prune old versions and reports, in cron syntax (default: never)")
-	f.String("prune-older-than", "90d", "what the scheduled prune deletes (see 'tmend prune')")
-	return cmd
+// Config is what a Server is built from.
+type Config struct {
+	Scanner *scanner.Scanner
+	Store   *store.Store
+	// Schema is tmend's schema, which the readiness probe checks is at this binary's
+	// version.
+	Schema  string
+	Logger  zerolog.Logger
+	Metrics *Metrics
+	// APIToken is the bearer token that writes (and reads); ReadToken only reads. An
+	// unset token allows nothing.
+	APIToken, ReadToken string
+	Schedule            Schedule
+	// ShutdownTimeout is how long a stopping Serve lets running scans finish the
+	// sessions they hold.
+	ShutdownTimeout time.Duration
 }
 
-// daemon holds what the scheduled job and the API share.
-type daemon struct {
-	r       *runner
-	log     zerolog.Logger
-	metrics *metrics
-	token   string // writes and reads
-	// readToken only reads.
-	readToken string
-	// work is cancelled last, on a hard stop; stop is closed first, on a soft stop.
-	work context.Context
-	stop chan struct{}
+// Schedule says when the daemon scans and prunes, in cron syntax (see CheckSpec).
+type Schedule struct {
+	Scan     string         // incremental scans
+	Location *time.Location // the time zone of both specs
+	// Prune, unless empty, deletes versions and reports older than PruneOlderThan.
+	Prune          string
+	PruneOlderThan time.Duration
+}
+
+// CheckSpec checks a schedule the way the daemon reads it: five cron fields, or a
+// descriptor such as @daily or @every 1h.
+func CheckSpec(spec string) error {
+	_, err := cron.ParseStandard(spec)
+	return err
+}
+
+// Server runs scans on a schedule and answers the HTTP API.
+type Server struct {
+	cfg Config
+	log zerolog.Logger
+	// work is cancelled on the hard stop; stop is closed on the soft stop, when
+	// stopping is set, after which begin lets nothing in.
+	work     context.Context
+	hardStop context.CancelFunc
+	mu       sync.Mutex
+	stopping bool
+	stop     chan struct{}
+	// runs counts the writes and runs under way, which a stopping server waits for.
 	runs sync.WaitGroup
 }
 
-func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
-	s, err := loadSettings(e, cmd)
-	if err != nil {
-		return err
+// New returns a Server; it does nothing until it is installed on a mux or served.
+func New(cfg Config) *Server {
+	work, hardStop := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
+		stop: make(chan struct{})}
+	if cfg.APIToken == "" {
+		s.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
 	}
-	loc, err := time.LoadLocation(s.get("time-zone"))
-	if err != nil {
-		return usageErrorf("--time-zone: %v", err)
+	if cfg.APIToken == "" && cfg.ReadToken == "" {
+		s.log.Warn().Msg("no API or read token set: the API's GET endpoints are disabled")
 	}
-	spec := s.get("schedule")
-	if _, err := cron.ParseStandard(spec); err != nil {
-		return usageErrorf("--schedule %q: %v", spec, err)
-	}
-	shutdownTimeout, err := s.duration("shutdown-timeout")
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", s.get("listen"))
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.get("listen"), err)
-	}
-	defer func() { _ = ln.Close() }() // srv.Serve closes it; this is for the early returns
+	return s
+}
 
-	// The root context ends on a signal; work outlives it until the hard stop.
-	work, hardStop := context.WithCancel(context.WithoutCancel(cmd.Context()))
-	defer hardStop()
-	r, err := openRunner(work, e, cmd, rf, false)
-	if err != nil {
-		return err
-	}
-	defer r.close()
-	d := &daemon{r: r, log: r.log.With().Str("component", "daemon").Logger(), metrics: newMetrics(),
-		token: s.get("api-token"), readToken: s.get("read-token"), work: work, stop: make(chan struct{})}
-	if d.token == "" {
-		d.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
-	}
-	if d.token == "" && d.readToken == "" {
-		d.log.Warn().Msg("no API or read token set: the API's GET endpoints are disabled")
-	}
+// Install adds the API, the probes and /metrics to mux.
+func (s *Server) Install(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession))
+	mux.HandleFunc("POST /v1/runs", s.RequireWrite(s.startRun))
+	mux.HandleFunc("GET /v1/runs", s.RequireRead(s.listRuns))
+	mux.HandleFunc("GET /v1/runs/{id}", s.RequireRead(s.getRun))
+	mux.HandleFunc("GET /v1/reports", s.RequireRead(s.listReports))
+	mux.HandleFunc("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports))
+	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion))
+	mux.HandleFunc("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession))
+}
 
-	cl := cronLogger{d.log}
+// Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
+// handlers) and runs the schedule, until ctx ends or the HTTP server fails. Then it
+// stops taking requests and scheduled runs and shuts down as Shutdown does, within
+// ShutdownTimeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	sched := s.cfg.Schedule
+	loc := sched.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	cl := cronLogger{s.log}
 	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
-	if _, err := c.AddFunc(spec, d.scheduled); err != nil {
-		return usageErrorf("--schedule %q: %v", spec, err)
+	if _, err := c.AddFunc(sched.Scan, s.scheduled); err != nil {
+		return fmt.Errorf("schedule %q: %w", sched.Scan, err)
 	}
-	if ps := s.get("prune-schedule"); ps != "" {
-		age, err := parseDuration(s.get("prune-older-than"))
-		if err != nil || age <= 0 {
-			return usageErrorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
-		}
-		if _, err := c.AddFunc(ps, func() { d.prune(age) }); err != nil {
-			return usageErrorf("--prune-schedule %q: %v", ps, err)
+	if sched.Prune != "" {
+		if _, err := c.AddFunc(sched.Prune, func() { s.prune(sched.PruneOlderThan) }); err != nil {
+			return fmt.Errorf("prune schedule %q: %w", sched.Prune, err)
 		}
 	}
-	srv := newHTTPServer(d.routes())
+	srv := newHTTPServer(h)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	c.Start()
-	d.log.Info().Str("listen", ln.Addr().String()).Str("schedule", spec).Str("time_zone", loc.String()).
+	s.log.Info().Str("listen", ln.Addr().String()).Str("schedule", sched.Scan).Str("time_zone", loc.String()).
 		Str("next_run", c.Entries()[0].Next.Format(time.RFC3339)).Msg("serving")
 
 	select {
-	case <-cmd.Context().Done():
-		d.log.Info().Msg("stopping")
+	case <-ctx.Done():
+		s.log.Info().Msg("stopping")
 	case err := <-serveErr:
-		d.log.Error().Err(err).Msg("http server failed")
+		s.log.Error().Err(err).Msg("http server failed")
 	}
-	// Soft stop: no new HTTP requests or scheduled runs; running scans finish the
-	// sessions they hold. Then the hard stop cancels whatever is left.
-	close(d.stop)
-	deadline, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	// Soft stop: no new HTTP requests, writes or scheduled runs; running scans finish
+	// the sessions they hold. Shutdown's hard stop cancels whatever is left.
+	s.stopAccepting()
+	cronDone := c.Stop().Done()
+	deadline, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = srv.Shutdown(deadline)
-	done := make(chan struct{})
-	go func() { <-c.Stop().Done(); d.runs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-deadline.Done():
-		d.log.Warn().Msg("shutdown timeout: cancelling the running scan; its open transactions roll back")
-		hardStop()
-		<-done
-	}
-	d.log.Info().Msg("stopped")
+	s.Shutdown(deadline)
+	<-cronDone
+	s.log.Info().Msg("stopped")
 	return nil
 }
 
+// Shutdown stops softly: no new writes or runs (they are answered 503), and the running
+// ones finish the sessions they hold. If ctx ends first, the hard stop cancels them
+// (their open transactions roll back) and Shutdown waits for them to return. Serve calls
+// it; a Server only installed on a mux needs it before its store is closed.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.stopAccepting()
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn().Msg("shutdown timeout: cancelling the running scan; its open transactions roll back")
+		s.hardStop()
+		<-done
+	}
+	s.hardStop()
+}
+
+// begin counts in a write or run, unless the server is stopping.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.runs.Add(1)
+	return true
+}
+
+func (s *Server) stopAccepting() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopping {
+		s.stopping = true
+		close(s.stop)
+	}
+}
+
 // scheduled is the cron job: one incremental run, if no other replica is running one.
-func (d *daemon) scheduled() {
-	_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil)
+func (s *Server) scheduled() {
+	if !s.begin() {
+		return
+	}
+	defer s.runs.Done()
+	_, err := s.run(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil, true)
 	switch {
 	case errors.Is(err, scanner.ErrBusy):
-		d.metrics.skipped.Inc()
-		d.log.Debug().Msg("another replica is running a scan; skipping this one")
+		s.cfg.Metrics.skipped.Inc()
+		s.log.Debug().Msg("another replica is running a scan; skipping this one")
 	case err != nil && !errors.Is(err, context.Canceled):
-		d.log.Error().Err(err).Msg("scheduled run failed")
+		s.log.Error().Err(err).Msg("scheduled run failed")
 	}
 }
 
 // prune is the optional cron job that deletes old versions and reports, on one replica.
-func (d *daemon) prune(age time.Duration) {
-	release, ok, err := d.r.store.TryLock(d.work, "prune")
+func (s *Server) prune(age time.Duration) {
+	if !s.begin() {
+		return
+	}
+	defer s.runs.Done()
+	release, ok, err := s.cfg.Store.TryLock(s.work, "prune")
 	if err != nil || !ok {
 		return
 	}
 	defer release()
-	versions, reports, err := d.r.store.Prune(d.work, time.Now().Add(-age), false, false)
+	versions, reports, err := s.cfg.Store.Prune(s.work, time.Now().Add(-age), false, false)
 	if err != nil {
-		d.log.Error().Err(err).Msg("prune failed")
+		s.log.Error().Err(err).Msg("prune failed")
 		return
 	}
-	d.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
+	s.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// runLocked runs under the source's run lock; scanner.ErrBusy when another process holds it.
-func (d *daemon) runLocked(o scanner.RunOptions, started chan<- int64) (model.RunResult, error) {
-	return d.run(o, started, true)
-}
-
-func (d *daemon) run(o scanner.RunOptions, started chan<- int64, exclusive bool) (model.RunResult, error) {
-	o.Stop = d.stop
+// run performs a run that stops softly with the server; exclusive runs it under the
+// source's run lock (scanner.ErrBusy when another process holds it).
+func (s *Server) run(o scanner.RunOptions, started chan<- int64, exclusive bool) (model.RunResult, error) {
+	o.Stop = s.stop
 	if started != nil {
 		o.OnStart = func(id int64) { started <- id }
 	}
-	run := d.r.sc.Run
+	run := s.cfg.Scanner.Run
 	if exclusive {
-		run = d.r.sc.RunExclusive
+		run = s.cfg.Scanner.RunExclusive
 	}
-	res, err := run(d.work, o)
+	res, err := run(s.work, o)
 	if res.RunID != 0 {
-		d.metrics.observe(&res)
+		s.cfg.Metrics.observe(&res)
 	}
 	return res, err
 }
@@ -238,22 +249,6 @@ func newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
-}
-
-func (d *daemon) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /readyz", d.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /v1/sessions/{id}/repair", d.auth(d.repairSession))
-	mux.HandleFunc("POST /v1/runs", d.auth(d.startRun))
-	mux.HandleFunc("GET /v1/runs", d.read(d.listRuns))
-	mux.HandleFunc("GET /v1/runs/{id}", d.read(d.getRun))
-	mux.HandleFunc("GET /v1/reports", d.read(d.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/reports", d.read(d.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", d.read(d.getVersion))
-	mux.HandleFunc("POST /v1/sessions/{id}/rollback", d.auth(d.rollbackSession))
-	return mux
 }
 
 // decodeBody reads an optional JSON object into v; on anything else (null, an array, a
@@ -295,121 +290,39 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // fail answers a store or scanner error: 404 for what does not exist, 503 with a generic
 // message while the database is unavailable, 500 with a generic message for the rest.
 // The details go to the log, never to the client.
-func (d *daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		writeError(w, http.StatusNotFound, "%v", err)
 	case errors.Is(err, model.ErrUnavailable):
-		d.log.Warn().Err(err).Str("path", r.URL.Path).Msg("database unavailable")
+		s.log.Warn().Err(err).Str("path", r.URL.Path).Msg("database unavailable")
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "database unavailable; try again later")
 	default:
-		d.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
+		s.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
 		writeError(w, http.StatusInternalServerError, "internal error; see the daemon's log")
 	}
 }
+
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, map[string]string{"error": fmt.Sprintf(format, args...)})
 }
 
-// bearer returns the request's bearer token; the scheme is case-insensitive (RFC 9110).
-func bearer(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
-}
-
-// tokenIs compares in constant time; an unset token matches nothing.
-func tokenIs(got, want string) bool {
-	return want != "" && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-func unauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="tmend"`)
-	writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-}
-
-// validInput refuses ids and filters that Postgres cannot hold in a text value (a NUL,
-// bytes that are not UTF-8) with a 400, before they reach a query.
-func validInput(w http.ResponseWriter, r *http.Request) bool {
-	bad := func(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
-	if bad(r.PathValue("id")) {
-		writeError(w, http.StatusBadRequest, "ids must be UTF-8 text without NUL characters")
-		return false
-	}
-	for name, vs := range r.URL.Query() {
-		for _, v := range vs {
-			if bad(name) || bad(v) {
-				writeError(w, http.StatusBadRequest, "query parameters must be UTF-8 text without NUL characters")
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// read requires the read token or the API token: what GETs return (audit rows,
-// transcripts) is as private as the sessions themselves.
-func (d *daemon) read(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if d.token == "" && d.readToken == "" {
-			writeError(w, http.StatusForbidden, "no read token is configured; set --read-token or TMEND_READ_TOKEN to enable reads")
-			return
-		}
-		if got := bearer(r); !tokenIs(got, d.readToken) && !tokenIs(got, d.token) {
-			unauthorized(w)
-			return
-		}
-		if !validInput(w, r) {
-			return
-		}
-		next(w, r)
-	}
-}
-
-// auth requires the API token; without a configured token, writes are refused.
-func (d *daemon) auth(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if d.token == "" {
-			writeError(w, http.StatusForbidden, "no API token is configured; set --api-token or TMEND_API_TOKEN to enable writes")
-			return
-		}
-		if !tokenIs(bearer(r), d.token) {
-			unauthorized(w)
-			return
-		}
-		if !validInput(w, r) {
-			return
-		}
-		select {
-		case <-d.stop:
-			writeError(w, http.StatusServiceUnavailable, "shutting down")
-			return
-		default:
-		}
-		d.runs.Add(1)
-		defer d.runs.Done()
-		next(w, r)
-	}
-}
-
 // ready answers the readiness probe, which needs no token: it says ready or not and a
 // generic reason, and logs the details (they name the database, its user and host).
-func (d *daemon) ready(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	pool := d.r.store.Pool()
+	pool := s.cfg.Store.Pool()
 	notReady := func(reason string, err error) {
-		d.log.Warn().Err(err).Str("reason", reason).Msg("not ready")
+		s.log.Warn().Err(err).Str("reason", reason).Msg("not ready")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 	}
 	if err := pool.Ping(ctx); err != nil {
 		notReady("database unavailable", err)
 		return
 	}
-	if err := checkSchema(ctx, pool, d.r.schema); err != nil {
+	if err := migrations.Check(ctx, pool, s.cfg.Schema); err != nil {
 		notReady("schema not at this version of tmend", err)
 		return
 	}
@@ -424,23 +337,23 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	return strconv.ParseBool(v)
 }
 
-func (d *daemon) repairSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 	dry, err1 := boolParam(r, "dry_run")
 	force, err2 := boolParam(r, "force")
 	if err := errors.Join(err1, err2); err != nil {
 		writeError(w, http.StatusBadRequest, "dry_run and force take true or false")
 		return
 	}
-	res, err := d.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+	res, err := s.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil, false)
 	if err != nil {
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Mode   model.Mode `json:"mode"`
 		DryRun bool       `json:"dry_run"`
@@ -456,12 +369,15 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `mode must be "incremental" or "full", and limit not negative`)
 		return
 	}
+	if !s.begin() {
+		writeError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
 	started := make(chan int64, 1)
 	finished := make(chan error, 1)
-	d.runs.Add(1)
 	go func() {
-		defer d.runs.Done()
-		_, err := d.runLocked(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode, DryRun: body.DryRun, Limit: body.Limit}, started)
+		defer s.runs.Done()
+		_, err := s.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode, DryRun: body.DryRun, Limit: body.Limit}, started, true)
 		finished <- err
 	}()
 	select {
@@ -472,19 +388,19 @@ func (d *daemon) startRun(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, "%v", err)
 			return
 		}
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 	}
 }
 
-func (d *daemon) getRun(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "run id must be a number")
 		return
 	}
-	run, err := d.r.store.Run(r.Context(), id)
+	run, err := s.cfg.Store.Run(r.Context(), id)
 	if err != nil {
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, run)
@@ -509,10 +425,10 @@ func listParams(r *http.Request) (model.ReportFilter, error) {
 		Dialect: q.Get("dialect"), SessionID: r.PathValue("id")}
 	var err error
 	now := time.Now()
-	if f.Since, err = parseSince(q.Get("since"), now); err != nil {
+	if f.Since, err = model.ParseSince(q.Get("since"), now); err != nil {
 		return f, fmt.Errorf("since: %w", err)
 	}
-	if f.Until, err = parseSince(q.Get("until"), now); err != nil {
+	if f.Until, err = model.ParseSince(q.Get("until"), now); err != nil {
 		return f, fmt.Errorf("until: %w", err)
 	}
 	for name, dst := range map[string]*int64{"run": &f.RunID, "cursor": &f.Cursor} {
@@ -531,7 +447,7 @@ func listParams(r *http.Request) (model.ReportFilter, error) {
 	return f, nil
 }
 
-func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
 	if err == nil && r.URL.Query().Get("status") != "" {
 		f.Status, err = model.ParseSessionStatus(r.URL.Query().Get("status"))
@@ -540,15 +456,15 @@ func (d *daemon) listReports(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	rows, err := d.r.store.ListReports(r.Context(), f)
+	rows, err := s.cfg.Store.ListReports(r.Context(), f)
 	if err != nil {
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	page(w, rows, f.Limit, func(r model.ReportRow) int64 { return r.ID })
 }
 
-func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	f, err := listParams(r)
 	var status model.RunStatus
 	if err == nil && r.URL.Query().Get("status") != "" {
@@ -558,30 +474,30 @@ func (d *daemon) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	runs, err := d.r.store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
+	runs, err := s.cfg.Store.ListRuns(r.Context(), model.RunFilter{Since: f.Since, Until: f.Until,
 		Status: status, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	page(w, runs, f.Limit, func(r model.RunRow) int64 { return r.ID })
 }
 
-func (d *daemon) getVersion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "version must be a number")
 		return
 	}
-	v, err := d.r.store.Version(r.Context(), r.PathValue("id"), n)
+	v, err := s.cfg.Store.Version(r.Context(), r.PathValue("id"), n)
 	if err != nil {
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
+func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		ToVersion int  `json:"to_version"`
 		Force     bool `json:"force"`
@@ -590,70 +506,14 @@ func (d *daemon) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	res, err := d.r.store.Rollback(d.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
+	res, err := s.cfg.Store.Rollback(s.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
 	switch {
 	case err != nil:
-		d.fail(w, r, err)
+		s.fail(w, r, err)
 	case !res.Restored:
 		writeJSON(w, http.StatusConflict, res)
 	default:
 		writeJSON(w, http.StatusOK, res)
 	}
-}
-
-// metrics are the daemon's Prometheus metrics, on a registry of its own.
-type metrics struct {
-	reg      *prometheus.Registry
-	runs     *prometheus.CounterVec
-	sessions *prometheus.CounterVec
-	actions  *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	lastRun  *prometheus.GaugeVec
-	skipped  prometheus.Counter
-}
-
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_runs_total",
-			Help: "Runs by trigger, mode and outcome."}, []string{"trigger", "mode", "status"}),
-		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_sessions_total",
-			Help: "Sessions scanned, by what happened to them."}, []string{"status"}),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tmend_stage_actions_total",
-			Help: "Repair actions by stage."}, []string{"stage"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tmend_run_duration_seconds",
-			Help: "How long runs take.", Buckets: prometheus.ExponentialBuckets(0.1, 4, 10)}, []string{"trigger"}),
-		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tmend_last_run_timestamp_seconds",
-			Help: "When the last run of each outcome finished."}, []string{"status"}),
-		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "tmend_scheduled_runs_skipped_total",
-			Help: "Scheduled runs skipped because another replica held the lock."}),
-	}
-	m.reg.MustRegister(m.runs, m.sessions, m.actions, m.duration, m.lastRun, m.skipped,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, st := range repair.Stages() {
-		m.actions.WithLabelValues(string(st)) // export zeros, so rates work from the start
-	}
-	return m
-}
-
-func (m *metrics) observe(r *model.RunResult) {
-	m.runs.WithLabelValues(string(r.Trigger), string(r.Mode), string(r.Status)).Inc()
-	for status, n := range r.ByStatus {
-		m.sessions.WithLabelValues(string(status)).Add(float64(n))
-	}
-	for st, n := range r.ByStage {
-		m.actions.WithLabelValues(string(st)).Add(float64(n))
-	}
-	m.duration.WithLabelValues(string(r.Trigger)).Observe(r.Duration.Seconds())
-	m.lastRun.WithLabelValues(string(r.Status)).SetToCurrentTime()
-}
-
-// cronLogger adapts zerolog to cron's logger, with key/value pairs as fields.
-type cronLogger struct{ log zerolog.Logger }
-
-func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug().Fields(kv).Msg(msg) }
-
-func (l cronLogger) Error(err error, msg string, kv ...any) {
-	l.log.Error().Err(err).Fields(kv).Msg(msg)
 }

@@ -192,29 +192,11 @@ func (s *settings) openDB(ctx context.Context, log zerolog.Logger) (*pgxpool.Poo
 	if err != nil {
 		return nil, "", err
 	}
-	if err := checkSchema(ctx, pool, schema); err != nil {
+	if err := migrations.Check(ctx, pool, schema); err != nil {
 		pool.Close()
 		return nil, "", err
 	}
 	return pool, schema, nil
-}
-
-// checkSchema refuses a schema older or newer than this binary's migrations.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	v, dirty, err := migrations.Version(ctx, pool, schema)
-	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	latest := migrations.Latest()
-	switch {
-	case dirty:
-		return &migrations.DirtyError{Version: v}
-	case v < latest:
-		return fmt.Errorf("schema %q is at version %d and this tmend needs %d: run `tmend migrate up`", schema, v, latest)
-	case v > latest:
-		return fmt.Errorf("schema %q is at version %d, newer than this tmend knows (%d): upgrade tmend", schema, v, latest)
-	}
-	return nil
 }
 
 // scannerConfig builds the scanner's configuration from the settings.
