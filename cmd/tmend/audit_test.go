@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -226,65 +224,6 @@ FROM generate_series(1, 3000) g`)
 	r = runCLI(t, "", b.env, "report", "--run-status", "running", "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Len(t, jsonLines(t, r.stdout), 1)
-}
-
-func TestAuditAPI(t *testing.T) {
-	t.Parallel()
-	b := setupDB(t, 0, "0")
-	insertSession(t, b, "a", brokenSession)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
-	addr := freeAddr(t)
-	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"}, strings.NewReader(""), io.Discard, io.Discard,
-			func(k string) string { return env[k] })
-	}()
-	defer func() { cancel(); <-done }()
-	base := "http://" + addr
-	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
-	get := func(path string) (int, map[string]any) {
-		req, err := http.NewRequest("GET", base+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer reader")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		var m map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
-		return resp.StatusCode, m
-	}
-	code, m := get("/v1/runs?limit=1")
-	require.Equal(t, 200, code)
-	require.Len(t, m["items"], 1)
-	code, m = get("/v1/sessions/a/reports")
-	require.Equal(t, 200, code)
-	require.Equal(t, "repaired", m["items"].([]any)[0].(map[string]any)["status"])
-	code, m = get("/v1/reports?status=repaired&issue=tool_call_without_result")
-	require.Equal(t, 200, code, m)
-	require.Len(t, m["items"], 1)
-	code, _ = get("/v1/reports?limit=zero")
-	require.Equal(t, 400, code)
-	code, m = get("/v1/sessions/a/versions/1")
-	require.Equal(t, 200, code)
-	require.Equal(t, "original", m["kind"])
-	require.NotEmpty(t, m["content"])
-	code, _ = get("/v1/sessions/a/versions/9")
-	require.Equal(t, 404, code)
-
-	post := func(path, token string) int {
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(`{}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, 401, post("/v1/sessions/a/rollback", "nope"))
-	require.Equal(t, 200, post("/v1/sessions/a/rollback", "secret"))
-	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
-	require.Equal(t, 404, post("/v1/sessions/ghost/rollback", "secret"))
 }
 
 // TestAuditTextEscapesIDs: a session id from the database cannot forge lines or drive

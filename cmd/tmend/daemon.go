@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/daemon"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -63,17 +64,17 @@ written whole or not at all.
 }
 
 // serve validates the daemon's settings, listens, opens the database and runs a
-// Server until the command's context ends.
+// daemon.Server until the command's context ends.
 func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 	s, err := loadSettings(e, cmd)
 	if err != nil {
 		return err
 	}
-	sched := Schedule{Scan: s.get("schedule"), Prune: s.get("prune-schedule")}
+	sched := daemon.Schedule{Scan: s.get("schedule"), Prune: s.get("prune-schedule")}
 	if sched.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
 		return usageErrorf("--time-zone: %v", err)
 	}
-	if err := CheckSpec(sched.Scan); err != nil {
+	if err := daemon.CheckSpec(sched.Scan); err != nil {
 		return usageErrorf("--schedule %q: %v", sched.Scan, err)
 	}
 	shutdownTimeout, err := s.duration("shutdown-timeout")
@@ -81,7 +82,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 		return err
 	}
 	if sched.Prune != "" {
-		if err := CheckSpec(sched.Prune); err != nil {
+		if err := daemon.CheckSpec(sched.Prune); err != nil {
 			return usageErrorf("--prune-schedule %q: %v", sched.Prune, err)
 		}
 		age, err := model.ParseDuration(s.get("prune-older-than"))
@@ -100,7 +101,7 @@ func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
 		return err
 	}
 	defer r.close()
-	srv := New(Config{Scanner: r.sc, Store: r.store, Schema: r.schema, Logger: r.log, Metrics: NewMetrics(),
+	srv := daemon.New(daemon.Config{Scanner: r.sc, Store: r.store, Schema: r.schema, Logger: r.log, Metrics: daemon.NewMetrics(),
 		APIToken: s.get("api-token"), ReadToken: s.get("read-token"), Schedule: sched, ShutdownTimeout: shutdownTimeout})
 	mux := http.NewServeMux()
 	srv.Install(mux)

@@ -149,11 +149,25 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func TestServeAPI(t *testing.T) {
+// TestServeCommand: serve refuses bad settings before it touches the network or the
+// database, and wires the tokens from the environment into a daemon that stops on a
+// signal (the context) with exit 0.
+func TestServeCommand(t *testing.T) {
 	t.Parallel()
-	b := setupDB(t, 40, "0.5")
+	for _, args := range [][]string{
+		{"--schedule", "every day"},
+		{"--time-zone", "Mars/Olympus"},
+		{"--prune-schedule", "0 4 * * *", "--prune-older-than", "soon"},
+		{"--prune-schedule", "sometimes"},
+		{"--shutdown-timeout", "1 minute"},
+	} {
+		r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x"}, append([]string{"serve"}, args...)...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+	}
+
+	b := setupDB(t, 0, "0")
 	addr := freeAddr(t)
-	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_LOG_LEVEL": "warn"}
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	var stderr syncBuffer
@@ -163,53 +177,17 @@ func TestServeAPI(t *testing.T) {
 	}()
 	base := "http://" + addr
 	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
-
-	do := func(method, path, token, body string) (int, map[string]any) {
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	get := func(token string) int {
+		req, err := http.NewRequest("GET", base+"/v1/runs", nil)
 		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		var m map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
-		return resp.StatusCode, m
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
 	}
-	code, _ := do("GET", "/readyz", "", "")
-	require.Equal(t, 200, code)
-	code, _ = do("POST", "/v1/runs", "", "")
-	require.Equal(t, 401, code)
-	code, _ = do("POST", "/v1/runs", "wrong", "")
-	require.Equal(t, 401, code)
-	code, m := do("POST", "/v1/runs", "secret", `{"mode":"sideways"}`)
-	require.Equal(t, 400, code, m)
-
-	code, m = do("POST", "/v1/runs", "secret", `{"mode":"full"}`)
-	require.Equal(t, 202, code, m)
-	runPath := m["url"].(string)
-	var run map[string]any
-	waitFor(t, func() bool { _, run = do("GET", runPath, "secret", ""); return run["status"] != "running" })
-	require.Equal(t, "completed", run["status"])
-	repaired := run["counts"].(map[string]any)["repaired"].(float64)
-	require.Positive(t, repaired)
-
-	code, m = do("POST", "/v1/sessions/s-000001/repair?dry_run=true", "secret", "")
-	require.Equal(t, 200, code, m)
-	require.Equal(t, "completed", m["status"])
-	code, _ = do("POST", "/v1/sessions/nope/repair", "secret", "")
-	require.Equal(t, 404, code)
-	code, _ = do("GET", "/v1/runs/99999", "secret", "")
-	require.Equal(t, 404, code)
-
-	resp, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	metrics, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.Contains(t, string(metrics), `tmend_runs_total{mode="full",status="completed",trigger="api"} 1`)
-	require.Contains(t, string(metrics), fmt.Sprintf(`tmend_sessions_total{status="repaired"} %d`, int(repaired)))
-
+	require.Equal(t, http.StatusOK, get("reader"))
+	require.Equal(t, http.StatusUnauthorized, get("nope"))
 	cancel()
 	select {
 	case code := <-done:
@@ -217,6 +195,7 @@ func TestServeAPI(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+	require.Contains(t, stderr.String(), "no API token set")
 }
 
 type syncBuffer struct {

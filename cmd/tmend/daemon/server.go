@@ -1,4 +1,7 @@
-package main
+// Package daemon is tmend serve: scheduled scans (and prunes), the HTTP API, /metrics,
+// /healthz and /readyz, and a graceful shutdown. A Server is installed on a mux that
+// other handlers may share, and served by Serve.
+package daemon
 
 import (
 	"bytes"
