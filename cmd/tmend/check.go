@@ -8,36 +8,67 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
 )
 
-// repairFlags are the engine options shared by check, fix, repair and scan.
-type repairFlags struct {
-	dialect     string
-	target      string
-	failedTurns string
-	now         string
-	quietPeriod time.Duration
-	force       bool
+// fileOptions are the options of check and fix.
+type fileOptions struct {
+	engine  engineOptions
+	json    bool
+	verbose bool
+	report  string
+	output  string
+	inputs  []string
+	input   string // a FILE; stdin when empty or -
+	files   scanner.FileOptions
 }
 
-func (f *repairFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.dialect, "dialect", "", "force a dialect instead of detecting it: "+dialectNames())
-	fs.StringVar(&f.target, "target", "", "rewrite call ids the provider rejects: anthropic, openai, openai-responses, gemini, bedrock, mistral")
-	fs.StringVar(&f.failedTurns, "failed-turns", "keep", "calls of failed or aborted turns that have results: keep, or strip them too")
-	fs.DurationVar(&f.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
-	fs.BoolVar(&f.force, "force", false, "repair pending calls within the quiet period too")
+func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
+	fs := cmd.Flags()
+	o.engine.register(fs)
+	o.engine.registerNow(fs)
+	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
+	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
+	fs.Int64Var(&o.files.MaxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
+	fs.IntVar(&o.files.Workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
+	if fix {
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
+	}
+	o.files.Fix = fix
 }
 
-func (f *repairFlags) registerNow(fs *pflag.FlagSet) {
-	fs.StringVar(&f.now, "now", "", "the time the quiet period is measured to (RFC 3339; default: the current time)")
+func (o *fileOptions) load(_ *settings, args []string) error {
+	o.inputs = args
+	if len(args) == 1 {
+		o.input = args[0]
+	}
+	if err := o.engine.load(); err != nil {
+		return err
+	}
+	o.files.Repair = o.engine.repair
+	return nil
+}
+
+func (o *fileOptions) Validate() error {
+	if len(o.inputs) > 1 {
+		return fmt.Errorf("give at most one input FILE (or - for stdin), got %d", len(o.inputs))
+	}
+	if o.files.MaxBytes < 1 {
+		return errors.New("--max-bytes must be positive")
+	}
+	if o.files.Workers < 1 {
+		return errors.New("--workers must be at least 1")
+	}
+	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
+		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	}
+	return nil
 }
 
 func dialectNames() string {
@@ -49,81 +80,6 @@ func dialectNames() string {
 		b.WriteString(string(d))
 	}
 	return b.String()
-}
-
-// options validates the flags into engine options (exit 2 on a bad value).
-func (f *repairFlags) options() (repair.Options, error) {
-	var o repair.Options
-	var err error
-	if f.dialect != "" {
-		if o.Dialect, err = repair.ParseDialect(f.dialect); err != nil {
-			return o, usageErrorf("--dialect: %v", err)
-		}
-	}
-	if f.target != "" {
-		if o.Target, err = repair.ParseTarget(f.target); err != nil {
-			return o, usageErrorf("--target: %v", err)
-		}
-	}
-	switch repair.FailedTurnPolicy(f.failedTurns) {
-	case repair.FailedTurnsKeep, repair.FailedTurnsStrip:
-		o.FailedTurns = repair.FailedTurnPolicy(f.failedTurns)
-	default:
-		return o, usageErrorf("--failed-turns must be keep or strip, got %q", f.failedTurns)
-	}
-	o.Now = time.Now()
-	if f.now != "" {
-		if o.Now, err = time.Parse(time.RFC3339Nano, f.now); err != nil {
-			return o, usageErrorf("--now must be an RFC 3339 time like 2026-11-21T03:00:00Z, got %q", f.now)
-		}
-	}
-	o.QuietPeriod = f.quietPeriod
-	if f.quietPeriod == 0 {
-		o.QuietPeriod = -1 // zero on the command line means none
-	}
-	o.Force = f.force
-	return o, nil
-}
-
-// fileOpts are the flags of check and fix.
-type fileOpts struct {
-	repairFlags
-	json     bool
-	verbose  bool
-	report   string
-	output   string
-	maxBytes int64
-	workers  int
-}
-
-func (o *fileOpts) register(cmd *cobra.Command, fix bool) {
-	fs := cmd.Flags()
-	o.repairFlags.register(fs)
-	o.registerNow(fs)
-	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
-	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
-	fs.Int64Var(&o.maxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
-	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
-	if fix {
-		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
-	}
-}
-
-func (o *fileOpts) Validate(args []string) error {
-	if len(args) > 1 {
-		return usageErrorf("give at most one input FILE (or - for stdin), got %d", len(args))
-	}
-	if o.maxBytes < 1 {
-		return usageErrorf("--max-bytes must be positive")
-	}
-	if o.workers < 1 {
-		return usageErrorf("--workers must be at least 1")
-	}
-	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
-		return usageErrorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
-	}
-	return nil
 }
 
 const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
@@ -141,7 +97,7 @@ target); a device, FIFO or terminal is written to as it is. -o and --report must
 different files. A failed write to a file, stdout or stderr exits 1.`
 
 func newCheckCmd(e *env) *cobra.Command {
-	var o fileOpts
+	o := &fileOptions{}
 	cmd := &cobra.Command{
 		Use:   "check [FILE|-]",
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
@@ -152,19 +108,14 @@ func newCheckCmd(e *env) *cobra.Command {
 		Example: `  tmend check session.json
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
   pg_dump ... | tmend check --dialect anthropic -`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return runFiles(cmd.Context(), e, &o, args, false)
-		},
+		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, false)
 	return cmd
 }
 
 func newFixCmd(e *env) *cobra.Command {
-	var o fileOpts
+	o := &fileOptions{}
 	cmd := &cobra.Command{
 		Use:   "fix [FILE|-]",
 		Short: "Repair transcripts in a file or pipe",
@@ -176,12 +127,7 @@ func newFixCmd(e *env) *cobra.Command {
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
   cat session.json | tmend fix --target anthropic --force - | jq .`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return runFiles(cmd.Context(), e, &o, args, true)
-		},
+		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, true)
 	return cmd
@@ -195,16 +141,13 @@ func issueCodeHelp() string {
 	return b.String()
 }
 
-// runFiles is check (fix=false) and fix (fix=true).
-func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool) (err error) {
-	ropts, err := o.options()
-	if err != nil {
-		return err
-	}
+// runFiles is check and fix.
+func runFiles(ctx context.Context, e *env, o *fileOptions) (err error) {
+	fix := o.files.Fix
 	// The pipeline's live heap is a few batches; collecting at 3× it instead of 2× saves
 	// about 5% of the CPU (BENCHMARKS.md) for a few tens of megabytes.
 	defer debug.SetGCPercent(debug.SetGCPercent(200))
-	in, closeIn, err := openInput(e, args)
+	in, closeIn, err := openInput(e, o.input)
 	if err != nil {
 		return err
 	}
@@ -256,7 +199,7 @@ func runFiles(ctx context.Context, e *env, o *fileOpts, args []string, fix bool)
 		handlers = append(handlers, report.NewJSON(reportBuf))
 	}
 
-	res, err := scanner.Files(ctx, in, out, scanner.FileOptions{Repair: ropts, Fix: fix, MaxBytes: o.maxBytes, Workers: o.workers}, handlers...)
+	res, err := scanner.Files(ctx, in, out, o.files, handlers...)
 	switch {
 	case errors.Is(err, scanner.ErrEmptyInput):
 		return &exitError{code: exitUsage, err: err}

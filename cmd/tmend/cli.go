@@ -38,12 +38,12 @@ func main() {
 	os.Exit(code)
 }
 
-// env is what commands may read from the process: streams and environment.
+// env is what commands may use of their process: the standard streams and the
+// environment.
 type env struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
 }
 
 // printf and eprintf write the command's own messages to stdout and stderr. They drop
@@ -222,16 +222,22 @@ func newRootCmd(e *env) *cobra.Command {
 	return root
 }
 
+// versionOptions: version has none.
+type versionOptions struct{}
+
+func (*versionOptions) load(*settings, []string) error { return nil }
+func (*versionOptions) Validate() error                { return nil }
+
 func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print tmend's version",
 		Example: "  tmend version",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *env, _ *versionOptions) error {
 			e.printf("tmend %s\n", version)
 			return nil
-		},
+		}),
 	}
 }
 

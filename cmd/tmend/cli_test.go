@@ -71,6 +71,43 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestOptionsAreValidatedBeforeConnecting: every command's options are checked before
+// it opens the database (unreachable here, which would be exit 1).
+func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	envs := map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}
+	for _, args := range [][]string{
+		{"scan", "--full", "--session", "x"},
+		{"scan", "--limit", "-1"},
+		{"scan", "--workers", "many"},
+		{"scan", "--max-inflight-bytes", "0"},
+		{"scan", "--dialect", "klingon"},
+		{"scan", "--log-level", "loud"},
+		{"repair"},
+		{"report", "--diff"},
+		{"report", "--version", "3"},
+		{"report", "--session", "x", "--diff", "--version", "1"},
+		{"report", "--since", "yesterday"},
+		{"report", "--status", "repaird"},
+		{"rollback"},
+		{"rollback", "--session", "x", "--run", "1"},
+		{"rollback", "--run", "1", "--to-version", "2"},
+		{"prune", "--older-than", "1d1x"},
+		{"prune", "--older-than", "0d"},
+		{"serve", "--prune-schedule", "@daily", "--prune-older-than", "-1d"},
+		{"import", "--log-level", "loud"},
+		{"migrate", "down", "1", "--all"},
+		{"migrate", "force", "-2"},
+		{"gen", "--messages", "2"},
+		{"check", "--workers", "0"},
+		{"fix", "--max-bytes", "0"},
+	} {
+		r := runCLI(t, "", envs, args...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.NotContains(t, r.stderr, "connect", "%v", args)
+	}
+}
+
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
 	t.Parallel()
 	root := newRootCmd(&env{getenv: os.Getenv})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,8 +13,59 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
+// serveOptions are the options of serve.
+type serveOptions struct {
+	db                  dbOptions
+	run                 runOptions
+	schedule            daemon.Schedule
+	listen              string
+	apiToken, readToken string
+	shutdownTimeout     time.Duration
+}
+
+func (o *serveOptions) load(s *settings, _ []string) error {
+	if err := o.db.load(s); err != nil {
+		return err
+	}
+	if err := o.run.load(s, o.db.source); err != nil {
+		return err
+	}
+	o.schedule = daemon.Schedule{Scan: s.get("schedule"), Prune: s.get("prune-schedule")}
+	var err error
+	if o.schedule.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
+		return fmt.Errorf("--time-zone: %w", err)
+	}
+	if o.shutdownTimeout, err = s.duration("shutdown-timeout"); err != nil {
+		return err
+	}
+	if o.schedule.Prune != "" {
+		age, err := model.ParseDuration(s.get("prune-older-than"))
+		if err != nil || age <= 0 {
+			return fmt.Errorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
+		}
+		o.schedule.PruneOlderThan = age
+	}
+	o.listen, o.apiToken, o.readToken = s.get("listen"), s.get("api-token"), s.get("read-token")
+	return nil
+}
+
+func (o *serveOptions) Validate() error {
+	if err := daemon.CheckSpec(o.schedule.Scan); err != nil {
+		return fmt.Errorf("--schedule %q: %w", o.schedule.Scan, err)
+	}
+	if o.schedule.Prune != "" {
+		if err := daemon.CheckSpec(o.schedule.Prune); err != nil {
+			return fmt.Errorf("--prune-schedule %q: %w", o.schedule.Prune, err)
+		}
+	}
+	if err := o.db.Validate(); err != nil {
+		return err
+	}
+	return o.run.Validate()
+}
+
 func newServeCmd(e *env) *cobra.Command {
-	var rf repairFlags
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: scheduled scans, the HTTP API, /metrics, /healthz and /readyz",
@@ -46,12 +98,12 @@ written whole or not at all.
   tmend serve --listen 127.0.0.1:9090 --schedule '@every 1h'
   curl -X POST -H "Authorization: Bearer $TMEND_API_TOKEN" localhost:8080/v1/sessions/7f3e2a/repair`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, e, &rf) },
+		RunE: runE(e, o, runServe),
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f)
-	registerScanFlags(f, &rf)
+	o.run.register(f)
 	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
 	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
@@ -63,47 +115,21 @@ written whole or not at all.
 	return cmd
 }
 
-// serve validates the daemon's settings, listens, opens the database and runs a
-// daemon.Server until the command's context ends.
-func serve(cmd *cobra.Command, e *env, rf *repairFlags) error {
-	s, err := loadSettings(e, cmd)
+// runServe listens, opens the database and runs a daemon.Server until ctx ends.
+func runServe(ctx context.Context, e *env, o *serveOptions) error {
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return err
-	}
-	sched := daemon.Schedule{Scan: s.get("schedule"), Prune: s.get("prune-schedule")}
-	if sched.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
-		return usageErrorf("--time-zone: %v", err)
-	}
-	if err := daemon.CheckSpec(sched.Scan); err != nil {
-		return usageErrorf("--schedule %q: %v", sched.Scan, err)
-	}
-	shutdownTimeout, err := s.duration("shutdown-timeout")
-	if err != nil {
-		return err
-	}
-	if sched.Prune != "" {
-		if err := daemon.CheckSpec(sched.Prune); err != nil {
-			return usageErrorf("--prune-schedule %q: %v", sched.Prune, err)
-		}
-		age, err := model.ParseDuration(s.get("prune-older-than"))
-		if err != nil || age <= 0 {
-			return usageErrorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
-		}
-		sched.PruneOlderThan = age
-	}
-	ln, err := net.Listen("tcp", s.get("listen"))
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.get("listen"), err)
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	defer func() { _ = ln.Close() }() // Serve closes it; this is for the early returns
-	r, err := openRunner(cmd.Context(), e, cmd, rf, false)
+	r, err := openRunner(ctx, e, o.db, o.run, false)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	srv := daemon.New(daemon.Config{Scanner: r.sc, Store: r.store, Schema: r.schema, Logger: r.log, Metrics: daemon.NewMetrics(),
-		APIToken: s.get("api-token"), ReadToken: s.get("read-token"), Schedule: sched, ShutdownTimeout: shutdownTimeout})
+	srv := daemon.New(daemon.Config{Scanner: r.sc, Store: r.store, Schema: o.db.schema, Logger: r.log, Metrics: daemon.NewMetrics(),
+		APIToken: o.apiToken, ReadToken: o.readToken, Schedule: o.schedule, ShutdownTimeout: o.shutdownTimeout})
 	mux := http.NewServeMux()
 	srv.Install(mux)
-	return srv.Serve(cmd.Context(), ln, mux)
+	return srv.Serve(ctx, ln, mux)
 }

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 )
 
-// openInput opens the FILE argument, or stdin for none or "-".
-func openInput(e *env, args []string) (io.Reader, func(), error) {
-	if len(args) == 0 || args[0] == "-" {
+// openInput opens a FILE argument, or stdin for none or "-".
+func openInput(e *env, path string) (io.Reader, func(), error) {
+	if path == "" || path == "-" {
 		return e.stdin, func() {}, nil
 	}
-	f, err := os.Open(args[0])
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open input: %w", err)
 	}

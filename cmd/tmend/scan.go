@@ -16,44 +16,24 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// runner is a scanner wired to the database from a command's settings.
+// runner is a scanner wired to the database from a command's options.
 type runner struct {
-	sc     *scanner.Scanner
-	store  *store.Store
-	log    zerolog.Logger
-	schema string
-	close  func()
+	sc    *scanner.Scanner
+	store *store.Store
+	log   zerolog.Logger
+	close func()
 }
 
-func openRunner(ctx context.Context, e *env, cmd *cobra.Command, rf *repairFlags, readOnly bool) (*runner, error) {
-	s, err := loadSettings(e, cmd)
+func openRunner(ctx context.Context, e *env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
+	log := newLogger(e, db.logLevel)
+	st, closeDB, err := openStore(ctx, log, db, readOnly)
 	if err != nil {
 		return nil, err
 	}
-	log, err := s.logger()
-	if err != nil {
-		return nil, err
-	}
-	src := s.source()
-	cfg, err := s.scannerConfig(rf, src)
-	if err != nil {
-		return nil, err
-	}
-	pool, schema, err := s.openDB(ctx, log)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(ctx, pool, src, readOnly)
-	if err != nil {
-		pool.Close()
-		if errors.Is(err, store.ErrSource) {
-			return nil, &exitError{code: exitUsage, err: err}
-		}
-		return nil, err
-	}
-	log.Info().Str("source", src.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
+	cfg := run.config
+	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
 		Str("target", string(cfg.Repair.Target)).Msg("configured")
-	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, schema: schema, close: pool.Close}, nil
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB}, nil
 }
 
 // progress shows a bar on a terminal and a log line every 10s otherwise.
@@ -75,11 +55,37 @@ func (r *runner) progress(e *env) (func(scanner.Progress), func()) {
 	}, func() {}
 }
 
+// scanOptions are the options of scan.
+type scanOptions struct {
+	db                 dbOptions
+	run                runOptions
+	full, dryRun, json bool
+	session            string
+	limit              int
+}
+
+func (o *scanOptions) load(s *settings, _ []string) error {
+	if err := o.db.load(s); err != nil {
+		return err
+	}
+	return o.run.load(s, o.db.source)
+}
+
+func (o *scanOptions) Validate() error {
+	switch {
+	case o.full && o.session != "":
+		return errors.New("give --full or --session, not both")
+	case o.limit < 0:
+		return errors.New("--limit must not be negative")
+	}
+	if err := o.db.Validate(); err != nil {
+		return err
+	}
+	return o.run.Validate()
+}
+
 func newScanCmd(e *env) *cobra.Command {
-	var rf repairFlags
-	var full, dryRun, asJSON bool
-	var session string
-	var limit int
+	o := &scanOptions{}
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Repair stored sessions: those changed since the last run, or all with --full",
@@ -97,59 +103,56 @@ finds sessions to repair.
   tmend scan --full --json
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode := model.ModeIncremental
-			switch {
-			case full && session != "":
-				return usageErrorf("give --full or --session, not both")
-			case full:
-				mode = model.ModeFull
-			case session != "":
-				mode = model.ModeSession
-			}
-			if limit < 0 {
-				return usageErrorf("--limit must not be negative")
-			}
-			r, err := openRunner(cmd.Context(), e, cmd, &rf, dryRun)
-			if err != nil {
-				return err
-			}
-			defer r.close()
-			onProgress, done := r.progress(e)
-			o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: session,
-				DryRun: dryRun, Limit: limit, Force: rf.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession}
-			var res model.RunResult
-			if mode == model.ModeSession {
-				res, err = r.sc.Run(cmd.Context(), o)
-			} else {
-				// One run at a time per source, across CLI runs and daemons.
-				res, err = r.sc.RunExclusive(cmd.Context(), o)
-			}
-			done()
-			if res.RunID != 0 {
-				if werr := printRun(e, &res, asJSON); werr != nil {
-					return werr
-				}
-			}
-			switch {
-			case err != nil:
-				return err
-			case dryRun && res.Problems():
-				return errProblems
-			}
-			return nil
-		},
+		RunE: runE(e, o, runScan),
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f)
-	registerScanFlags(f, &rf)
-	f.BoolVar(&full, "full", false, "scan every session, not only those changed since the last run")
-	f.StringVar(&session, "session", "", "scan this one session")
-	f.BoolVar(&dryRun, "dry-run", false, "report what would change; write no content")
-	f.IntVar(&limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
-	f.BoolVar(&asJSON, "json", false, "print the run summary as JSON")
+	o.run.register(f)
+	f.BoolVar(&o.full, "full", false, "scan every session, not only those changed since the last run")
+	f.StringVar(&o.session, "session", "", "scan this one session")
+	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
+	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
+	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
 	return cmd
+}
+
+func runScan(ctx context.Context, e *env, o *scanOptions) error {
+	mode := model.ModeIncremental
+	switch {
+	case o.full:
+		mode = model.ModeFull
+	case o.session != "":
+		mode = model.ModeSession
+	}
+	r, err := openRunner(ctx, e, o.db, o.run, o.dryRun)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	onProgress, done := r.progress(e)
+	ro := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
+		DryRun: o.dryRun, Limit: o.limit, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession}
+	var res model.RunResult
+	if mode == model.ModeSession {
+		res, err = r.sc.Run(ctx, ro)
+	} else {
+		// One run at a time per source, across CLI runs and daemons.
+		res, err = r.sc.RunExclusive(ctx, ro)
+	}
+	done()
+	if res.RunID != 0 {
+		if werr := printRun(e, &res, o.json); werr != nil {
+			return werr
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case o.dryRun && res.Problems():
+		return errProblems
+	}
+	return nil
 }
 
 func printRun(e *env, res *model.RunResult, asJSON bool) error {
@@ -165,10 +168,33 @@ func printRun(e *env, res *model.RunResult, asJSON bool) error {
 	return nil
 }
 
+// repairOptions are the options of repair.
+type repairOptions struct {
+	db           dbOptions
+	run          runOptions
+	session      string
+	dryRun, json bool
+}
+
+func (o *repairOptions) load(s *settings, _ []string) error {
+	if err := o.db.load(s); err != nil {
+		return err
+	}
+	return o.run.load(s, o.db.source)
+}
+
+func (o *repairOptions) Validate() error {
+	if o.session == "" {
+		return errors.New("--session is required")
+	}
+	if err := o.db.Validate(); err != nil {
+		return err
+	}
+	return o.run.Validate()
+}
+
 func newRepairCmd(e *env) *cobra.Command {
-	var rf repairFlags
-	var dryRun, asJSON bool
-	var session string
+	o := &repairOptions{}
 	cmd := &cobra.Command{
 		Use:   "repair --session ID",
 		Short: "Repair one stored session now and print exactly what changed",
@@ -181,34 +207,33 @@ last turn that may still be running (the quiet period).
 		Example: `  tmend repair --session 7f3e2a
   tmend repair --session 7f3e2a --dry-run --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if session == "" {
-				return usageErrorf("--session is required")
-			}
-			r, err := openRunner(cmd.Context(), e, cmd, &rf, dryRun)
-			if err != nil {
-				return err
-			}
-			defer r.close()
-			res, err := r.sc.Run(cmd.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession,
-				SessionID: session, DryRun: dryRun, Force: rf.force, KeepOutcomes: true})
-			if res.RunID != 0 {
-				if werr := printRun(e, &res, asJSON); werr != nil {
-					return werr
-				}
-			}
-			if err == nil && res.Counts.Clean == 1 && !asJSON {
-				e.printf("\nsession %s is clean; nothing to do\n", report.Escape(session))
-			}
-			return err
-		},
+		RunE: runE(e, o, runRepair),
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f)
-	registerScanFlags(f, &rf)
-	f.StringVar(&session, "session", "", "the session's id")
-	f.BoolVar(&dryRun, "dry-run", false, "show what would change; write nothing but the report")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	o.run.register(f)
+	f.StringVar(&o.session, "session", "", "the session's id")
+	f.BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing but the report")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	return cmd
+}
+
+func runRepair(ctx context.Context, e *env, o *repairOptions) error {
+	r, err := openRunner(ctx, e, o.db, o.run, o.dryRun)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession,
+		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
+	if res.RunID != 0 {
+		if werr := printRun(e, &res, o.json); werr != nil {
+			return werr
+		}
+	}
+	if err == nil && res.Counts.Clean == 1 && !o.json {
+		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
+	}
+	return err
 }
