@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (o *importOptions) load(s *settings, args []string) error {
 
 func (o *importOptions) Validate() error { return o.db.Validate() }
 
-func newImportCmd(e *env) *cobra.Command {
+func newImportCmd(e *Env) *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
 		Use:   "import [FILE|-]",
@@ -39,7 +39,7 @@ with the same id. Output of 'tmend gen' fits. A user's own table is never writte
 	return cmd
 }
 
-func runImport(ctx context.Context, e *env, o *importOptions) error {
+func runImport(ctx context.Context, e *Env, o *importOptions) error {
 	in, closeIn, err := openInput(e, o.input)
 	if err != nil {
 		return err

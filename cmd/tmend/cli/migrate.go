@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func (o *migrateForceOptions) load(s *settings, args []string) error {
 
 func (o *migrateForceOptions) Validate() error { return o.conn.Validate() }
 
-func newMigrateCmd(e *env) *cobra.Command {
+func newMigrateCmd(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or update tmend's tables (up, down, version, force)",
@@ -95,7 +95,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 		Example: `  tmend migrate down 1
   tmend migrate down --all`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(e, down, func(ctx context.Context, e *env, o *migrateDownOptions) error {
+		RunE: runE(e, down, func(ctx context.Context, e *Env, o *migrateDownOptions) error {
 			return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
 				if err := migrations.Down(ctx, pool, o.conn.schema, o.steps); err != nil {
 					return fmt.Errorf("migrate down: %w", err)
@@ -111,7 +111,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 			Short:   "Apply every pending migration",
 			Example: "  tmend migrate up",
 			Args:    noArgs,
-			RunE: runE(e, up, func(ctx context.Context, e *env, o *migrateOptions) error {
+			RunE: runE(e, up, func(ctx context.Context, e *Env, o *migrateOptions) error {
 				return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
 					if err := migrations.Up(ctx, pool, o.conn.schema); err != nil {
 						return fmt.Errorf("migrate up: %w", err)
@@ -126,7 +126,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 			Short:   "Print the schema's migration version",
 			Example: "  tmend migrate version",
 			Args:    noArgs,
-			RunE: runE(e, ver, func(ctx context.Context, e *env, o *migrateOptions) error {
+			RunE: runE(e, ver, func(ctx context.Context, e *Env, o *migrateOptions) error {
 				return withPool(ctx, e, o.conn, func(*pgxpool.Pool) error { return nil })
 			}),
 		},
@@ -137,7 +137,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 migration. Use it only after repairing by hand a schema that a failed migration left
 dirty.`,
 			Example: "  tmend migrate force 1",
-			RunE: runE(e, force, func(ctx context.Context, e *env, o *migrateForceOptions) error {
+			RunE: runE(e, force, func(ctx context.Context, e *Env, o *migrateForceOptions) error {
 				return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
 					if err := migrations.Force(ctx, pool, o.conn.schema, o.version); err != nil {
 						return fmt.Errorf("migrate force: %w", err)
@@ -152,7 +152,7 @@ dirty.`,
 
 // withPool connects (without checking the schema's version, which migrate changes), runs
 // fn and prints the schema's version after it.
-func withPool(ctx context.Context, e *env, o connOptions, fn func(*pgxpool.Pool) error) error {
+func withPool(ctx context.Context, e *Env, o connOptions, fn func(*pgxpool.Pool) error) error {
 	pool, err := store.Connect(ctx, o.databaseURL, o.schema)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func withPool(ctx context.Context, e *env, o connOptions, fn func(*pgxpool.Pool)
 	return printVersion(ctx, e, pool, o.schema)
 }
 
-func printVersion(ctx context.Context, e *env, pool *pgxpool.Pool, schema string) error {
+func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string) error {
 	v, dirty, err := migrations.Version(ctx, pool, schema)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -96,7 +96,7 @@ Output (-o, --report): a regular file is replaced atomically (through a symlink,
 target); a device, FIFO or terminal is written to as it is. -o and --report must name
 different files. A failed write to a file, stdout or stderr exits 1.`
 
-func newCheckCmd(e *env) *cobra.Command {
+func newCheckCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
 		Use:   "check [FILE|-]",
@@ -114,7 +114,7 @@ func newCheckCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newFixCmd(e *env) *cobra.Command {
+func newFixCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
 		Use:   "fix [FILE|-]",
@@ -142,7 +142,7 @@ func issueCodeHelp() string {
 }
 
 // runFiles is check and fix.
-func runFiles(ctx context.Context, e *env, o *fileOptions) (err error) {
+func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	fix := o.files.Fix
 	// The pipeline's live heap is a few batches; collecting at 3× it instead of 2× saves
 	// about 5% of the CPU (BENCHMARKS.md) for a few tens of megabytes.
@@ -153,7 +153,7 @@ func runFiles(ctx context.Context, e *env, o *fileOptions) (err error) {
 	}
 	defer closeIn()
 
-	out := e.stdout
+	out := e.Stdout
 	var outFile *outputFile
 	if fix && o.output != "" {
 		if outFile, err = createOutput(o.output); err != nil {
@@ -164,9 +164,9 @@ func runFiles(ctx context.Context, e *env, o *fileOptions) (err error) {
 	}
 
 	// Reports: text or JSON to stdout (check) or stderr (fix), plus an optional file.
-	reportTo := e.stdout
+	reportTo := e.Stdout
 	if fix {
-		reportTo = e.stderr
+		reportTo = e.Stderr
 	}
 	rbuf := bufio.NewWriter(reportTo)
 	defer func() {
@@ -202,7 +202,7 @@ func runFiles(ctx context.Context, e *env, o *fileOptions) (err error) {
 	res, err := scanner.Files(ctx, in, out, o.files, handlers...)
 	switch {
 	case errors.Is(err, scanner.ErrEmptyInput):
-		return &exitError{code: exitUsage, err: err}
+		return &exitError{code: ExitUsage, err: err}
 	case err != nil:
 		return err
 	}

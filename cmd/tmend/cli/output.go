@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 )
 
 // openInput opens a FILE argument, or stdin for none or "-".
-func openInput(e *env, path string) (io.Reader, func(), error) {
+func openInput(e *Env, path string) (io.Reader, func(), error) {
 	if path == "" || path == "-" {
-		return e.stdin, func() {}, nil
+		return e.Stdin, func() {}, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,6 +1,7 @@
-// Command tmend repairs LLM-agent conversation transcripts whose tool calls and tool
-// results are out of step, in files and pipes or where they are stored in Postgres.
-package main
+// Package cli is tmend's command line: the cobra command tree, the settings (flags,
+// TMEND_* environment, config file), one options struct per command, exit codes, and
+// the handlers that call the packages doing the work.
+package cli
 
 import (
 	"context"
@@ -8,11 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -20,37 +18,27 @@ import (
 	"github.com/tmend/tmend/store"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes, documented in --help and README.md.
 const (
-	exitOK       = 0
-	exitRuntime  = 1
-	exitUsage    = 2
-	exitProblems = 3
+	ExitOK       = 0
+	ExitRuntime  = 1
+	ExitUsage    = 2
+	ExitProblems = 3
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	os.Exit(code)
-}
-
-// env is what commands may use of their process: the standard streams and the
+// Env is what commands may use of their process: the standard streams and the
 // environment.
-type env struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	getenv         func(string) string
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
 }
 
 // printf and eprintf write the command's own messages to stdout and stderr. They drop
-// the write error because the stream keeps it: run wraps both in an outputStream and
+// the write error because the stream keeps it: Run wraps both in an outputStream and
 // exits non-zero after the command if a write failed.
-func (e *env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.stdout, format, args...) }
-func (e *env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.stderr, format, args...) }
+func (e *Env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.Stdout, format, args...) }
+func (e *Env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.Stderr, format, args...) }
 
 // exitError carries an exit code other than 1 out of a command.
 type exitError struct {
@@ -62,26 +50,29 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
 
 // errProblems ends a command that ran fine but found problems (exit 3); the command has
 // already printed them.
-var errProblems = &exitError{code: exitProblems, err: errors.New("problems found")}
+var errProblems = &exitError{code: ExitProblems, err: errors.New("problems found")}
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	out, errOut := &outputStream{w: stdout}, &outputStream{w: stderr}
-	code := runCommand(ctx, args, stdin, out, errOut, getenv)
-	if code != exitOK && code != exitProblems {
+// Run runs tmend with the command line args (without the program's name) and returns
+// the exit code. version is what 'tmend version' prints.
+func Run(ctx context.Context, version string, args []string, e Env) int {
+	out, errOut := &outputStream{w: e.Stdout}, &outputStream{w: e.Stderr}
+	e.Stdout, e.Stderr = out, errOut
+	code := runCommand(ctx, version, args, &e)
+	if code != ExitOK && code != ExitProblems {
 		return code
 	}
 	// Output that did not get written is a failure, however well the command went.
 	if err := out.Err(); err != nil {
 		_, _ = fmt.Fprintf(errOut, "tmend: write standard output: %v\n", err) // the exit code says it too
-		return exitRuntime
+		return ExitRuntime
 	}
 	if errOut.Err() != nil {
-		return exitRuntime
+		return ExitRuntime
 	}
 	return code
 }
@@ -111,18 +102,17 @@ func (o *outputStream) Err() error {
 	return o.err
 }
 
-func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
-	root := newRootCmd(e)
+func runCommand(ctx context.Context, version string, args []string, e *Env) int {
+	root := NewRootCommand(version, e)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(e.Stdin)
+	root.SetOut(e.Stdout)
+	root.SetErr(e.Stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
-	code := exitRuntime
+	code := ExitRuntime
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -130,9 +120,9 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case strings.HasPrefix(err.Error(), "unknown command"),
 		strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
-		code = exitUsage
+		code = ExitUsage
 	}
-	if code == exitProblems {
+	if code == ExitProblems {
 		return code
 	}
 	if errors.Is(err, context.Canceled) {
@@ -140,9 +130,9 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if jsonOutput(root, args) {
 		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
-		to := stdout
+		to := e.Stdout
 		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
-			to = stderr
+			to = e.Stderr
 		}
 		_ = json.NewEncoder(to).Encode(struct {
 			Error string `json:"error"`
@@ -150,9 +140,9 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}{err.Error(), code})
 	}
 	// Best effort, like the JSON above: the exit code already reports the failure.
-	_, _ = fmt.Fprintf(stderr, "tmend: %s\n", report.Escape(err.Error()))
-	if code == exitUsage {
-		_, _ = fmt.Fprintln(stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
+	_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", report.Escape(err.Error()))
+	if code == ExitUsage {
+		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code
 }
@@ -189,7 +179,8 @@ Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, e
 database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables
 (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
 
-func newRootCmd(e *env) *cobra.Command {
+// NewRootCommand returns tmend's command tree, writing to e's streams.
+func NewRootCommand(version string, e *Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tmend",
 		Short: "Repair tool-call/tool-result pairing in stored LLM transcripts",
@@ -203,7 +194,7 @@ func newRootCmd(e *env) *cobra.Command {
 	}
 	root.SetVersionTemplate("tmend {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
+		return &exitError{code: ExitUsage, err: err}
 	})
 	root.AddCommand(
 		newCheckCmd(e),
@@ -217,7 +208,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newPruneCmd(e),
 		newImportCmd(e),
 		newMigrateCmd(e),
-		newVersionCmd(e),
+		newVersionCmd(e, version),
 	)
 	return root
 }
@@ -228,13 +219,13 @@ type versionOptions struct{}
 func (*versionOptions) load(*settings, []string) error { return nil }
 func (*versionOptions) Validate() error                { return nil }
 
-func newVersionCmd(e *env) *cobra.Command {
+func newVersionCmd(e *Env, version string) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print tmend's version",
 		Example: "  tmend version",
 		Args:    noArgs,
-		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *env, _ *versionOptions) error {
+		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *Env, _ *versionOptions) error {
 			e.printf("tmend %s\n", version)
 			return nil
 		}),

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (o *serveOptions) Validate() error {
 	return o.run.Validate()
 }
 
-func newServeCmd(e *env) *cobra.Command {
+func newServeCmd(e *Env) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -116,7 +116,7 @@ written whole or not at all.
 }
 
 // runServe listens, opens the database and runs a daemon.Server until ctx ends.
-func runServe(ctx context.Context, e *env, o *serveOptions) error {
+func runServe(ctx context.Context, e *Env, o *serveOptions) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // settings resolves an option by precedence: the flag when given, then TMEND_<NAME>
 // from the environment, then the config file, then the flag's default.
 type settings struct {
-	e    *env
+	e    *Env
 	fs   *pflag.FlagSet
 	file map[string]string
 }
@@ -51,7 +51,7 @@ func registerSourceFlags(fs *pflag.FlagSet) {
 
 // loadSettings reads the config file (--config or TMEND_CONFIG) of a command that has
 // the --config flag; the others (check, fix, gen, version) take no options from files.
-func loadSettings(e *env, cmd *cobra.Command) (*settings, error) {
+func loadSettings(e *Env, cmd *cobra.Command) (*settings, error) {
 	s := &settings{e: e, fs: cmd.Flags(), file: map[string]string{}}
 	if s.fs.Lookup("config") == nil {
 		return s, nil
@@ -94,7 +94,7 @@ func knownSetting(name string) bool {
 	return false
 }
 
-func envName(flag string) string {
+func EnvName(flag string) string {
 	return "TMEND_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
@@ -102,7 +102,7 @@ func (s *settings) flagOrEnv(name string) string {
 	if f := s.fs.Lookup(name); f != nil && f.Changed {
 		return f.Value.String()
 	}
-	return s.e.getenv(envName(name))
+	return s.e.Getenv(EnvName(name))
 }
 
 // get resolves a string option.
@@ -123,9 +123,9 @@ func (s *settings) get(name string) string {
 }
 
 func (s *settings) lookupEnv(name string) (string, bool) {
-	v := s.e.getenv(envName(name))
+	v := s.e.Getenv(EnvName(name))
 	if name == "database-url" && v == "" {
-		v = s.e.getenv("DATABASE_URL")
+		v = s.e.Getenv("DATABASE_URL")
 	}
 	return v, v != ""
 }
@@ -152,10 +152,10 @@ func (s *settings) source() store.Source {
 }
 
 // newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
-func newLogger(e *env, level zerolog.Level) zerolog.Logger {
-	w := e.stderr
-	if isTerminal(e.stderr) {
-		w = zerolog.ConsoleWriter{Out: e.stderr, TimeFormat: time.TimeOnly}
+func newLogger(e *Env, level zerolog.Level) zerolog.Logger {
+	w := e.Stderr
+	if isTerminal(e.Stderr) {
+		w = zerolog.ConsoleWriter{Out: e.Stderr, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
@@ -198,7 +198,7 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 	if err != nil {
 		pool.Close()
 		if errors.Is(err, store.ErrSource) {
-			return nil, nil, &exitError{code: exitUsage, err: err}
+			return nil, nil, &exitError{code: ExitUsage, err: err}
 		}
 		return nil, nil, err
 	}

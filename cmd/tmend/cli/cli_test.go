@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -30,12 +30,15 @@ type result struct {
 	stdout, stderr string
 }
 
+// noEnv is an empty environment.
+func noEnv(string) string { return "" }
+
 // runCLI runs tmend in-process with the given environment (nothing else leaks in).
 func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	getenv := func(k string) string { return envs[k] }
-	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, getenv)
+	code := Run(context.Background(), "dev", args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
 	return result{code, out.String(), errb.String()}
 }
 
@@ -47,16 +50,16 @@ func TestUsage(t *testing.T) {
 		code int
 		out  string
 	}{
-		{"Help", []string{"--help"}, exitOK, "Exit codes:"},
-		{"Version", []string{"version"}, exitOK, "tmend dev"},
-		{"VersionFlag", []string{"--version"}, exitOK, "tmend dev"},
-		{"UnknownCommand", []string{"frobnicate"}, exitUsage, ""},
-		{"UnknownFlag", []string{"version", "--nope"}, exitUsage, ""},
-		{"ExtraArgs", []string{"version", "x"}, exitUsage, ""},
-		{"MigrateDownNeedsCount", []string{"migrate", "down"}, exitUsage, ""},
-		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, exitUsage, ""},
-		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, exitUsage, ""},
-		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, exitUsage, ""},
+		{"Help", []string{"--help"}, ExitOK, "Exit codes:"},
+		{"Version", []string{"version"}, ExitOK, "tmend dev"},
+		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
+		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
+		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
+		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
+		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
+		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, ExitUsage, ""},
+		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, ExitUsage, ""},
+		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, ExitUsage, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +67,7 @@ func TestUsage(t *testing.T) {
 			r := runCLI(t, "", nil, tt.args...)
 			require.Equal(t, tt.code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
 			require.Contains(t, r.stdout, tt.out)
-			if tt.code != exitOK {
+			if tt.code != ExitOK {
 				require.Contains(t, r.stderr, "tmend: ")
 			}
 		})
@@ -103,21 +106,21 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 		{"fix", "--max-bytes", "0"},
 	} {
 		r := runCLI(t, "", envs, args...)
-		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.NotContains(t, r.stderr, "connect", "%v", args)
 	}
 }
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
 	t.Parallel()
-	root := newRootCmd(&env{getenv: os.Getenv})
+	root := NewRootCommand("dev", &Env{Getenv: os.Getenv})
 	for _, c := range allCommands(root) {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
 			continue
 		}
 		require.NotEmpty(t, c.Example, "%s has no example", c.CommandPath())
 		r := runCLI(t, "", nil, append(strings.Fields(c.CommandPath())[1:], "--help")...)
-		require.Equal(t, exitOK, r.code, c.CommandPath())
+		require.Equal(t, ExitOK, r.code, c.CommandPath())
 		require.Contains(t, r.stdout, "Examples:", c.CommandPath())
 	}
 }
@@ -128,17 +131,17 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	envs := map[string]string{"TMEND_DATABASE_URL": url}
 
 	r := runCLI(t, "", envs, "migrate", "version")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "clean")
 
 	r = runCLI(t, "", envs, "migrate", "down", "--all")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "at version 0")
 
 	// The flag beats the environment: a bad env URL is never used.
 	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
 		"migrate", "up", "--database-url", url)
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "clean")
 	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
 }
@@ -147,7 +150,7 @@ func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"},
 		"migrate", "version")
-	require.Equal(t, exitRuntime, r.code)
+	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "connect to database")
 }
 
@@ -186,9 +189,9 @@ func TestDatabasePasswordNeverPrinted(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i, url := range append(bad, unreachable...) {
-		code := exitUsage
+		code := ExitUsage
 		if i >= len(bad) {
-			code = exitRuntime
+			code = ExitRuntime
 		}
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
@@ -213,11 +216,11 @@ func TestDatabasePasswordNeverPrinted(t *testing.T) {
 		} {
 			cfg := filepath.Join(dir, fmt.Sprintf("broken%d.yaml", i))
 			require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
-			check(t, runCLI(t, "", nil, "scan", "--config", cfg), exitUsage)
+			check(t, runCLI(t, "", nil, "scan", "--config", cfg), ExitUsage)
 		}
 	})
 	t.Run("URLAsArgument", func(t *testing.T) {
 		t.Parallel()
-		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), exitUsage)
+		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), ExitUsage)
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type runner struct {
 	close func()
 }
 
-func openRunner(ctx context.Context, e *env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
+func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
 	log := newLogger(e, db.logLevel)
 	st, closeDB, err := openStore(ctx, log, db, readOnly)
 	if err != nil {
@@ -37,9 +37,9 @@ func openRunner(ctx context.Context, e *env, db dbOptions, run runOptions, readO
 }
 
 // progress shows a bar on a terminal and a log line every 10s otherwise.
-func (r *runner) progress(e *env) (func(scanner.Progress), func()) {
-	if isTerminal(e.stderr) {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription("scanning"),
+func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
+	if isTerminal(e.Stderr) {
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(e.Stderr), progressbar.OptionSetDescription("scanning"),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("sessions"),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 		return func(p scanner.Progress) { _ = bar.Set(p.Counts.Scanned) }, func() { _ = bar.Finish() }
@@ -84,7 +84,7 @@ func (o *scanOptions) Validate() error {
 	return o.run.Validate()
 }
 
-func newScanCmd(e *env) *cobra.Command {
+func newScanCmd(e *Env) *cobra.Command {
 	o := &scanOptions{}
 	cmd := &cobra.Command{
 		Use:   "scan",
@@ -117,7 +117,7 @@ finds sessions to repair.
 	return cmd
 }
 
-func runScan(ctx context.Context, e *env, o *scanOptions) error {
+func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	mode := model.ModeIncremental
 	switch {
 	case o.full:
@@ -155,12 +155,12 @@ func runScan(ctx context.Context, e *env, o *scanOptions) error {
 	return nil
 }
 
-func printRun(e *env, res *model.RunResult, asJSON bool) error {
+func printRun(e *Env, res *model.RunResult, asJSON bool) error {
 	var err error
 	if asJSON {
-		err = report.RunJSON(e.stdout, res)
+		err = report.RunJSON(e.Stdout, res)
 	} else {
-		err = report.RunText(e.stdout, res)
+		err = report.RunText(e.Stdout, res)
 	}
 	if err != nil {
 		return fmt.Errorf("print run: %w", err)
@@ -193,7 +193,7 @@ func (o *repairOptions) Validate() error {
 	return o.run.Validate()
 }
 
-func newRepairCmd(e *env) *cobra.Command {
+func newRepairCmd(e *Env) *cobra.Command {
 	o := &repairOptions{}
 	cmd := &cobra.Command{
 		Use:   "repair --session ID",
@@ -219,7 +219,7 @@ last turn that may still be running (the quiet period).
 	return cmd
 }
 
-func runRepair(ctx context.Context, e *env, o *repairOptions) error {
+func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 	r, err := openRunner(ctx, e, o.db, o.run, o.dryRun)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type options interface {
 
 // runE is every command's RunE: it loads the settings into o, validates it (an error in
 // either is a usage error, exit 2) and calls the command's handler.
-func runE[O options](e *env, o O, handler func(ctx context.Context, e *env, o O) error) func(*cobra.Command, []string) error {
+func runE[O options](e *Env, o O, handler func(ctx context.Context, e *Env, o O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		s, err := loadSettings(e, cmd)
 		if err != nil {
@@ -46,7 +46,7 @@ func usageError(err error) error {
 	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return err
 	}
-	return &exitError{code: exitUsage, err: err}
+	return &exitError{code: ExitUsage, err: err}
 }
 
 // connOptions say which database and schema a command connects to.

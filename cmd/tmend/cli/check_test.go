@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 func genJSONL(t *testing.T, args ...string) string {
 	t.Helper()
 	r := runCLI(t, "", nil, append([]string{"gen"}, args...)...)
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	return r.stdout
 }
 
@@ -48,7 +48,7 @@ func TestGenIsDeterministic(t *testing.T) {
 	require.Len(t, jsonLines(t, a), 20)
 
 	r := runCLI(t, "", nil, "gen", "--faults", "nope")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)
 }
 
@@ -57,14 +57,14 @@ func TestCheckExitCodes(t *testing.T) {
 	clean := `[{"role":"user","content":"hi"}]`
 	broken := `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
 	r := runCLI(t, clean, nil, "check")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = runCLI(t, broken, nil, "check")
-	require.Equal(t, exitProblems, r.code)
+	require.Equal(t, ExitProblems, r.code)
 	require.Contains(t, r.stdout, "tool_call_without_result")
 	r = runCLI(t, broken, nil, "fix")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = runCLI(t, "{\"id\":\"x\",\"messages\":[\n{\"id\":\"y\",\"messages\":"+broken+"}\n", nil, "fix")
-	require.Equal(t, exitRuntime, r.code)
+	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "1 of 2 sessions could not be processed (see the report)")
 }
 
@@ -72,19 +72,19 @@ func TestQuietPeriodFlags(t *testing.T) {
 	t.Parallel()
 	line := `{"id":"s1","updated_at":"2026-11-21T10:00:00Z","messages":[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
 	r := runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:05:00Z")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Equal(t, line, r.stdout, "the call may still be running")
 	require.Contains(t, r.stderr, "pending")
 
 	r = runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:05:00Z", "--force")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, repair.SyntheticResultText)
 
 	r = runCLI(t, line, nil, "fix", "--now", "2026-11-21T10:20:00Z")
 	require.Contains(t, r.stdout, repair.SyntheticResultText)
 
 	r = runCLI(t, line, nil, "fix", "--now", "yesterday")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 }
 
 func TestOutputAndReportFilesAreAtomic(t *testing.T) {
@@ -96,7 +96,7 @@ func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, []byte(genJSONL(t, "--sessions", "10", "--fault-rate", "1")), 0o644))
 
 	r := runCLI(t, "", nil, "fix", in, "-o", out, "--report", rep)
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Empty(t, r.stdout)
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -114,8 +114,8 @@ func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	require.NoError(t, err)
 	input := &failingInput{dir: dir, base: "out.jsonl", lines: []byte(genJSONL(t, "--sessions", "50", "--fault-rate", "1"))}
 	var stderr strings.Builder
-	code := run(context.Background(), []string{"fix", "-o", out}, input, io.Discard, &stderr, func(string) string { return "" })
-	require.Equal(t, exitRuntime, code, stderr.String())
+	code := Run(context.Background(), "dev", []string{"fix", "-o", out}, Env{Stdin: input, Stdout: io.Discard, Stderr: &stderr, Getenv: noEnv})
+	require.Equal(t, ExitRuntime, code, stderr.String())
 	require.Contains(t, stderr.String(), "input device failed")
 	require.True(t, input.sawTemp, "the input failed before any output reached the temp file")
 	after, err := os.ReadFile(out)
@@ -153,17 +153,17 @@ func (f *failingInput) Read(p []byte) (int, error) {
 func TestUsageErrorsAsJSON(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "check", "--json", "--dialect", "klingon", "x.json")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 	var e struct {
 		Error string `json:"error"`
 		Code  int    `json:"code"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &e))
-	require.Equal(t, exitUsage, e.Code)
+	require.Equal(t, ExitUsage, e.Code)
 	require.Contains(t, e.Error, `unknown dialect "klingon"`)
 
 	r = runCLI(t, "", nil, "fix")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "input is empty")
 }
 
@@ -180,10 +180,10 @@ func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
 			r := runCLI(t, line, nil, args...)
 			text := r.stdout
 			if args[0] == "fix" {
-				require.Equal(t, exitOK, r.code, r.stderr)
+				require.Equal(t, ExitOK, r.code, r.stderr)
 				text = r.stderr
 			} else {
-				require.Equal(t, exitProblems, r.code, r.stderr)
+				require.Equal(t, ExitProblems, r.code, r.stderr)
 			}
 			require.Contains(t, text, `s1\nforged  repaired\x1b[2J\u0085\u202e`)
 			require.Contains(t, text, `c\x1b]0;pwned\x07`)
@@ -196,6 +196,6 @@ func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
 		})
 	}
 	r := runCLI(t, line, nil, "check", "--json")
-	require.Equal(t, exitProblems, r.code)
+	require.Equal(t, ExitProblems, r.code)
 	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session"])
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func (o *reportOptions) filtered() bool {
 	return f.Status != "" || f.Stage != "" || f.Issue != "" || f.Dialect != "" || !f.Since.IsZero() || !f.Until.IsZero() || f.Cursor > 0
 }
 
-func newReportCmd(e *env) *cobra.Command {
+func newReportCmd(e *Env) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -118,7 +118,7 @@ tables. Colour only on a terminal.
 
 // runReport answers one of report's questions: a session's diff or history, a run's
 // totals, audit rows, or runs.
-func runReport(ctx context.Context, e *env, o *reportOptions) error {
+func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 	st, closeDB, err := openStore(ctx, newLogger(e, o.db.logLevel), o.db, true)
 	if err != nil {
 		return err
@@ -130,25 +130,25 @@ func runReport(ctx context.Context, e *env, o *reportOptions) error {
 		if err != nil {
 			return err
 		}
-		return report.VersionDiff(e.stdout, o.session, before, after, isTerminal(e.stdout))
+		return report.VersionDiff(e.Stdout, o.session, before, after, isTerminal(e.Stdout))
 	case o.session != "":
 		reports, versions, err := st.History(ctx, o.session)
 		if err != nil {
 			return err
 		}
 		if o.json {
-			return report.JSONLines(e.stdout, []any{map[string]any{"session_id": o.session, "reports": reports, "versions": versions}})
+			return report.JSONLines(e.Stdout, []any{map[string]any{"session_id": o.session, "reports": reports, "versions": versions}})
 		}
-		return report.HistoryText(e.stdout, o.session, reports, versions)
+		return report.HistoryText(e.Stdout, o.session, reports, versions)
 	case o.runID > 0 && !o.filtered():
 		run, err := st.Run(ctx, o.runID)
 		if err != nil {
 			return err
 		}
 		if o.json {
-			return report.JSONLines(e.stdout, []model.RunRow{run})
+			return report.JSONLines(e.Stdout, []model.RunRow{run})
 		}
-		return report.RunSummaryText(e.stdout, run)
+		return report.RunSummaryText(e.Stdout, run)
 	case o.runID > 0 || o.filtered():
 		f := o.filter
 		f.RunID = o.runID
@@ -157,9 +157,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions) error {
 			return err
 		}
 		if o.json {
-			return report.JSONLines(e.stdout, rows)
+			return report.JSONLines(e.Stdout, rows)
 		}
-		if err := report.ReportsText(e.stdout, rows); err != nil {
+		if err := report.ReportsText(e.Stdout, rows); err != nil {
 			return err
 		}
 		if len(rows) == max(f.Limit, 1) {
@@ -172,9 +172,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions) error {
 			return err
 		}
 		if o.json {
-			return report.JSONLines(e.stdout, runs)
+			return report.JSONLines(e.Stdout, runs)
 		}
-		return report.RunsText(e.stdout, runs)
+		return report.RunsText(e.Stdout, runs)
 	}
 }
 
@@ -201,7 +201,7 @@ func (o *rollbackOptions) Validate() error {
 	return o.db.Validate()
 }
 
-func newRollbackCmd(e *env) *cobra.Command {
+func newRollbackCmd(e *Env) *cobra.Command {
 	o := &rollbackOptions{}
 	cmd := &cobra.Command{
 		Use:   "rollback (--session ID [--to-version N] | --run RUN_ID)",
@@ -237,7 +237,7 @@ Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
 	return cmd
 }
 
-func runRollback(ctx context.Context, e *env, o *rollbackOptions) error {
+func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	log := newLogger(e, o.db.logLevel)
 	st, closeDB, err := openStore(ctx, log, o.db, o.dryRun)
 	if err != nil {
@@ -255,9 +255,9 @@ func runRollback(ctx context.Context, e *env, o *rollbackOptions) error {
 		return nil
 	}
 	if o.json {
-		err = report.JSONLines(e.stdout, out.Sessions)
+		err = report.JSONLines(e.Stdout, out.Sessions)
 	} else {
-		err = report.RollbackText(e.stdout, out, o.dryRun)
+		err = report.RollbackText(e.Stdout, out, o.dryRun)
 	}
 	if err != nil {
 		return err
@@ -294,7 +294,7 @@ func (o *pruneOptions) Validate() error {
 	return o.db.Validate()
 }
 
-func newPruneCmd(e *env) *cobra.Command {
+func newPruneCmd(e *Env) *cobra.Command {
 	o := &pruneOptions{}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
@@ -319,7 +319,7 @@ its own schedule.
 	return cmd
 }
 
-func runPrune(ctx context.Context, e *env, o *pruneOptions) error {
+func runPrune(ctx context.Context, e *Env, o *pruneOptions) error {
 	st, closeDB, err := openStore(ctx, newLogger(e, o.db.logLevel), o.db, true)
 	if err != nil {
 		return err

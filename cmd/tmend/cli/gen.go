@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (o *genOptions) Validate() error {
 	return nil
 }
 
-func newGenCmd(e *env) *cobra.Command {
+func newGenCmd(e *Env) *cobra.Command {
 	o := &genOptions{}
 	cmd := &cobra.Command{
 		Use:   "gen",
@@ -76,8 +76,8 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	return cmd
 }
 
-func runGen(ctx context.Context, e *env, o *genOptions) error {
-	w := e.stdout
+func runGen(ctx context.Context, e *Env, o *genOptions) error {
+	w := e.Stdout
 	var af *outputFile
 	if o.output != "" {
 		var err error

@@ -1,0 +1,22 @@
+// Command tmend repairs LLM-agent conversation transcripts whose tool calls and tool
+// results are out of step, in files and pipes or where they are stored in Postgres.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tmend/tmend/cmd/tmend/cli"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := cli.Run(ctx, version, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
