@@ -42,7 +42,7 @@ func (o *migrateDownOptions) Validate() error {
 	case o.n != "" && o.all:
 		return errors.New("give either N or --all, not both")
 	case o.n != "" && o.steps < 1:
-		return fmt.Errorf("N must be a positive number of migrations, got %q", o.n)
+		return fmt.Errorf("N must be a positive number of migrations, got %q", o.n) //nolint:staticcheck // N is the argument as the usage line names it
 	case o.n == "" && !o.all:
 		return errors.New("say how many migrations to revert (N) or --all")
 	}
