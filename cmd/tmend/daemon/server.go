@@ -32,8 +32,9 @@ type Config struct {
 	Store   *store.Store
 	// Schema is tmend's schema, which the readiness probe checks is at this binary's
 	// version.
-	Schema  string
-	Logger  zerolog.Logger
+	Schema string
+	Logger zerolog.Logger
+	// Metrics are served at /metrics and count runs (NewMetrics; required).
 	Metrics *Metrics
 	// APIToken is the bearer token that writes (and reads); ReadToken only reads. An
 	// unset token allows nothing.
@@ -47,7 +48,7 @@ type Config struct {
 // Schedule says when the daemon scans and prunes, in cron syntax (see CheckSpec).
 type Schedule struct {
 	Scan     string         // incremental scans
-	Location *time.Location // the time zone of both specs
+	Location *time.Location // the time zone of both specs; nil is UTC
 	// Prune, unless empty, deletes versions and reports older than PruneOlderThan.
 	Prune          string
 	PruneOlderThan time.Duration
