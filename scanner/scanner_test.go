@@ -290,7 +290,9 @@ func TestDatabaseLostMidRun(t *testing.T) {
 			}
 			return nil
 		}}
-		res, err := newScanner(gone).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+		// Retries long enough for the writes let through to commit on a loaded machine.
+		sc := scanner.New(gone, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name(), BatchSize: 37, RetryBase: 20 * time.Millisecond})
+		res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 		require.Error(t, err)
 		require.True(t, errors.Is(err, model.ErrUnavailable))
 		require.Equal(t, model.RunFailed, res.Status)
