@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,12 +78,22 @@ const (
 	PartitionYielded
 )
 
-// WorkPartition works partition of run runID for about slice (0: to the end), as one
-// job attempt: it claims the partition, resumes from its last checkpoint, checkpoints
-// as pages complete, and ends it when its sessions are done. An error leaves the
-// partition to a retry, from its last checkpoint; on the last attempt (last), the
-// partition ends as failed instead (and with it the run, if it was the run's last).
-func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int, slice time.Duration, last bool) (PartitionOutcome, error) {
+// PartitionOptions say how long one job attempt works a partition.
+type PartitionOptions struct {
+	// Slice is how long it works before it yields (0: to the end).
+	Slice time.Duration
+	// Stop, when closed, makes it yield at the next page boundary (a stopping process).
+	Stop <-chan struct{}
+	// Last is set on the job's last attempt: an error then ends the partition as failed.
+	Last bool
+}
+
+// WorkPartition works partition of run runID as one job attempt: it claims the
+// partition, resumes from its last checkpoint, checkpoints as pages complete, and ends
+// it when its sessions are done, or yields when its slice is up. An error leaves the
+// partition to a retry, from its last checkpoint; on the last attempt, the partition
+// ends as failed instead (and with it the run, if it was the run's last).
+func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int, po PartitionOptions) (PartitionOutcome, error) {
 	var c model.Claim
 	err := s.retry(ctx, "claim partition", func() error {
 		var err error
@@ -111,9 +122,22 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 		res.ScannedThrough = *c.Run.ScannedThrough
 	}
 	yield := make(chan struct{})
-	if slice > 0 {
-		t := time.AfterFunc(slice, func() { close(yield) })
+	var once sync.Once
+	yieldNow := func() { once.Do(func() { close(yield) }) }
+	if po.Slice > 0 {
+		t := time.AfterFunc(po.Slice, yieldNow)
 		defer t.Stop()
+	}
+	if po.Stop != nil {
+		returned := make(chan struct{})
+		defer close(returned)
+		go func() {
+			select {
+			case <-po.Stop:
+				yieldNow()
+			case <-returned:
+			}
+		}()
 	}
 	cp := func(after model.Cursor, soFar model.RunResult) model.Checkpoint {
 		return model.Checkpoint{RunID: runID, Partition: partition, Attempt: c.Attempt, After: after, SoFar: soFar}
@@ -142,7 +166,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 		defer cancel()
 		_ = s.store.Checkpoint(wctx, cp(prog.after, prog.soFar)) // best effort: a retry redoes those pages
 	}
-	if last && ctx.Err() == nil {
+	if po.Last && ctx.Err() == nil {
 		return PartitionDone, s.endPartition(ctx, model.PartitionEnd{Checkpoint: cp(prog.after, prog.soFar),
 			Status: model.PartitionFailed, Error: err.Error()}, log)
 	}

@@ -36,10 +36,10 @@ type Config struct {
 	// process that only enqueues). Each partition uses the scanner's workers.
 	Concurrency int
 	// Slice is how long a partition's job works before it checkpoints and yields its
-	// turn, so that a scan moves between workers; default 1m.
+	// turn, so that a scan moves between workers; default 30s.
 	Slice time.Duration
 	// RescueAfter is when River hands a job whose worker went silent to another worker:
-	// it must be well over Slice plus the time to finish the sessions in hand. Default 5m.
+	// it must be well over Slice plus the time to finish the sessions in hand. Default 2m.
 	RescueAfter time.Duration
 	// MaxAttempts bounds a partition's job attempts (failures, not yields); default 10.
 	MaxAttempts int
@@ -52,10 +52,10 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Slice <= 0 {
-		c.Slice = time.Minute
+		c.Slice = 30 * time.Second
 	}
 	if c.RescueAfter <= 0 {
-		c.RescueAfter = 5 * time.Minute
+		c.RescueAfter = 2 * time.Minute
 	}
 	if c.MaxAttempts < 1 {
 		c.MaxAttempts = 10
@@ -65,6 +65,9 @@ func (c *Config) defaults() {
 // Queue starts, works and cancels scans.
 type Queue struct {
 	client *river.Client[pgx.Tx]
+	// stopping is closed by Stop: partitions yield at their next page.
+	stopping chan struct{}
+	stopOnce sync.Once
 	store  *store.Store
 	sc     *scanner.Scanner
 	log    zerolog.Logger
@@ -92,7 +95,7 @@ func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
 // New returns a Queue over st's database. Work starts with Start.
 func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
 	cfg.defaults()
-	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg}
+	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{})}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
 		return nil, err
@@ -149,10 +152,10 @@ func (t *tickSchedule) due() time.Time {
 	return t.next.UTC()
 }
 
-// Start begins working jobs (when Concurrency > 0) and, on the elected leader, the
-// schedule. It returns at once.
+// Start begins working jobs and, on the elected leader, the schedule; with Concurrency
+// 0, it does nothing (the Queue only starts and cancels runs). It returns at once.
 func (q *Queue) Start(ctx context.Context) error {
-	if q.cfg.Concurrency == 0 && q.cfg.Schedule == nil {
+	if q.cfg.Concurrency == 0 {
 		return nil
 	}
 	if err := q.client.Start(ctx); err != nil {
@@ -165,9 +168,10 @@ func (q *Queue) Start(ctx context.Context) error {
 // yield; after ctx ends, they are cancelled (each session is written whole or not at
 // all, and a later attempt resumes from the checkpoint).
 func (q *Queue) Stop(ctx context.Context) error {
-	if q.cfg.Concurrency == 0 && q.cfg.Schedule == nil {
+	if q.cfg.Concurrency == 0 {
 		return nil
 	}
+	q.stopOnce.Do(func() { close(q.stopping) })
 	err := q.client.Stop(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return q.client.StopAndCancel(context.Background())
@@ -256,7 +260,8 @@ type partitionWorker struct {
 }
 
 func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs]) error {
-	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, w.q.cfg.Slice, job.Attempt >= job.MaxAttempts)
+	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, scanner.PartitionOptions{
+		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts})
 	if err != nil {
 		return err
 	}
