@@ -193,29 +193,18 @@ type Progress struct {
 func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error) {
 	res := model.NewRunResult()
 	res.Trigger, res.Mode, res.DryRun = o.Trigger, o.Mode, o.DryRun
-	if o.Mode == model.ModeSession && o.SessionID == "" {
-		return res, errors.New("a session run needs a session id")
-	}
-	if o.Mode == model.ModeIncremental && !s.store.HasUpdatedAt() {
-		s.log.Info().Msg("source has no updated-at column; running a full scan")
-		res.Mode, o.Mode = model.ModeFull, model.ModeFull
-	}
 	var from time.Time
-	if o.Mode == model.ModeIncremental {
-		err := s.retry(ctx, "read scan state", func() error {
-			pos, ok, err := s.store.ScanPosition(ctx, s.cfg.Source)
-			if ok {
-				from = pos.Add(-s.cfg.Overlap)
-			}
-			return err
-		})
+	if o.Mode == model.ModeSession {
+		// A session that does not exist is the caller's mistake, not a failed run.
+		if err := s.exists(ctx, o.SessionID); err != nil {
+			return res, err
+		}
+	} else {
+		plan, err := s.Plan(ctx, o, 1)
 		if err != nil {
 			return res, err
 		}
-		if from.IsZero() {
-			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
-			res.Mode, o.Mode = model.ModeFull, model.ModeFull
-		}
+		res.Mode, o.Mode, from = plan.Mode, plan.Mode, plan.ScannedFrom
 	}
 
 	err := s.retry(ctx, "start run", func() error {
@@ -269,6 +258,23 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error
 		Int("num_conflict", res.Counts.Conflict).Int("num_failed", res.Counts.Failed).
 		Int64("duration_ms", res.Duration.Milliseconds()).Msg("run finished")
 	return res, runErr
+}
+
+// exists returns model.ErrNotFound unless the session is there; it reads no content.
+func (s *Scanner) exists(ctx context.Context, id string) error {
+	if id == "" {
+		return errors.New("a session run needs a session id")
+	}
+	var page []model.Session
+	err := s.retry(ctx, "read session", func() error {
+		var err error
+		page, err = s.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 0})
+		return err
+	})
+	if err == nil && len(page) == 0 {
+		err = fmt.Errorf("session %q %w", id, model.ErrNotFound)
+	}
+	return err
 }
 
 func (s *Scanner) options(o RunOptions) model.RunOptions {

@@ -597,3 +597,13 @@ func TestRollbackOfARunCountsWhatHappened(t *testing.T) {
 	_, err = sc.Rollback(ctx, model.RollbackOptions{RunID: 999999, Trigger: model.TriggerCLI})
 	require.ErrorIs(t, err, model.ErrNotFound)
 }
+
+// Repairing a session that does not exist is the caller's mistake: no run is recorded
+// (a failed run would page the operator).
+func TestMissingSessionRecordsNoRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 7)
+	_, err := newScanner(b.store).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession, SessionID: "nope"})
+	require.ErrorIs(t, err, model.ErrNotFound)
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM repair_runs"))
+}
