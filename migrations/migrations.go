@@ -124,6 +124,25 @@ func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version ui
 	return uint(v), dirty, nil
 }
 
+// Check refuses a schema that is not at this binary's version: dirty, older (run
+// `tmend migrate up`) or newer (upgrade tmend).
+func Check(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	v, dirty, err := Version(ctx, pool, schema)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	latest := Latest()
+	switch {
+	case dirty:
+		return &DirtyError{Version: v}
+	case v < latest:
+		return fmt.Errorf("schema %q is at version %d and this tmend needs %d: run `tmend migrate up`", schema, v, latest)
+	case v > latest:
+		return fmt.Errorf("schema %q is at version %d, newer than this tmend knows (%d): upgrade tmend", schema, v, latest)
+	}
+	return nil
+}
+
 // migrationsTable is golang-migrate's table, in tmend's schema.
 const migrationsTable = "schema_migrations"
 

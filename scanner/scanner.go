@@ -1,5 +1,6 @@
 // Package scanner runs repairs over stored sessions: it streams candidates page by page,
 // repairs them on a bounded worker pool, writes the changed ones, and records the run.
+// Files does the same for transcripts in files and pipes, with no database.
 package scanner
 
 import (

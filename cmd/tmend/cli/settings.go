@@ -1,11 +1,11 @@
-package main
+package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +18,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tmend/tmend/migrations"
-	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
 )
 
 // settings resolves an option by precedence: the flag when given, then TMEND_<NAME>
 // from the environment, then the config file, then the flag's default.
 type settings struct {
-	e    *env
+	e    *Env
 	fs   *pflag.FlagSet
 	file map[string]string
 }
@@ -34,7 +33,7 @@ const configHelp = `Every option can also come from the environment as TMEND_<OP
 TMEND_QUIET_PERIOD, ...) or from a YAML config file (--config or TMEND_CONFIG) with keys
 like table: or quiet_period:. A flag beats the environment, which beats the file.`
 
-// dbFlags are the options of every command that opens the database.
+// registerDBFlags adds the options of every command that opens the database.
 func registerDBFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file with options (keys are option names with _ for -)")
 	fs.String("database-url", "", "Postgres URL (default: TMEND_DATABASE_URL, DATABASE_URL, the config file, then PG* variables)")
@@ -50,19 +49,13 @@ func registerSourceFlags(fs *pflag.FlagSet) {
 	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full)")
 }
 
-// registerScanFlags adds how runs go.
-func registerScanFlags(fs *pflag.FlagSet, rf *repairFlags) {
-	rf.register(fs)
-	fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
-	fs.Int("batch-size", 500, "sessions read per page")
-	fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
-	fs.Int("max-inflight-bytes", scanner.DefaultMaxInflightBytes, "content read and not yet repaired, across pages and workers (a larger session goes alone); memory use is a few times this")
-	fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
-	fs.Duration("batch-pause", 0, "pause between pages, to go easy on a busy database")
-}
-
-func loadSettings(e *env, cmd *cobra.Command) (*settings, error) {
+// loadSettings reads the config file (--config or TMEND_CONFIG) of a command that has
+// the --config flag; the others (check, fix, gen, version) take no options from files.
+func loadSettings(e *Env, cmd *cobra.Command) (*settings, error) {
 	s := &settings{e: e, fs: cmd.Flags(), file: map[string]string{}}
+	if s.fs.Lookup("config") == nil {
+		return s, nil
+	}
 	path := s.flagOrEnv("config")
 	if path == "" {
 		return s, nil
@@ -101,7 +94,7 @@ func knownSetting(name string) bool {
 	return false
 }
 
-func envName(flag string) string {
+func EnvName(flag string) string {
 	return "TMEND_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
@@ -109,7 +102,7 @@ func (s *settings) flagOrEnv(name string) string {
 	if f := s.fs.Lookup(name); f != nil && f.Changed {
 		return f.Value.String()
 	}
-	return s.e.getenv(envName(name))
+	return s.e.Getenv(EnvName(name))
 }
 
 // get resolves a string option.
@@ -130,9 +123,9 @@ func (s *settings) get(name string) string {
 }
 
 func (s *settings) lookupEnv(name string) (string, bool) {
-	v := s.e.getenv(envName(name))
+	v := s.e.Getenv(EnvName(name))
 	if name == "database-url" && v == "" {
-		v = s.e.getenv("DATABASE_URL")
+		v = s.e.Getenv("DATABASE_URL")
 	}
 	return v, v != ""
 }
@@ -140,7 +133,7 @@ func (s *settings) lookupEnv(name string) (string, bool) {
 func (s *settings) int(name string) (int, error) {
 	v, err := strconv.Atoi(s.get(name))
 	if err != nil {
-		return 0, usageErrorf("--%s must be a whole number, got %q", name, s.get(name))
+		return 0, fmt.Errorf("--%s must be a whole number, got %q", name, s.get(name))
 	}
 	return v, nil
 }
@@ -148,7 +141,7 @@ func (s *settings) int(name string) (int, error) {
 func (s *settings) duration(name string) (time.Duration, error) {
 	v, err := time.ParseDuration(s.get(name))
 	if err != nil {
-		return 0, usageErrorf("--%s must be a duration like 10m or 1h30m, got %q", name, s.get(name))
+		return 0, fmt.Errorf("--%s must be a duration like 10m or 1h30m, got %q", name, s.get(name))
 	}
 	return v, nil
 }
@@ -158,17 +151,13 @@ func (s *settings) source() store.Source {
 		MessagesColumn: s.get("messages-column"), UpdatedAtColumn: s.get("updated-at-column")}
 }
 
-// logger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
-func (s *settings) logger() (zerolog.Logger, error) {
-	level, err := zerolog.ParseLevel(s.get("log-level"))
-	if err != nil || level == zerolog.NoLevel {
-		return zerolog.Nop(), usageErrorf("--log-level must be debug, info, warn or error, got %q", s.get("log-level"))
+// newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
+func newLogger(e *Env, level zerolog.Level) zerolog.Logger {
+	w := e.Stderr
+	if isTerminal(e.Stderr) {
+		w = zerolog.ConsoleWriter{Out: e.Stderr, TimeFormat: time.TimeOnly}
 	}
-	w := s.e.stderr
-	if isTerminal(s.e.stderr) {
-		w = zerolog.ConsoleWriter{Out: s.e.stderr, TimeFormat: time.TimeOnly}
-	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
 func isTerminal(w io.Writer) bool {
@@ -179,80 +168,39 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// openDB connects, checks that the schema matches this binary, and logs the effective
-// settings once (password redacted).
-func (s *settings) openDB(ctx context.Context, log zerolog.Logger) (*pgxpool.Pool, string, error) {
-	url, schema := s.get("database-url"), s.get("schema")
-	cfg, err := store.ParseConfig(url, schema)
+// connect opens the database, checks that its schema matches this binary, and logs where
+// it connected (password redacted).
+func connect(ctx context.Context, log zerolog.Logger, o connOptions) (*pgxpool.Pool, error) {
+	cfg, err := store.ParseConfig(o.databaseURL, o.schema)
 	if err != nil {
-		return nil, "", &exitError{code: exitUsage, err: err}
+		return nil, err
 	}
-	log.Info().Str("database", store.Describe(cfg)).Str("schema", schema).Msg("connecting")
-	pool, err := store.Connect(ctx, url, schema)
+	log.Info().Str("database", store.Describe(cfg)).Str("schema", o.schema).Msg("connecting")
+	pool, err := store.Connect(ctx, o.databaseURL, o.schema)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	if err := checkSchema(ctx, pool, schema); err != nil {
+	if err := migrations.Check(ctx, pool, o.schema); err != nil {
 		pool.Close()
-		return nil, "", err
+		return nil, err
 	}
-	return pool, schema, nil
+	return pool, nil
 }
 
-// checkSchema refuses a schema older or newer than this binary's migrations.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	v, dirty, err := migrations.Version(ctx, pool, schema)
+// openStore connects and opens the source; a source that is not usable (no such table,
+// wrong column types, missing privileges) is a usage error.
+func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bool) (*store.Store, func(), error) {
+	pool, err := connect(ctx, log, o.connOptions)
 	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return nil, nil, err
 	}
-	latest := migrations.Latest()
-	switch {
-	case dirty:
-		return &migrations.DirtyError{Version: v}
-	case v < latest:
-		return fmt.Errorf("schema %q is at version %d and this tmend needs %d: run `tmend migrate up`", schema, v, latest)
-	case v > latest:
-		return fmt.Errorf("schema %q is at version %d, newer than this tmend knows (%d): upgrade tmend", schema, v, latest)
-	}
-	return nil
-}
-
-// scannerConfig builds the scanner's configuration from the settings.
-func (s *settings) scannerConfig(rf *repairFlags, src store.Source) (scanner.Config, error) {
-	// repairFlags were bound to flags; fill them from env and file where no flag was given.
-	rf.dialect, rf.target, rf.failedTurns = s.get("dialect"), s.get("target"), s.get("failed-turns")
-	var err error
-	if rf.quietPeriod, err = s.duration("quiet-period"); err != nil {
-		return scanner.Config{}, err
-	}
-	ropts, err := rf.options()
+	st, err := store.Open(ctx, pool, o.source, readOnly)
 	if err != nil {
-		return scanner.Config{}, err
+		pool.Close()
+		if errors.Is(err, store.ErrSource) {
+			return nil, nil, &exitError{code: ExitUsage, err: err}
+		}
+		return nil, nil, err
 	}
-	cfg := scanner.Config{Source: src.Name(), Repair: ropts}
-	if cfg.Workers, err = s.int("workers"); err != nil {
-		return cfg, err
-	}
-	if cfg.Workers < 1 {
-		cfg.Workers = 2 * runtime.GOMAXPROCS(0)
-	}
-	if cfg.BatchSize, err = s.int("batch-size"); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxBytes, err = s.int("max-bytes"); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxInflightBytes, err = s.int("max-inflight-bytes"); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxInflightBytes < 1 {
-		return cfg, usageErrorf("--max-inflight-bytes must be positive, got %d", cfg.MaxInflightBytes)
-	}
-	if cfg.Overlap, err = s.duration("overlap"); err != nil {
-		return cfg, err
-	}
-	if cfg.BatchPause, err = s.duration("batch-pause"); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
+	return st, pool.Close, nil
 }
