@@ -140,6 +140,13 @@ func Check(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	case v > latest:
 		return fmt.Errorf("schema %q is at version %d, newer than this tmend knows (%d): upgrade tmend", schema, v, latest)
 	}
+	rv, err := RiverVersion(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	if rl := RiverLatest(); rv < rl {
+		return fmt.Errorf("River's tables in schema %q are at version %d and this tmend needs %d: run `tmend migrate up`", schema, rv, rl)
+	}
 	return nil
 }
 

@@ -76,6 +76,8 @@ const (
 	PartitionDone PartitionOutcome = iota
 	// PartitionYielded: its time slice is up; it checkpointed and wants another turn.
 	PartitionYielded
+	// RunEnded: the partition was its run's last to end, and the run ended with it.
+	RunEnded
 )
 
 // PartitionOptions say how long one job attempt works a partition.
@@ -109,7 +111,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	}
 	sc, err := s.forRun(c.Run)
 	if err != nil {
-		return PartitionDone, s.endPartition(ctx, model.PartitionEnd{Checkpoint: model.Checkpoint{RunID: runID,
+		return s.endPartition(ctx, model.PartitionEnd{Checkpoint: model.Checkpoint{RunID: runID,
 			Partition: partition, Attempt: c.Attempt, SoFar: c.SoFar}, Status: model.PartitionFailed, Error: err.Error()}, log)
 	}
 
@@ -151,7 +153,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	prog, err := sc.stream(ctx, &res, o, time.Now(), log)
 	switch {
 	case err == nil:
-		return PartitionDone, s.endPartition(ctx, model.PartitionEnd{Checkpoint: cp(prog.after, prog.soFar),
+		return s.endPartition(ctx, model.PartitionEnd{Checkpoint: cp(prog.after, prog.soFar),
 			Status: model.PartitionCompleted}, log)
 	case errors.Is(err, errYield):
 		log.Debug().Int("num_scanned", prog.soFar.Counts.Scanned).Msg("partition yielded")
@@ -167,14 +169,14 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 		_ = s.store.Checkpoint(wctx, cp(prog.after, prog.soFar)) // best effort: a retry redoes those pages
 	}
 	if po.Last && ctx.Err() == nil {
-		return PartitionDone, s.endPartition(ctx, model.PartitionEnd{Checkpoint: cp(prog.after, prog.soFar),
+		return s.endPartition(ctx, model.PartitionEnd{Checkpoint: cp(prog.after, prog.soFar),
 			Status: model.PartitionFailed, Error: err.Error()}, log)
 	}
 	return PartitionDone, err
 }
 
 // endPartition records a partition's end, and logs the run's when it was the last.
-func (s *Scanner) endPartition(ctx context.Context, e model.PartitionEnd, log zerolog.Logger) error {
+func (s *Scanner) endPartition(ctx context.Context, e model.PartitionEnd, log zerolog.Logger) (PartitionOutcome, error) {
 	var ended bool
 	err := s.retry(ctx, "end partition", func() error {
 		var err error
@@ -184,26 +186,24 @@ func (s *Scanner) endPartition(ctx context.Context, e model.PartitionEnd, log ze
 	switch {
 	case errors.Is(err, model.ErrLeaseLost):
 		log.Info().Msg("partition taken over or cancelled; stopping")
-		return nil
+		return PartitionDone, nil
 	case err != nil:
-		return err
+		return PartitionDone, err
 	}
 	log.Debug().Str("status", string(e.Status)).Int("num_scanned", e.SoFar.Counts.Scanned).Msg("partition ended")
 	if !ended {
-		return nil
+		return PartitionDone, nil
 	}
-	run, err := s.store.Run(ctx, e.RunID)
-	if err != nil {
-		return nil // the run ended; only its log line is lost
+	if run, err := s.store.Run(ctx, e.RunID); err == nil {
+		ev := log.Info()
+		if run.Status == model.RunFailed {
+			ev = log.Error().Str("error", run.Error)
+		}
+		ev.Str("status", string(run.Status)).Int("num_scanned", run.Counts.Scanned).Int("num_repaired", run.Counts.Repaired).
+			Int("num_conflict", run.Counts.Conflict).Int("num_failed", run.Counts.Failed).Int("partitions", run.Partitions).
+			Msg("run finished")
 	}
-	ev := log.Info()
-	if run.Status == model.RunFailed {
-		ev = log.Error().Str("error", run.Error)
-	}
-	ev.Str("status", string(run.Status)).Int("num_scanned", run.Counts.Scanned).Int("num_repaired", run.Counts.Repaired).
-		Int("num_conflict", run.Counts.Conflict).Int("num_failed", run.Counts.Failed).Int("partitions", run.Partitions).
-		Msg("run finished")
-	return nil
+	return RunEnded, nil
 }
 
 // forRun returns a scanner that repairs with the options run was recorded with.

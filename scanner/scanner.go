@@ -34,11 +34,6 @@ type Store interface {
 	Checkpoint(ctx context.Context, cp model.Checkpoint) error
 	EndPartition(ctx context.Context, e model.PartitionEnd) (ended bool, err error)
 	RunReports(ctx context.Context, runID int64, ids []string) (map[string]model.ReportRow, error)
-	// TryLock takes a named lock shared by every tmend process on the database, without
-	// waiting; ok is false when another process holds it.
-	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
-	// AbandonRuns marks the source's scans still recorded as running as failed.
-	AbandonRuns(ctx context.Context) (int64, error)
 
 	// Rollback restores one session; RunSessions lists the reports of the sessions a run
 	// repaired, and StartRollbackRun records the rollback of a run as a run of its own.
@@ -46,32 +41,6 @@ type Store interface {
 	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
 	StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error)
 	Run(ctx context.Context, id int64) (model.RunRow, error)
-}
-
-// ErrBusy is RunExclusive's error when another process is running a scan of the source.
-var ErrBusy = errors.New("another tmend run is in progress on this source; try again when it ends")
-
-// RunExclusive performs a run while holding the source's run lock, shared by CLI runs and
-// every daemon replica; ErrBusy when another process holds it. Holding the lock proves no
-// other scan of the source is under way, so scans still recorded as running were left by
-// a process that died or lost its database first: they are marked failed before the run.
-func (s *Scanner) RunExclusive(ctx context.Context, o RunOptions) (model.RunResult, error) {
-	release, ok, err := s.store.TryLock(ctx, "runs:"+s.cfg.Source)
-	if err != nil {
-		return model.RunResult{}, err
-	}
-	if !ok {
-		return model.RunResult{}, ErrBusy
-	}
-	defer release()
-	n, err := s.store.AbandonRuns(ctx)
-	if err != nil {
-		return model.RunResult{}, err
-	}
-	if n > 0 {
-		s.log.Warn().Int64("num_runs", n).Msg("marked scans left running by an earlier process as failed")
-	}
-	return s.Run(ctx, o)
 }
 
 // Config tunes every run of a Scanner.

@@ -536,30 +536,6 @@ func TestBytesInFlightAreBounded(t *testing.T) {
 	require.Greater(t, w.peak, limit/2, "the budget is used, not one session at a time")
 }
 
-func TestRunExclusive(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 14)
-	ctx := t.Context()
-	sc := newScanner(b.store)
-
-	// A scan left running by a process that died is marked failed by the next one.
-	_, err := b.pool.Exec(ctx, `INSERT INTO repair_runs (trigger, mode, source) VALUES ('cron', 'full', $1)`, store.DefaultSource.Name())
-	require.NoError(t, err)
-	release, ok, err := b.store.TryLock(ctx, "runs:"+store.DefaultSource.Name())
-	require.NoError(t, err)
-	require.True(t, ok)
-	_, err = sc.RunExclusive(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
-	require.ErrorIs(t, err, scanner.ErrBusy, "another process holds the lock")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs`), "a busy run starts nothing")
-	release()
-
-	res, err := sc.RunExclusive(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
-	require.NoError(t, err)
-	require.Equal(t, model.RunCompleted, res.Status)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1 AND error LIKE 'abandoned:%'`, model.RunFailed))
-	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE status = $1`, model.RunRunning))
-}
-
 // A run's rollback counts restored, refused and failed sessions as such, on its result
 // and on its run row (not as repaired and conflict).
 func TestRollbackOfARunCountsWhatHappened(t *testing.T) {

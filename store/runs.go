@@ -133,22 +133,8 @@ VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, 
 		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, key}, nil
 }
 
-// AbandonRuns marks the source's scans (incremental and full) still recorded as running
-// as failed, and returns how many. Only a holder of the source's run lock may call it:
-// then no such scan can really be running.
-func (s *Store) AbandonRuns(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
-  error = 'abandoned: the process running it ended before recording its outcome'
-WHERE status = $3 AND source = $1 AND mode IN ($4, $5)`, s.src.Name(), model.RunFailed, model.RunRunning,
-		model.ModeIncremental, model.ModeFull)
-	if err != nil {
-		return 0, classify(fmt.Errorf("mark abandoned runs: %w", err))
-	}
-	return tag.RowsAffected(), nil
-}
-
-// TryLock takes the session-level advisory lock that lets one scheduled run go at a time
-// across replicas. ok is false when another process holds it. release frees it; the lock
+// TryLock takes a session-level advisory lock that lets one replica at a time do a
+// job (the scheduled prune). ok is false when another process holds it. release frees it; the lock
 // also goes away with the connection if the process dies.
 func (s *Store) TryLock(ctx context.Context, name string) (release func(), ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)

@@ -140,3 +140,20 @@ func ResultOf(c RunCounts, s Summary) RunResult {
 	}
 	return r
 }
+
+// Result is the result a recorded run adds up to.
+func (r RunRow) Result() RunResult {
+	res := ResultOf(r.Counts, r.Summary)
+	res.RunID, res.Trigger, res.Mode, res.DryRun, res.Status, res.Error = r.ID, r.Trigger, r.Mode, r.DryRun, r.Status, r.Error
+	res.StartedAt = r.StartedAt
+	if r.FinishedAt != nil {
+		res.Duration = r.FinishedAt.Sub(r.StartedAt)
+	}
+	if r.ScannedFrom != nil {
+		res.ScannedFrom = *r.ScannedFrom
+	}
+	if r.ScannedThrough != nil {
+		res.ScannedThrough = *r.ScannedThrough
+	}
+	return res
+}

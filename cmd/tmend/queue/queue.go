@@ -48,6 +48,8 @@ type Config struct {
 	Schedule cron.Schedule
 	// OnScheduled, if set, is told how each scheduled scan started (ErrBusy: skipped).
 	OnScheduled func(runID int64, err error)
+	// OnRunEnded, if set, is told of each run whose last partition this process ended.
+	OnRunEnded func(runID int64)
 }
 
 func (c *Config) defaults() {
@@ -265,8 +267,11 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs
 	if err != nil {
 		return err
 	}
-	if out == scanner.PartitionYielded {
+	switch {
+	case out == scanner.PartitionYielded:
 		return river.JobSnooze(0) // back in the queue at once, for any worker; not an attempt
+	case out == scanner.RunEnded && w.q.cfg.OnRunEnded != nil:
+		w.q.cfg.OnRunEnded(job.Args.RunID)
 	}
 	return nil
 }
