@@ -108,7 +108,9 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 	rc := &river.Config{
 		Schema:               cfg.Schema,
 		Workers:              workers,
-		JobTimeout:           -1, // a partition bounds its own turn (Slice)
+		// A partition bounds its own turn (Slice), but River rescues only jobs that have
+		// a timeout, so a job gets one between its slice and the rescue.
+		JobTimeout:           (cfg.Slice + cfg.RescueAfter) / 2,
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		MaxAttempts:          cfg.MaxAttempts,
 		Logger:               slog.New(zerolog.NewSlogHandler(q.log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel))),
