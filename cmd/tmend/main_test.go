@@ -20,15 +20,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/tmend/tmend/cmd/tmend/cli"
+	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
 )
 
@@ -106,14 +111,20 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // waitFor polls cond every 20ms for up to 30s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
+	waitForIn(t, 30*time.Second, cond)
+}
+
+// waitForIn polls cond every 20ms for up to d.
+func waitForIn(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(d)
 	for !cond() {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatal("condition not met in 30s")
+			t.Fatalf("condition not met in %s", d)
 		}
 	}
 }
@@ -136,11 +147,16 @@ type dbBundle struct {
 
 func setupDB(t *testing.T, sessions int, faultRate float64) *dbBundle {
 	t.Helper()
+	return setupDBWith(t, gen.Config{Dialect: repair.OpenClaw, Sessions: sessions, Messages: 20, FaultRate: faultRate, Seed: 1})
+}
+
+func setupDBWith(t *testing.T, cfg gen.Config) *dbBundle {
+	t.Helper()
 	url := storetest.NewDBURL(t)
 	pool, err := store.Connect(t.Context(), url, store.DefaultSchema)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	storetest.Generated(t, pool, gen.Config{Dialect: repair.OpenClaw, Sessions: sessions, Messages: 20, FaultRate: faultRate, Seed: 1})
+	storetest.Generated(t, pool, cfg)
 	return &dbBundle{env: map[string]string{"TMEND_DATABASE_URL": url}, pool: pool}
 }
 
@@ -228,25 +244,93 @@ FROM sessions s`)
 	return repaired
 }
 
-func TestKilledMidRunLeavesNothingHalfWritten(t *testing.T) {
+// A scan shared by three worker processes survives one of them being killed: River
+// rescues its partition, a new attempt resumes from the checkpoint, and the run ends with
+// the totals one process scanning alone gets, every broken session repaired exactly once.
+func TestKilledWorkerIsRescued(t *testing.T) {
 	t.Parallel()
-	b := setupDB(t, 1500, 1)
-	cmd, out := startTmend(t, b.env, "scan", "--full", "--workers", "4", "--batch-size", "20")
-	waitFor(t, func() bool { return b.count(t, "SELECT count(*) FROM repair_reports") >= 100 })
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	done := checkNothingHalfWritten(t, b)
-	require.Positive(t, done)
-	require.Less(t, done, 1500, "the kill came too late to test anything: %s", out.String())
-	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'"))
+	const n = 21000
+	cfg := gen.Config{Dialect: repair.OpenClaw, Sessions: n, Messages: 8, FaultRate: 0.3, Seed: 7}
+	b := setupDBWith(t, cfg)
 
-	// The next run completes the work, and records the killed one as abandoned.
-	r := runCLI(t, "", b.env, "scan", "--full")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Greater(t, checkNothingHalfWritten(t, b), done)
-	require.Zero(t, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'"))
-	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'failed' AND error LIKE 'abandoned:%'"))
-	storetest.AllClean(t, b.pool)
+	// The reference: one process, no queue, over the same generated data.
+	ref := storetest.NewDB(t)
+	storetest.Generated(t, ref, cfg)
+	refStore, err := store.Open(t.Context(), ref, store.DefaultSource, false)
+	require.NoError(t, err)
+	want, err := scanner.New(refStore, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}).
+		Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Positive(t, want.Counts.Repaired)
+
+	// Start the run without working it, then let three workers share it.
+	st, err := store.Open(t.Context(), b.pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	q, err := queue.New(st, scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}), zerolog.Nop(),
+		queue.Config{Schema: store.DefaultSchema})
+	require.NoError(t, err)
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 6)
+	require.NoError(t, err)
+	args := []string{"worker", "--workers", "2", "--batch-size", "100", "--partition-slice", "2s", "--rescue-after", "6s", "--log-level", "debug"}
+	var workers []*exec.Cmd
+	var outs []*syncBuffer
+	for range 3 {
+		w, out := startTmend(t, b.env, args...)
+		workers, outs = append(workers, w), append(outs, out)
+	}
+	waitFor(t, func() bool { return b.count(t, "SELECT num_scanned FROM repair_runs WHERE id = $1", id) >= n/5 })
+	require.NoError(t, workers[0].Process.Signal(syscall.SIGKILL))
+	_ = workers[0].Wait()
+
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rows, _ := b.pool.Query(context.Background(), `SELECT p.partition, p.status, p.attempt, p.num_scanned, j.state, j.attempt, j.errors::text
+FROM run_partitions p LEFT JOIN river_job j ON j.id = p.job_id WHERE p.run_id = $1 ORDER BY 1`, id)
+		for rows.Next() {
+			var part, attempt, scanned int
+			var status string
+			var jstate, jerr *string
+			var jattempt *int
+			_ = rows.Scan(&part, &status, &attempt, &scanned, &jstate, &jattempt, &jerr)
+			t.Logf("partition %d %s attempt %d scanned %d job %v/%v %v", part, status, attempt, scanned, deref(jstate), deref(jattempt), deref(jerr))
+		}
+		rows.Close()
+		for i, o := range outs {
+			t.Logf("worker %d:\n%s", i, tail(o.String(), 3000))
+		}
+	})
+	waitForIn(t, 3*time.Minute, func() bool {
+		return b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status <> 'running'", id) == 1
+	})
+	for _, w := range workers[1:] {
+		require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	}
+	for i, w := range workers[1:] {
+		require.NoError(t, w.Wait(), outs[i+1].String())
+	}
+	run, err := st.Run(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, want.Counts, run.Counts)
+	require.Equal(t, want.Summary(), run.Summary)
+	require.Positive(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_partition' AND (args->>'run_id')::bigint = $1
+  AND errors::text LIKE '%rescued%'`, id), "the killed worker's partition was rescued")
+	// Exactly once, and nothing half-written.
+	require.Equal(t, want.Counts.Repaired, checkNothingHalfWritten(t, b))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1
+  GROUP BY session_id HAVING count(*) > 1) d`, id))
+	require.Equal(t, repairedIDs(t, ref), repairedIDs(t, b.pool), "the same sessions were repaired")
+}
+
+func repairedIDs(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT session_id FROM repair_reports WHERE status = 'repaired' ORDER BY 1`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return ids
 }
 
 func TestSIGTERMDuringARunEndsCleanly(t *testing.T) {
@@ -263,24 +347,42 @@ func TestSIGTERMDuringARunEndsCleanly(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'cancelled' AND finished_at IS NOT NULL"))
 }
 
-func TestTwoReplicasNeverScanAtOnce(t *testing.T) {
+// Two replicas with the same schedule produce exactly one run per tick: River's leader
+// enqueues each tick's job once, and a tick never starts a second scan of the source.
+func TestTwoReplicasOneRunPerTick(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t, 300, 0.2)
-	// Slow runs (a pause between small pages) that both replicas try to start every second.
-	args := []string{"serve", "--schedule", "@every 1s", "--batch-size", "10", "--batch-pause", "100ms", "--log-level", "debug"}
+	args := []string{"serve", "--schedule", "@every 2s", "--batch-size", "10", "--log-level", "debug"}
 	a, outA := startTmend(t, b.env, append(args, "--listen", freeAddr(t))...)
 	c, outC := startTmend(t, b.env, append(args, "--listen", freeAddr(t))...)
-	waitFor(t, func() bool {
+	waitForIn(t, time.Minute, func() bool {
 		return b.count(t, "SELECT count(*) FROM repair_runs WHERE trigger = 'cron' AND status = 'completed'") >= 3
 	})
 	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, a.Wait(), outA.String())
 	require.NoError(t, c.Wait(), outC.String())
+	ticks := b.count(t, `SELECT count(DISTINCT args->>'tick') FROM river_job WHERE kind = 'tmend_scheduled_scan'`)
+	require.GreaterOrEqual(t, ticks, 3)
+	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_scheduled_scan'`),
+		"a tick was enqueued twice")
+	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM repair_runs WHERE trigger = 'cron'`), "one run per tick")
 	overlaps := b.count(t, `SELECT count(*) FROM repair_runs x JOIN repair_runs y ON x.id < y.id
 WHERE x.trigger = 'cron' AND y.trigger = 'cron'
   AND tstzrange(x.started_at, x.finished_at) && tstzrange(y.started_at, y.finished_at)`)
 	require.Zero(t, overlaps, "two scheduled runs overlapped")
-	skipped := strings.Count(outA.String()+outC.String(), "another replica is running a scan")
-	require.Positive(t, skipped, "the replicas never contended for the lock")
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

@@ -203,6 +203,7 @@ func NewRootCommand(version string, e *Env) *cobra.Command {
 		newScanCmd(e),
 		newRepairCmd(e),
 		newServeCmd(e),
+		newWorkerCmd(e),
 		newReportCmd(e),
 		newRollbackCmd(e),
 		newPruneCmd(e),

@@ -53,6 +53,8 @@ func usageError(err error) error {
 type connOptions struct {
 	databaseURL string
 	schema      string
+	// poolSize, if larger than pgx's default, sizes the pool (see queueOptions).
+	poolSize int
 }
 
 func (o *connOptions) load(s *settings) {

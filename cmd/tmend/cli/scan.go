@@ -10,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
@@ -59,16 +60,25 @@ func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
 type scanOptions struct {
 	db                 dbOptions
 	run                runOptions
+	queue              queueOptions
 	full, dryRun, json bool
 	session            string
 	limit              int
+	cancel             int64
 }
 
 func (o *scanOptions) load(s *settings, _ []string) error {
 	if err := o.db.load(s); err != nil {
 		return err
 	}
-	return o.run.load(s, o.db.source)
+	if err := o.run.load(s, o.db.source); err != nil {
+		return err
+	}
+	if err := o.queue.load(s); err != nil {
+		return err
+	}
+	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	return nil
 }
 
 func (o *scanOptions) Validate() error {
@@ -77,11 +87,12 @@ func (o *scanOptions) Validate() error {
 		return errors.New("give --full or --session, not both")
 	case o.limit < 0:
 		return errors.New("--limit must not be negative")
+	case o.cancel < 0:
+		return errors.New("--cancel takes a run id")
+	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0):
+		return errors.New("--cancel takes no other scan options")
 	}
-	if err := o.db.Validate(); err != nil {
-		return err
-	}
-	return o.run.Validate()
+	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())
 }
 
 func newScanCmd(e *Env) *cobra.Command {
@@ -98,9 +109,16 @@ By default a run is incremental: the sessions changed since the last completed r
 a safety overlap. --dry-run writes only reports (status would_repair) and exits 3 when it
 finds sessions to repair.
 
+A scan is split into --partitions partition jobs on River, in the database: this command
+works them (--concurrency at once) and waits for the run to end, while any 'tmend serve'
+or 'tmend worker' running on the database helps. One scan of a source runs at a time.
+Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
+
 ` + configHelp,
 		Example: `  tmend scan --dry-run
   tmend scan --full --json
+  tmend scan --full --partitions 16 --concurrency 2
+  tmend scan --cancel 42
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
 		Args: noArgs,
 		RunE: runE(e, o, runScan),
@@ -114,6 +132,8 @@ finds sessions to repair.
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
 	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
+	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	o.queue.register(f, true)
 	return cmd
 }
 
@@ -130,17 +150,16 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 		return err
 	}
 	defer r.close()
-	onProgress, done := r.progress(e)
-	ro := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
-		DryRun: o.dryRun, Limit: o.limit, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: mode == model.ModeSession}
 	var res model.RunResult
 	if mode == model.ModeSession {
-		res, err = r.sc.Run(ctx, ro)
+		onProgress, done := r.progress(e)
+		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
+			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
+		done()
 	} else {
-		// One run at a time per source, across CLI runs and daemons.
-		res, err = r.sc.RunExclusive(ctx, ro)
+		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, DryRun: o.dryRun,
+			Limit: o.limit, Force: o.run.engine.force})
 	}
-	done()
 	if res.RunID != 0 {
 		if werr := printRun(e, &res, o.json); werr != nil {
 			return werr
@@ -153,6 +172,57 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 		return errProblems
 	}
 	return nil
+}
+
+// scanShared starts a scan on the queue (or, with --cancel, cancels one), works its
+// partitions here while others may help, and waits for it to end. Interrupted, it
+// cancels the run.
+func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunResult, error) {
+	q, err := queue.New(r.store, r.sc, r.log, o.queue.config(o.db.schema, nil))
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if o.cancel > 0 {
+		run, err := q.Cancel(ctx, o.cancel)
+		return run.Result(), err
+	}
+	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		return model.RunResult{}, err
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := q.Stop(stop); err != nil {
+			r.log.Warn().Err(err).Msg("stopping the queue")
+		}
+	}()
+	onProgress, done := r.progress(e)
+	start := time.Now()
+	run, err := q.Wait(ctx, id, func(run model.RunRow) {
+		onProgress(scanner.Progress{Counts: run.Counts, Elapsed: time.Since(start)})
+	})
+	done()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the run's remaining partitions are cancelled; what they wrote
+		// stays, each session whole.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if run, cerr := q.Cancel(cctx, id); cerr == nil {
+			return run.Result(), err
+		}
+	}
+	if err != nil {
+		return run.Result(), err
+	}
+	res := run.Result()
+	if run.Status != model.RunCompleted {
+		return res, fmt.Errorf("run %d %s: %s", id, run.Status, run.Error)
+	}
+	return res, nil
 }
 
 func printRun(e *Env, res *model.RunResult, asJSON bool) error {

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
@@ -17,6 +19,9 @@ import (
 type serveOptions struct {
 	db                  dbOptions
 	run                 runOptions
+	queue               queueOptions
+	scanSpec            string
+	scanSchedule        cron.Schedule
 	schedule            daemon.Schedule
 	listen              string
 	apiToken, readToken string
@@ -30,7 +35,12 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	if err := o.run.load(s, o.db.source); err != nil {
 		return err
 	}
-	o.schedule = daemon.Schedule{Scan: s.get("schedule"), Prune: s.get("prune-schedule")}
+	if err := o.queue.load(s); err != nil {
+		return err
+	}
+	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.scanSpec = s.get("schedule")
+	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}
 	var err error
 	if o.schedule.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
 		return fmt.Errorf("--time-zone: %w", err)
@@ -50,18 +60,16 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 }
 
 func (o *serveOptions) Validate() error {
-	if err := daemon.CheckSpec(o.schedule.Scan); err != nil {
-		return fmt.Errorf("--schedule %q: %w", o.schedule.Scan, err)
+	var err error
+	if o.scanSchedule, err = daemon.ParseSpec(o.scanSpec, o.schedule.Location); err != nil {
+		return fmt.Errorf("--schedule %q: %w", o.scanSpec, err)
 	}
 	if o.schedule.Prune != "" {
-		if err := daemon.CheckSpec(o.schedule.Prune); err != nil {
+		if _, err := daemon.ParseSpec(o.schedule.Prune, o.schedule.Location); err != nil {
 			return fmt.Errorf("--prune-schedule %q: %w", o.schedule.Prune, err)
 		}
 	}
-	if err := o.db.Validate(); err != nil {
-		return err
-	}
-	return o.run.Validate()
+	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())
 }
 
 func newServeCmd(e *Env) *cobra.Command {
@@ -69,15 +77,19 @@ func newServeCmd(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: scheduled scans, the HTTP API, /metrics, /healthz and /readyz",
-		Long: `Run scheduled incremental scans (--schedule, cron syntax, in --time-zone) and serve the
-HTTP API. Several replicas may run: a Postgres advisory lock lets one scheduled or API run
-go at a time; the others skip it.
+		Long: `Run scheduled incremental scans (--schedule, cron syntax, in --time-zone), work the
+partitions of scans started anywhere (--concurrency at once, as 'tmend worker' does), and
+serve the HTTP API. Several replicas may run: River's elected leader enqueues one scan per
+tick, every replica works its partitions, and one scan of a source runs at a time (a tick
+that finds one running is skipped).
 
 API (JSON). POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN;
 GETs under /v1 return audit rows and transcripts and need the read token (--read-token /
 TMEND_READ_TOKEN) or the API token. Without a token set, those endpoints are refused.
   POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
-  POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0}
+  POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0,
+                                  "partitions": 0}; 409 while a scan of the source runs
+  DELETE /v1/runs/{id}            cancel a running scan's remaining partitions; 409 when not running
   GET  /v1/runs                   runs, newest first (?since, ?until, ?status, ?limit, ?cursor)
   GET  /v1/runs/{id}              a run's status, counts and totals by status, stage, dialect, issue
   GET  /v1/reports                audit rows (?run, ?since, ?until, ?status, ?stage, ?issue, ?dialect,
@@ -89,9 +101,10 @@ TMEND_READ_TOKEN) or the API token. Without a token set, those endpoints are ref
   GET  /healthz, /readyz          liveness; readiness (database reachable, schema current; no token,
                                   and no details: they are in the log)
 
-On SIGTERM or SIGINT it stops taking work, lets a running scan finish the sessions it
-has in hand (up to --shutdown-timeout), then cancels the rest: every session is either
-written whole or not at all.
+On SIGTERM or SIGINT it stops taking work: partitions in hand stop at their next page,
+checkpoint and go back to the queue for other replicas, and a running repair finishes
+(up to --shutdown-timeout; then the rest is cancelled): every session is either written
+whole or not at all.
 
 ` + configHelp,
 		Example: `  TMEND_API_TOKEN=s3cret tmend serve --schedule '0 3 * * *' --time-zone Europe/Berlin
@@ -112,6 +125,7 @@ written whole or not at all.
 	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
 	f.String("prune-schedule", "", "when to prune old versions and reports, in cron syntax (default: never)")
 	f.String("prune-older-than", "90d", "what the scheduled prune deletes (see 'tmend prune')")
+	o.queue.register(f, false)
 	return cmd
 }
 
@@ -127,8 +141,12 @@ func runServe(ctx context.Context, e *Env, o *serveOptions) error {
 		return err
 	}
 	defer r.close()
-	srv := daemon.New(daemon.Config{Scanner: r.sc, Store: r.store, Schema: o.db.schema, Logger: r.log, Metrics: daemon.NewMetrics(),
-		APIToken: o.apiToken, ReadToken: o.readToken, Schedule: o.schedule, ShutdownTimeout: o.shutdownTimeout})
+	srv, err := daemon.New(daemon.Config{Scanner: r.sc, Store: r.store, Queue: o.queue.config(o.db.schema, o.scanSchedule),
+		Schema: o.db.schema, Logger: r.log, Metrics: daemon.NewMetrics(), APIToken: o.apiToken, ReadToken: o.readToken,
+		Schedule: o.schedule, ShutdownTimeout: o.shutdownTimeout})
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	srv.Install(mux)
 	return srv.Serve(ctx, ln, mux)

@@ -88,7 +88,7 @@ func knownSetting(name string) bool {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
-		"prune-schedule", "prune-older-than":
+		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after":
 		return true
 	}
 	return false
@@ -176,7 +176,7 @@ func connect(ctx context.Context, log zerolog.Logger, o connOptions) (*pgxpool.P
 		return nil, err
 	}
 	log.Info().Str("database", store.Describe(cfg)).Str("schema", o.schema).Msg("connecting")
-	pool, err := store.Connect(ctx, o.databaseURL, o.schema)
+	pool, err := store.ConnectSized(ctx, o.databaseURL, o.schema, o.poolSize)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func NewMetrics() *Metrics {
 		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tmend_last_run_timestamp_seconds",
 			Help: "When the last run of each outcome finished."}, []string{"status"}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "tmend_scheduled_runs_skipped_total",
-			Help: "Scheduled runs skipped because another replica held the lock."}),
+			Help: "Scheduled scans skipped because a scan of the source was still running."}),
 	}
 	m.reg.MustRegister(m.runs, m.sessions, m.actions, m.duration, m.lastRun, m.skipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
@@ -30,6 +32,9 @@ import (
 type Config struct {
 	Scanner *scanner.Scanner
 	Store   *store.Store
+	// Queue configures the queue that starts and cancels scans, and works their
+	// partitions (and enqueues the scheduled ones) while the daemon serves.
+	Queue queue.Config
 	// Schema is tmend's schema, which the readiness probe checks is at this binary's
 	// version.
 	Schema string
@@ -45,26 +50,29 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// Schedule says when the daemon scans and prunes, in cron syntax (see CheckSpec).
+// Schedule says when the daemon prunes, in cron syntax (see ParseSpec). The scan
+// schedule is the queue's: one replica enqueues it.
 type Schedule struct {
-	Scan     string         // incremental scans
-	Location *time.Location // the time zone of both specs; nil is UTC
+	Location *time.Location // the time zone of the spec; nil is UTC
 	// Prune, unless empty, deletes versions and reports older than PruneOlderThan.
 	Prune          string
 	PruneOlderThan time.Duration
 }
 
-// CheckSpec checks a schedule the way the daemon reads it: five cron fields, or a
-// descriptor such as @daily or @every 1h.
-func CheckSpec(spec string) error {
-	_, err := cron.ParseStandard(spec)
-	return err
+// ParseSpec parses a schedule the way the daemon reads it, in loc: five cron fields,
+// or a descriptor such as @daily or @every 1h.
+func ParseSpec(spec string, loc *time.Location) (cron.Schedule, error) {
+	if loc != nil && !strings.HasPrefix(spec, "@every") {
+		spec = "CRON_TZ=" + loc.String() + " " + spec
+	}
+	return cron.ParseStandard(spec)
 }
 
 // Server runs scans on a schedule and answers the HTTP API.
 type Server struct {
-	cfg Config
-	log zerolog.Logger
+	cfg   Config
+	queue *queue.Queue
+	log   zerolog.Logger
 	// work is cancelled on the hard stop; stop is closed on the soft stop, when
 	// stopping is set, after which begin lets nothing in.
 	work     context.Context
@@ -77,17 +85,25 @@ type Server struct {
 }
 
 // New returns a Server; it does nothing until it is installed on a mux or served.
-func New(cfg Config) *Server {
+func New(cfg Config) (*Server, error) {
 	work, hardStop := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
 		stop: make(chan struct{})}
+	if cfg.Store != nil {
+		qc := cfg.Queue
+		qc.OnScheduled, qc.OnRunEnded = s.scheduled, s.runEnded
+		var err error
+		if s.queue, err = queue.New(cfg.Store, cfg.Scanner, cfg.Logger, qc); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.APIToken == "" {
 		s.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
 	}
 	if cfg.APIToken == "" && cfg.ReadToken == "" {
 		s.log.Warn().Msg("no API or read token set: the API's GET endpoints are disabled")
 	}
-	return s
+	return s, nil
 }
 
 // Install adds the API, the probes and /metrics to mux.
@@ -99,6 +115,7 @@ func (s *Server) Install(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/runs", s.RequireWrite(s.startRun))
 	mux.HandleFunc("GET /v1/runs", s.RequireRead(s.listRuns))
 	mux.HandleFunc("GET /v1/runs/{id}", s.RequireRead(s.getRun))
+	mux.HandleFunc("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun))
 	mux.HandleFunc("GET /v1/reports", s.RequireRead(s.listReports))
 	mux.HandleFunc("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports))
 	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion))
@@ -106,8 +123,9 @@ func (s *Server) Install(mux *http.ServeMux) {
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
-// handlers) and runs the schedule, until ctx ends or the HTTP server fails. Then it
-// stops taking requests and scheduled runs and shuts down as Shutdown does, within
+// handlers), works the queue (and, when this replica is River's leader, enqueues the
+// scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
+// Then it stops taking requests and work and shuts down as Shutdown does, within
 // ShutdownTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	sched := s.cfg.Schedule
@@ -117,20 +135,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	}
 	cl := cronLogger{s.log}
 	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl), cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
-	if _, err := c.AddFunc(sched.Scan, s.scheduled); err != nil {
-		return fmt.Errorf("schedule %q: %w", sched.Scan, err)
-	}
 	if sched.Prune != "" {
 		if _, err := c.AddFunc(sched.Prune, func() { s.prune(sched.PruneOlderThan) }); err != nil {
 			return fmt.Errorf("prune schedule %q: %w", sched.Prune, err)
 		}
 	}
+	if err := s.Start(); err != nil {
+		return err
+	}
 	srv := newHTTPServer(h)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	c.Start()
-	s.log.Info().Str("listen", ln.Addr().String()).Str("schedule", sched.Scan).Str("time_zone", loc.String()).
-		Str("next_run", c.Entries()[0].Next.Format(time.RFC3339)).Msg("serving")
+	s.log.Info().Str("listen", ln.Addr().String()).Msg("serving")
 
 	select {
 	case <-ctx.Done():
@@ -138,8 +155,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	case err := <-serveErr:
 		s.log.Error().Err(err).Msg("http server failed")
 	}
-	// Soft stop: no new HTTP requests, writes or scheduled runs; running scans finish
-	// the sessions they hold. Shutdown's hard stop cancels whatever is left.
+	// Soft stop: no new HTTP requests, writes or scheduled runs; running repairs finish
+	// the sessions they hold, partitions stop at their next page. Shutdown's hard stop
+	// cancels whatever is left.
 	s.stopAccepting()
 	cronDone := c.Stop().Done()
 	deadline, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
@@ -151,12 +169,45 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	return nil
 }
 
-// Shutdown stops softly: no new writes or runs (they are answered 503), and the running
-// ones finish the sessions they hold. If ctx ends first, the hard stop cancels them
-// (their open transactions roll back) and Shutdown waits for them to return. Serve calls
-// it; a Server only installed on a mux needs it before its store is closed.
+// scheduled is the queue's OnScheduled: it counts the ticks skipped because a scan of
+// the source was still running.
+func (s *Server) scheduled(_ int64, err error) {
+	switch {
+	case errors.Is(err, model.ErrBusy):
+		s.cfg.Metrics.skipped.Inc()
+	case err != nil && !errors.Is(err, context.Canceled):
+		s.log.Error().Err(err).Msg("scheduled scan did not start")
+	}
+}
+
+// runEnded is the queue's OnRunEnded: it counts the run in the metrics.
+func (s *Server) runEnded(runID int64) {
+	run, err := s.cfg.Store.Run(s.work, runID)
+	if err != nil {
+		return
+	}
+	res := run.Result()
+	s.cfg.Metrics.observe(&res)
+}
+
+// Start starts working the queue's partitions (and, on River's leader, the schedule).
+// Serve calls it; a Server only installed on a mux calls it to work runs.
+func (s *Server) Start() error {
+	return s.queue.Start(s.work)
+}
+
+// Shutdown stops softly: no new writes or runs (they are answered 503), the running
+// ones finish the sessions they hold, and partitions stop at their next page and go back
+// to the queue. If ctx ends first, the hard stop cancels them (their open transactions
+// roll back) and Shutdown waits for them to return. Serve calls it; a Server only
+// installed on a mux needs it before its store is closed.
 func (s *Server) Shutdown(ctx context.Context) {
 	s.stopAccepting()
+	if s.queue != nil {
+		if err := s.queue.Stop(ctx); err != nil {
+			s.log.Warn().Err(err).Msg("stopping the queue")
+		}
+	}
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
 	select {
@@ -189,22 +240,6 @@ func (s *Server) stopAccepting() {
 	}
 }
 
-// scheduled is the cron job: one incremental run, if no other replica is running one.
-func (s *Server) scheduled() {
-	if !s.begin() {
-		return
-	}
-	defer s.runs.Done()
-	_, err := s.run(scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, nil, true)
-	switch {
-	case errors.Is(err, scanner.ErrBusy):
-		s.cfg.Metrics.skipped.Inc()
-		s.log.Debug().Msg("another replica is running a scan; skipping this one")
-	case err != nil && !errors.Is(err, context.Canceled):
-		s.log.Error().Err(err).Msg("scheduled run failed")
-	}
-}
-
 // prune is the optional cron job that deletes old versions and reports, on one replica.
 func (s *Server) prune(age time.Duration) {
 	if !s.begin() {
@@ -224,18 +259,10 @@ func (s *Server) prune(age time.Duration) {
 	s.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// run performs a run that stops softly with the server; exclusive runs it under the
-// source's run lock (scanner.ErrBusy when another process holds it).
-func (s *Server) run(o scanner.RunOptions, started chan<- int64, exclusive bool) (model.RunResult, error) {
+// repair repairs one session in a run that stops softly with the server.
+func (s *Server) repair(o scanner.RunOptions) (model.RunResult, error) {
 	o.Stop = s.stop
-	if started != nil {
-		o.OnStart = func(id int64) { started <- id }
-	}
-	run := s.cfg.Scanner.Run
-	if exclusive {
-		run = s.cfg.Scanner.RunExclusive
-	}
-	res, err := run(s.work, o)
+	res, err := s.cfg.Scanner.Run(s.work, o)
 	if res.RunID != 0 {
 		s.cfg.Metrics.observe(&res)
 	}
@@ -348,8 +375,13 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "dry_run and force take true or false")
 		return
 	}
-	res, err := s.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
-		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true}, nil, false)
+	if !s.begin() {
+		writeError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	defer s.runs.Done()
+	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -359,9 +391,10 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Mode   model.Mode `json:"mode"`
-		DryRun bool       `json:"dry_run"`
-		Limit  int        `json:"limit"`
+		Mode       model.Mode `json:"mode"`
+		DryRun     bool       `json:"dry_run"`
+		Limit      int        `json:"limit"`
+		Partitions int        `json:"partitions"`
 	}
 	if !decodeBody(w, r, &body) {
 		return
@@ -369,31 +402,51 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if body.Mode == "" {
 		body.Mode = model.ModeIncremental
 	}
-	if body.Mode != model.ModeIncremental && body.Mode != model.ModeFull || body.Limit < 0 {
-		writeError(w, http.StatusBadRequest, `mode must be "incremental" or "full", and limit not negative`)
+	if body.Mode != model.ModeIncremental && body.Mode != model.ModeFull || body.Limit < 0 ||
+		body.Partitions < 0 || body.Partitions > scanner.MaxPartitions {
+		writeError(w, http.StatusBadRequest, `mode must be "incremental" or "full", limit not negative, partitions between 0 (automatic) and %d`,
+			scanner.MaxPartitions)
 		return
 	}
 	if !s.begin() {
 		writeError(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
-	started := make(chan int64, 1)
-	finished := make(chan error, 1)
-	go func() {
-		defer s.runs.Done()
-		_, err := s.run(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode, DryRun: body.DryRun, Limit: body.Limit}, started, true)
-		finished <- err
-	}()
-	select {
-	case id := <-started:
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
-	case err := <-finished:
-		if errors.Is(err, scanner.ErrBusy) {
-			writeError(w, http.StatusConflict, "%v", err)
-			return
-		}
+	defer s.runs.Done()
+	id, err := s.queue.StartRun(r.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode,
+		DryRun: body.DryRun, Limit: body.Limit}, body.Partitions)
+	switch {
+	case errors.Is(err, model.ErrBusy):
+		writeError(w, http.StatusConflict, "%v", err)
+	case err != nil:
 		s.fail(w, r, err)
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
 	}
+}
+
+// cancelRun cancels a running scan's remaining partitions; 409 when it is not running.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "run id must be a number")
+		return
+	}
+	before, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if before.Status != model.RunRunning {
+		writeError(w, http.StatusConflict, "run %d is %s, not running", id, before.Status)
+		return
+	}
+	run, err := s.queue.Cancel(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
+	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
 	"github.com/tmend/tmend/scanner"
@@ -66,12 +67,15 @@ func serveFrom(t *testing.T, pool, serverPool *pgxpool.Pool, edit func(*daemon.C
 	st, err := store.Open(t.Context(), serverPool, store.DefaultSource, false)
 	require.NoError(t, err)
 	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()})
-	cfg := daemon.Config{Scanner: sc, Store: st, Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(),
-		APIToken: apiToken, ReadToken: readToken, Schedule: daemon.Schedule{Scan: "0 0 1 1 *"}, ShutdownTimeout: 30 * time.Second}
+	cfg := daemon.Config{Scanner: sc, Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1},
+		Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(),
+		APIToken: apiToken, ReadToken: readToken, ShutdownTimeout: 30 * time.Second}
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv := daemon.New(cfg)
+	srv, err := daemon.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
 	mux := http.NewServeMux()
 	srv.Install(mux)
 	ts := httptest.NewServer(mux)
@@ -146,9 +150,10 @@ func TestServeRunsAndStops(t *testing.T) {
 	storetest.Generated(t, pool, gen.Config{Dialect: repair.OpenClaw, Sessions: 40, Messages: 20, FaultRate: 0.5, Seed: 1})
 	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
 	require.NoError(t, err)
-	srv := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
-		Store: st, Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken,
-		Schedule: daemon.Schedule{Scan: "0 0 1 1 *"}, ShutdownTimeout: 30 * time.Second})
+	srv, err := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
+		Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1}, Schema: store.DefaultSchema,
+		Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ShutdownTimeout: 30 * time.Second})
+	require.NoError(t, err)
 	mux := http.NewServeMux()
 	srv.Install(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -250,7 +255,8 @@ func TestAPIReadsNeedAToken(t *testing.T) {
 // Handlers installed beside the API (the console) can ask what a credential allows.
 func TestAccess(t *testing.T) {
 	t.Parallel()
-	srv := daemon.New(daemon.Config{Logger: zerolog.Nop(), APIToken: apiToken, ReadToken: readToken})
+	srv, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), APIToken: apiToken, ReadToken: readToken})
+	require.NoError(t, err)
 	for token, want := range map[string]daemon.Access{apiToken: daemon.WriteAccess, readToken: daemon.ReadAccess,
 		"": daemon.NoAccess, "nope": daemon.NoAccess, apiToken + " ": daemon.NoAccess} {
 		require.Equal(t, want, srv.TokenAccess(token), "%q", token)
@@ -258,7 +264,9 @@ func TestAccess(t *testing.T) {
 	req := httptest.NewRequest("GET", "/console", nil)
 	req.Header.Set("Authorization", "bearer "+readToken)
 	require.Equal(t, daemon.ReadAccess, srv.RequestAccess(req))
-	require.Equal(t, daemon.NoAccess, daemon.New(daemon.Config{Logger: zerolog.Nop()}).TokenAccess(""), "no token set allows nothing")
+	none, err := daemon.New(daemon.Config{Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	require.Equal(t, daemon.NoAccess, none.TokenAccess(""), "no token set allows nothing")
 
 	// RequireRead and RequireWrite guard any handler the same way as the API's.
 	mux := http.NewServeMux()
