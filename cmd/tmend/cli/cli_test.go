@@ -144,6 +144,7 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "clean")
 	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
+	require.Contains(t, r.stdout, fmt.Sprintf("River's tables at version %d", migrations.RiverLatest()))
 }
 
 func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {

@@ -175,5 +175,10 @@ func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string
 	}
 	e.printf("schema %s at version %d (%s; this binary knows up to %d)\n",
 		pgx.Identifier{schema}.Sanitize(), v, state, migrations.Latest())
+	rv, err := migrations.RiverVersion(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	e.printf("River's tables at version %d (this binary needs %d)\n", rv, migrations.RiverLatest())
 	return nil
 }
