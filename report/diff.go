@@ -109,18 +109,6 @@ type Position struct {
 	Block   int `json:"block"`
 }
 
-// LatestWrite returns the latest version tmend wrote (a repair or a rollback) among a
-// session's versions and the one before it, which that write replaced: what a diff shows
-// when no versions are asked for. ok is false when tmend never wrote the session.
-func LatestWrite(versions []model.VersionRow) (from, to int, ok bool) {
-	for _, v := range versions {
-		if v.Kind == "repaired" || v.Kind == "restored" {
-			from, to, ok = v.Version-1, v.Version, true
-		}
-	}
-	return from, to, ok
-}
-
 // DiffVersions compares two saved versions of a session. The actions shown are those of
 // the report that wrote to from from, when one did (a repair); reports may hold any of
 // the session's reports.

@@ -192,12 +192,8 @@ func (s *Store) VersionPair(ctx context.Context, sessionID string, n int) (befor
 		if err != nil {
 			return before, after, err
 		}
-		for _, v := range versions {
-			if v.Kind == "repaired" || v.Kind == "restored" {
-				n = v.Version
-			}
-		}
-		if n == 0 {
+		var ok bool
+		if _, n, ok = model.LatestWrite(versions); !ok {
 			return before, after, fmt.Errorf("tmend never wrote session %q: nothing to diff", sessionID)
 		}
 	}

@@ -48,3 +48,15 @@ type RollbackOutcome struct {
 	// Sessions holds each session's result, failures with the error as Reason.
 	Sessions []RollbackResult `json:"sessions"`
 }
+
+// LatestWrite returns the latest version tmend wrote (a repair or a rollback) among a
+// session's versions and the one before it, which that write replaced: what a diff shows
+// when no versions are asked for. ok is false when tmend never wrote the session.
+func LatestWrite(versions []VersionRow) (from, to int, ok bool) {
+	for _, v := range versions {
+		if v.Kind == "repaired" || v.Kind == "restored" {
+			from, to, ok = v.Version-1, v.Version, true
+		}
+	}
+	return from, to, ok
+}

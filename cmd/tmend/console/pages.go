@@ -21,8 +21,9 @@ import (
 // pageSize is how many runs or reports a page lists.
 const pageSize = 50
 
-// runRow is a run as the tables show it: for a running run, the counts of its reports so
-// far (its row gets counts when it ends).
+// runRow is a run as the tables show it. A running run's row has the counts of its
+// partitions' last checkpoints (a page of sessions each); its reports, written as each
+// session is handled, may be ahead, so each count is the larger of the two.
 type runRow struct {
 	model.RunRow
 	Live     bool
@@ -42,13 +43,13 @@ func (c *Console) runRow(ctx context.Context, r model.RunRow, now time.Time) (ru
 		if err != nil {
 			return row, err
 		}
-		row.Counts = countsOf(byStatus)
+		row.Counts = atLeast(r.Counts, countsOf(byStatus))
 	}
 	return row, nil
 }
 
 // countsOf sums reports by status into run counts, as the scanner counts sessions (clean
-// sessions have no report, so Scanned is a lower bound while a run goes).
+// sessions have no report, so Scanned is a lower bound).
 func countsOf(byStatus map[model.SessionStatus]int) model.RunCounts {
 	var c model.RunCounts
 	for st, n := range byStatus {
@@ -71,6 +72,16 @@ func countsOf(byStatus map[model.SessionStatus]int) model.RunCounts {
 		}
 	}
 	return c
+}
+
+// atLeast is a with each count raised to b's.
+func atLeast(a, b model.RunCounts) model.RunCounts {
+	for _, p := range []struct{ a, b *int }{{&a.Scanned, &b.Scanned}, {&a.Clean, &b.Clean}, {&a.Repaired, &b.Repaired},
+		{&a.Pending, &b.Pending}, {&a.Conflict, &b.Conflict}, {&a.Skipped, &b.Skipped}, {&a.Failed, &b.Failed},
+		{&a.Restored, &b.Restored}, {&a.Refused, &b.Refused}} {
+		*p.a = max(*p.a, *p.b)
+	}
+	return a
 }
 
 // duration is how the console shows a duration (also in the JSON console.js polls).
@@ -460,7 +471,7 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, who identi
 		return 1
 	})
 	if body.From == 0 && body.To == 0 {
-		body.From, body.To, _ = report.LatestWrite(versions)
+		body.From, body.To, _ = model.LatestWrite(versions)
 	}
 	if body.From > 0 && body.To > 0 {
 		var d *report.TranscriptDiff
