@@ -168,7 +168,7 @@ FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3
 }
 
 // History returns what tmend recorded of a session: its reports and its saved versions
-// (without their content). A session with neither is an error.
+// (without their content). A session with neither is model.ErrNotFound.
 func (s *Store) History(ctx context.Context, sessionID string) ([]model.ReportRow, []model.VersionRow, error) {
 	reports, err := s.ListReports(ctx, model.ReportFilter{SessionID: sessionID, Limit: 10000})
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *Store) History(ctx context.Context, sessionID string) ([]model.ReportRo
 		return nil, nil, err
 	}
 	if len(reports) == 0 && len(versions) == 0 {
-		return nil, nil, fmt.Errorf("tmend has no record of session %q", sessionID)
+		return nil, nil, fmt.Errorf("tmend has no record of session %q: %w", sessionID, model.ErrNotFound)
 	}
 	return reports, versions, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/tmend/tmend/cmd/tmend/console"
 	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/scanner"
@@ -68,11 +69,12 @@ func ParseSpec(spec string, loc *time.Location) (cron.Schedule, error) {
 	return cron.ParseStandard(spec)
 }
 
-// Server runs scans on a schedule and answers the HTTP API.
+// Server runs scans on a schedule and answers the HTTP API and the audit console.
 type Server struct {
-	cfg   Config
-	queue *queue.Queue
-	log   zerolog.Logger
+	cfg     Config
+	queue   *queue.Queue
+	console *console.Console
+	log     zerolog.Logger
 	// work is cancelled on the hard stop; stop is closed on the soft stop, when
 	// stopping is set, after which begin lets nothing in.
 	work     context.Context
@@ -96,6 +98,10 @@ func New(cfg Config) (*Server, error) {
 		if s.queue, err = queue.New(cfg.Store, cfg.Scanner, cfg.Logger, qc); err != nil {
 			return nil, err
 		}
+		if s.console, err = console.New(console.Config{Store: cfg.Store, Rollback: consoleRollback{s},
+			WriteToken: cfg.APIToken, ReadToken: cfg.ReadToken, Log: cfg.Logger, Work: work}); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.APIToken == "" {
 		s.log.Warn().Msg("no API token set: the API's POST endpoints are disabled")
@@ -106,8 +112,11 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Install adds the API, the probes and /metrics to mux.
+// Install adds the API, the probes, /metrics and the audit console (at /) to mux.
 func (s *Server) Install(mux *http.ServeMux) {
+	if s.console != nil {
+		s.console.Install(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{}))
@@ -118,8 +127,23 @@ func (s *Server) Install(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun))
 	mux.HandleFunc("GET /v1/reports", s.RequireRead(s.listReports))
 	mux.HandleFunc("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports))
+	mux.HandleFunc("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions))
 	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion))
+	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff))
 	mux.HandleFunc("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession))
+	mux.HandleFunc("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun))
+}
+
+// consoleRollback lets the console roll back only while the server takes writes, which
+// a stopping server then waits for, as it does for the API's.
+type consoleRollback struct{ s *Server }
+
+func (c consoleRollback) Rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
+	if !c.s.begin() {
+		return model.RollbackOutcome{}, fmt.Errorf("%w: the daemon is stopping", model.ErrUnavailable)
+	}
+	defer c.s.runs.Done()
+	return c.s.cfg.Scanner.Rollback(ctx, o)
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
@@ -572,5 +596,89 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, res)
 	default:
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// listVersions lists a session's saved versions, without their content.
+func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	versions, err := s.cfg.Store.Versions(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(versions) == 0 {
+		writeError(w, http.StatusNotFound, "tmend saved no versions of session %q", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": versions})
+}
+
+// diff answers the diff of two saved versions of a session (?from=&to=), by default what
+// the latest write replaced, as the console shows it: report.TranscriptDiff.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	id, q := r.PathValue("id"), r.URL.Query()
+	var from, to int
+	for name, dst := range map[string]*int{"from": &from, "to": &to} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				writeError(w, http.StatusBadRequest, "%s must be a version number", name)
+				return
+			}
+			*dst = n
+		}
+	}
+	if (from == 0) != (to == 0) {
+		writeError(w, http.StatusBadRequest, "give both from and to, or neither")
+		return
+	}
+	reports, versions, err := s.cfg.Store.History(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if from == 0 {
+		var ok bool
+		if from, to, ok = model.LatestWrite(versions); !ok {
+			writeError(w, http.StatusNotFound, "tmend never wrote session %q: nothing to diff", id)
+			return
+		}
+	}
+	d, err := console.Diff(r.Context(), s.cfg.Store, id, from, to, reports)
+	switch {
+	case errors.Is(err, console.ErrCannotCompare):
+		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+	case err != nil:
+		s.fail(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, d)
+	}
+}
+
+// rollbackRun restores every session a run repaired, as 'tmend rollback --run' does;
+// with dry_run it says what would be restored and refused, recorded as a dry run.
+func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "run id must be a number")
+		return
+	}
+	var body struct {
+		Force  bool `json:"force"`
+		DryRun bool `json:"dry_run"`
+	}
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
+		Trigger: model.TriggerAPI})
+	switch {
+	case errors.Is(err, store.ErrSource):
+		writeError(w, http.StatusConflict, "%v", err)
+	case err != nil:
+		s.fail(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, out)
 	}
 }

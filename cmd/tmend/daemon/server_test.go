@@ -25,6 +25,7 @@ import (
 	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
@@ -49,6 +50,7 @@ const brokenSession = `[{"role":"user","content":"ls"},{"role":"assistant","cont
 type testBundle struct {
 	pool    *pgxpool.Pool // the test database, for checks
 	scanner *scanner.Scanner
+	srv     *daemon.Server
 	base    string // where httptest serves the API
 }
 
@@ -83,7 +85,7 @@ func serveFrom(t *testing.T, pool, serverPool *pgxpool.Pool, edit func(*daemon.C
 		ts.Close()
 		srv.Shutdown(context.Background())
 	})
-	return &testBundle{pool: pool, scanner: sc, base: ts.URL}
+	return &testBundle{pool: pool, scanner: sc, srv: srv, base: ts.URL}
 }
 
 func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
@@ -212,7 +214,8 @@ func TestAPIReadsNeedAToken(t *testing.T) {
 	b := setup(t, nil)
 	b.repair(t, "a")
 
-	gets := []string{"/v1/runs", "/v1/runs/1", "/v1/reports", "/v1/sessions/a/reports", "/v1/sessions/a/versions/1"}
+	gets := []string{"/v1/runs", "/v1/runs/1", "/v1/reports", "/v1/sessions/a/reports", "/v1/sessions/a/versions/1",
+		"/v1/sessions/a/versions", "/v1/sessions/a/diff", "/v1/sessions/a/diff?from=2&to=1"}
 	for _, path := range gets {
 		for _, auth := range []string{"", "Bearer nope", "Basic " + readToken, readToken, "Bearer"} {
 			code, body := call(t, "GET", b.base+path, auth, "")
@@ -317,6 +320,13 @@ func TestAPIRefusesBadInput(t *testing.T) {
 		{"POST", "/v1/runs", w, `{"mode":"full"} {"mode":"full"}`},
 		{"POST", "/v1/runs", w, `{"mode":"full"} null`},
 		{"POST", "/v1/sessions/a/rollback", w, "null"},
+		{"GET", "/v1/sessions/%00/versions", rd, ""},
+		{"GET", "/v1/sessions/a/diff?from=1", rd, ""},
+		{"GET", "/v1/sessions/a/diff?from=x&to=2", rd, ""},
+		{"GET", "/v1/sessions/a/diff?from=0&to=2", rd, ""},
+		{"POST", "/v1/runs/x/rollback", w, "{}"},
+		{"POST", "/v1/runs/1/rollback", w, `{"dry_run":"yes"}`},
+		{"POST", "/v1/runs/1/rollback", w, `{"to_version":1}`},
 	} {
 		code, body := call(t, tt.method, b.base+tt.path, tt.auth, tt.body)
 		require.Equal(t, http.StatusBadRequest, code, "%s %s %q: %s", tt.method, tt.path, tt.body, body)
@@ -355,6 +365,96 @@ func TestAuditAPI(t *testing.T) {
 	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
 	code, _ = call(t, "POST", b.base+"/v1/sessions/ghost/rollback", w, "{}")
 	require.Equal(t, 404, code)
+}
+
+// TestVersionsDiffAndRunRollbackAPI: the versions of a session, the diff the console
+// shows (what a repair did, by default), and a run's rollback with a dry run first.
+func TestVersionsDiffAndRunRollbackAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	original := storetest.Content(t, b.pool, "a")
+	res, err := b.scanner.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Repaired)
+	repaired := storetest.Content(t, b.pool, "a")
+	rd, w := "Bearer "+readToken, "Bearer "+apiToken
+
+	code, m := callJSON(t, "GET", b.base+"/v1/sessions/a/versions", rd, "")
+	require.Equal(t, 200, code)
+	items := m["items"].([]any)
+	require.Len(t, items, 2)
+	require.Equal(t, "repaired", items[1].(map[string]any)["kind"])
+	require.NotContains(t, items[0], "content", "a listing has no content")
+	code, _ = call(t, "GET", b.base+"/v1/sessions/ghost/versions", rd, "")
+	require.Equal(t, 404, code)
+
+	var d report.TranscriptDiff
+	code, body := call(t, "GET", b.base+"/v1/sessions/a/diff", rd, "")
+	require.Equal(t, 200, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.Equal(t, "a", d.SessionID)
+	require.Equal(t, []int{1, 2}, []int{d.From.Version, d.To.Version})
+	require.Equal(t, map[report.Change]int{report.ChangeSynthesized: 1}, d.Counts)
+	require.Len(t, d.Actions, 1)
+	require.NotZero(t, d.ReportID)
+	code, body = call(t, "GET", b.base+"/v1/sessions/a/diff?from=2&to=1", rd, "")
+	require.Equal(t, 200, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.Empty(t, d.Actions, "no report wrote version 1 from 2")
+	require.Contains(t, body, `"change":"removed"`)
+	for path, want := range map[string]int{"/v1/sessions/a/diff?from=1&to=9": 404, "/v1/sessions/ghost/diff": 404} {
+		code, body := call(t, "GET", b.base+path, rd, "")
+		require.Equal(t, want, code, "%s: %s", path, body)
+	}
+
+	run := fmt.Sprintf("/v1/runs/%d/rollback", res.RunID)
+	code, _ = call(t, "POST", b.base+run, rd, `{"dry_run":true}`)
+	require.Equal(t, 401, code, "the read token does not roll back")
+	code, m = callJSON(t, "POST", b.base+run, w, `{"dry_run":true}`)
+	require.Equal(t, 200, code, m)
+	require.Equal(t, 1.0, m["restored"])
+	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"), "a dry run restores nothing")
+	code, m = callJSON(t, "POST", b.base+run, w, "")
+	require.Equal(t, 200, code, m)
+	require.Equal(t, 1.0, m["restored"])
+	require.Equal(t, original, storetest.Content(t, b.pool, "a"))
+	code, _ = call(t, "POST", b.base+"/v1/runs/999999/rollback", w, "{}")
+	require.Equal(t, 404, code)
+}
+
+// TestConsoleIsInstalled: the daemon serves the audit console at /, behind the same
+// tokens, and stops its rollbacks with its other writes.
+func TestConsoleIsInstalled(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	storetest.Sessions(t, pool, model.Session{ID: "a", Messages: []byte(brokenSession), UpdatedAt: time.Now().Add(-24 * time.Hour)})
+	b := serveFrom(t, pool, pool, nil)
+	b.repair(t, "a")
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(b.base + "/")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/login?next=%2F", resp.Header.Get("Location"))
+	code, body := call(t, "GET", b.base+"/session?id=a", "Bearer "+readToken, "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, "synthesized")
+	code, _ = call(t, "GET", b.base+"/healthz", "", "")
+	require.Equal(t, 200, code, "the console leaves the probes alone")
+
+	// A stopping daemon takes no rollbacks from the console either.
+	stopping := serveFrom(t, pool, pool, nil)
+	req, err := http.NewRequest("POST", stopping.base+"/session/rollback", strings.NewReader("id=a"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	stopping.srv.Shutdown(t.Context())
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, storetest.Content(t, pool, "a"), "[tmend]", "not rolled back")
 }
 
 func TestHTTPServerTimeouts(t *testing.T) {
