@@ -84,7 +84,11 @@ func TestTextOutputEscapesTranscriptStrings(t *testing.T) {
 		},
 		"Diff": func(w *bytes.Buffer) error {
 			msg := "{\"role\":\"\u0085\u009b\u2028\u202e\",\"content\":\"x\u009b2J\u2029forged\"}"
-			return report.Diff(w, []byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"a"},`+msg+`]`), false)
+			d, err := report.DiffTranscripts([]byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"a"},`+msg+`]`), nil)
+			if err != nil {
+				return err
+			}
+			return report.DiffText(w, d, false)
 		},
 	}
 	for name, fn := range render {

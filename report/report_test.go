@@ -14,29 +14,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-func TestDiffNamesEveryKindOfChange(t *testing.T) {
-	t.Parallel()
-	before := `[{"role":"user","content":"a"},{"role":"tool","tool_call_id":"x","content":"orphan"},
-{"role":"assistant","tool_calls":[{"id":"c1"},{"id":""}]},{"role":"user","content":"b"},{"role":"tool","tool_call_id":"c1","content":"late"}]`
-	after := `[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1"}]},
-{"role":"tool","tool_call_id":"c1","content":"late"},{"role":"user","content":"b"}]`
-	var out bytes.Buffer
-	require.NoError(t, report.Diff(&out, []byte(before), []byte(after), false))
-	got := out.String()
-	require.Contains(t, got, `- #1      removed    tool`)
-	require.Contains(t, got, `~ #2  →#1   rewritten assistant`)
-	require.Contains(t, got, `> #4  →#2   moved    tool`)
-	require.Contains(t, got, "5 → 4 messages")
-	require.Contains(t, got, "unchanged message")
-	require.NotContains(t, got, "\x1b[")
-
-	out.Reset()
-	require.NoError(t, report.Diff(&out, []byte(before), []byte(after), true))
-	require.Contains(t, out.String(), "\x1b[31m")
-
-	require.Error(t, report.Diff(&out, []byte(`{`), []byte(after), false))
-}
-
 func TestRunTextShowsTotalsAndOutcomes(t *testing.T) {
 	t.Parallel()
 	res := &model.RunResult{RunID: 7, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
@@ -89,14 +66,14 @@ func TestTextRenderersReturnWriteErrors(t *testing.T) {
 		"RunSummaryText": func(w io.Writer) error { return report.RunSummaryText(w, model.RunRow{ID: 7}) },
 		"ReportsText":    func(w io.Writer) error { return report.ReportsText(w, reports) },
 		"HistoryText":    func(w io.Writer) error { return report.HistoryText(w, "s1", reports, versions) },
-		"Diff": func(w io.Writer) error {
-			return report.Diff(w, []byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"b"}]`), false)
+		"DiffText": func(w io.Writer) error {
+			d, err := report.DiffTranscripts([]byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"b"}]`), nil)
+			if err != nil {
+				return err
+			}
+			return report.DiffText(w, d, false)
 		},
 		"Summary": func(w io.Writer) error { return report.NewText(w, report.EveryAction).Summary(summary) },
-		"VersionDiff": func(w io.Writer) error {
-			return report.VersionDiff(w, "s1", model.VersionRow{Version: 1, Content: `[{"role":"user","content":"a"}]`},
-				model.VersionRow{Version: 2, Content: `[{"role":"user","content":"b"}]`}, false)
-		},
 		"RollbackText": func(w io.Writer) error {
 			return report.RollbackText(w, model.RollbackOutcome{Restored: 1, Refused: 1, Sessions: []model.RollbackResult{
 				{SessionID: "s1", Restored: true, To: 1, Written: 3, Preserved: 2}, {SessionID: "s2", Reason: "changed"}}}, false)

@@ -130,7 +130,18 @@ func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 		if err != nil {
 			return err
 		}
-		return report.VersionDiff(e.Stdout, o.session, before, after, isTerminal(e.Stdout))
+		reports, _, err := st.History(ctx, o.session)
+		if err != nil {
+			return err
+		}
+		d, err := report.DiffVersions(before, after, reports)
+		if err != nil {
+			return fmt.Errorf("compare versions %d and %d: %w", before.Version, after.Version, err)
+		}
+		if o.json {
+			return report.JSONLines(e.Stdout, []*report.TranscriptDiff{d})
+		}
+		return report.DiffText(e.Stdout, d, isTerminal(e.Stdout))
 	case o.session != "":
 		reports, versions, err := st.History(ctx, o.session)
 		if err != nil {

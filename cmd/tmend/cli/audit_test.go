@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store/storetest"
 )
 
@@ -65,6 +66,15 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	require.Contains(t, r.stdout, "inserted")
 	require.Contains(t, r.stdout, "[tmend]")
 	require.NotContains(t, r.stdout, "\x1b[", "no colour when not on a terminal")
+
+	// --json prints the diff the API and the console serve.
+	r = runCLI(t, "", b.env, "report", "--session", "a", "--diff", "--version", "2", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var d report.TranscriptDiff
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
+	require.Equal(t, []int{1, 2}, []int{d.From.Version, d.To.Version})
+	require.Equal(t, 1, d.Counts[report.ChangeSynthesized])
+	require.NotEmpty(t, d.Actions, "the repair's actions are beside the diff")
 }
 
 func TestRollbackRefusesChangedSessionsUnlessForced(t *testing.T) {
