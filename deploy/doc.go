@@ -1,0 +1,5 @@
+// Package deploy holds no code. Its tests check the files beside it against what they
+// configure: the Kubernetes manifests against the Kubernetes API types, and every command
+// line and TMEND_ variable in the manifests, Dockerfiles and systemd units against the
+// built binary.
+package deploy
