@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -75,6 +76,10 @@ func newTyped(tm metav1.TypeMeta) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "networking.k8s.io/v1 NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		return &monitoringv1.ServiceMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		return &monitoringv1.PrometheusRule{}
 	case "kustomize.config.k8s.io/v1beta1 Kustomization":
 		return &kustomization{}
 	}
@@ -182,8 +187,8 @@ func TestKubernetesManifests(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.meta.Kind]++
 	}
-	require.Equal(t, map[string]int{"Kustomization": 3, "ConfigMap": 1, "Job": 1, "Deployment": 1, "Service": 1, "CronJob": 2,
-		"NetworkPolicy": 1, "PodDisruptionBudget": 1}, kinds)
+	require.Equal(t, map[string]int{"Kustomization": 4, "ConfigMap": 1, "Job": 1, "Deployment": 1, "Service": 1, "CronJob": 2,
+		"NetworkPolicy": 1, "PodDisruptionBudget": 1, "ServiceMonitor": 1, "PrometheusRule": 1}, kinds)
 
 	deployments := objectsOf[appsv1.Deployment](objs)
 	require.Len(t, deployments, 1)
