@@ -129,6 +129,8 @@ func main() { _ = json.NewEncoder(os.Stdout).Encode(buildinfo.Get()) }
 		return info
 	}
 	goVersion := runtime.Version()
+	// The subtests share one checkout and run in order (not in parallel): the last one
+	// dirties it.
 
 	t.Run("Checkout", func(t *testing.T) {
 		require.Empty(t, cmp.Diff(Info{Version: "v1.2.3", Commit: rev, Date: "2026-01-02T03:04:05Z", GoVersion: goVersion}, build(t, "")))
