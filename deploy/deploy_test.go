@@ -22,6 +22,15 @@ var (
 	binaryErr  error
 )
 
+// TestMain removes the binary tmendBinary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binaryPath))
+	}
+	os.Exit(code)
+}
+
 // tmendBinary builds cmd/tmend once per test binary.
 func tmendBinary(t *testing.T) string {
 	t.Helper()
