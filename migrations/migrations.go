@@ -70,20 +70,28 @@ func Versions() []uint {
 	return vs
 }
 
-// Up applies every pending migration in schema, creating the schema first. No change is
-// success.
+// Up applies every pending migration in schema, creating the schema first, and then
+// River's. No change is success.
 func Up(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error { return m.Up() })
+	if err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error { return m.Up() }); err != nil {
+		return err
+	}
+	return riverUp(ctx, pool, schema)
 }
 
-// Down reverts the given number of migrations (all of them when steps <= 0).
+// Down reverts the given number of tmend's migrations; steps <= 0 reverts all of them
+// and removes River's tables too.
 func Down(ctx context.Context, pool *pgxpool.Pool, schema string, steps int) error {
-	return withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
+	err := withMigrate(ctx, pool, schema, func(m *migrate.Migrate) error {
 		if steps <= 0 {
 			return m.Down()
 		}
 		return m.Steps(-steps)
 	})
+	if err != nil || steps > 0 {
+		return err
+	}
+	return riverDown(ctx, pool, schema)
 }
 
 // Force sets the recorded version without running anything and clears the dirty flag.
@@ -114,6 +122,32 @@ func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version ui
 		return 0, dirty, nil
 	}
 	return uint(v), dirty, nil
+}
+
+// Check refuses a schema that is not at this binary's version: dirty, older (run
+// `tmend migrate up`) or newer (upgrade tmend).
+func Check(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	v, dirty, err := Version(ctx, pool, schema)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	latest := Latest()
+	switch {
+	case dirty:
+		return &DirtyError{Version: v}
+	case v < latest:
+		return fmt.Errorf("schema %q is at version %d and this tmend needs %d: run `tmend migrate up`", schema, v, latest)
+	case v > latest:
+		return fmt.Errorf("schema %q is at version %d, newer than this tmend knows (%d): upgrade tmend", schema, v, latest)
+	}
+	rv, err := RiverVersion(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	if rl := RiverLatest(); rv < rl {
+		return fmt.Errorf("River's tables in schema %q are at version %d and this tmend needs %d: run `tmend migrate up`", schema, rv, rl)
+	}
+	return nil
 }
 
 // migrationsTable is golang-migrate's table, in tmend's schema.

@@ -11,7 +11,8 @@ import (
 	"github.com/tmend/tmend/store/storetest"
 )
 
-var tables = []string{"sessions", "session_versions", "repair_runs", "repair_reports", "scan_state", "session_holds"}
+var tables = []string{"sessions", "session_versions", "repair_runs", "repair_reports", "scan_state", "session_holds",
+	"run_partitions", "river_job", "river_leader", "river_queue", "river_migration"}
 
 func countTables(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
@@ -32,6 +33,10 @@ func TestUpDownUp(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, dirty)
 	require.Equal(t, migrations.Latest(), v)
+	rv, err := migrations.RiverVersion(ctx, pool, store.DefaultSchema)
+	require.NoError(t, err)
+	require.Equal(t, migrations.RiverLatest(), rv)
+	require.Positive(t, rv)
 	require.Equal(t, len(tables), countTables(t, pool))
 	// Debian's PostgreSQL, which the tests run on, is built with lz4.
 	var method string
@@ -44,6 +49,9 @@ WHERE attrelid = 'session_versions'::regclass AND attname = 'content'`).Scan(&me
 	v, _, err = migrations.Version(ctx, pool, store.DefaultSchema)
 	require.NoError(t, err)
 	require.Zero(t, v)
+	rv, err = migrations.RiverVersion(ctx, pool, store.DefaultSchema)
+	require.NoError(t, err)
+	require.Zero(t, rv)
 
 	require.NoError(t, migrations.Up(ctx, pool, store.DefaultSchema))
 	require.Equal(t, len(tables), countTables(t, pool))

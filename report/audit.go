@@ -371,3 +371,13 @@ func describe(m []byte) string {
 	}
 	return fmt.Sprintf("%-10s %s", Escape(dash(kind)), Escape(preview))
 }
+
+// VersionDiff names two versions of a session and writes what changed between them, as
+// Diff does.
+func VersionDiff(w io.Writer, sessionID string, before, after model.VersionRow, color bool) error {
+	if _, err := fmt.Fprintf(w, "session %s: version %d (%s) → version %d (%s)\n", Escape(sessionID), before.Version,
+		Escape(before.Kind), after.Version, Escape(after.Kind)); err != nil {
+		return err
+	}
+	return Diff(w, []byte(before.Content), []byte(after.Content), color)
+}

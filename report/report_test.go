@@ -93,6 +93,14 @@ func TestTextRenderersReturnWriteErrors(t *testing.T) {
 			return report.Diff(w, []byte(`[{"role":"user","content":"a"}]`), []byte(`[{"role":"user","content":"b"}]`), false)
 		},
 		"Summary": func(w io.Writer) error { return report.NewText(w, report.EveryAction).Summary(summary) },
+		"VersionDiff": func(w io.Writer) error {
+			return report.VersionDiff(w, "s1", model.VersionRow{Version: 1, Content: `[{"role":"user","content":"a"}]`},
+				model.VersionRow{Version: 2, Content: `[{"role":"user","content":"b"}]`}, false)
+		},
+		"RollbackText": func(w io.Writer) error {
+			return report.RollbackText(w, model.RollbackOutcome{Restored: 1, Refused: 1, Sessions: []model.RollbackResult{
+				{SessionID: "s1", Restored: true, To: 1, Written: 3, Preserved: 2}, {SessionID: "s2", Reason: "changed"}}}, false)
+		},
 	}
 	for name, render := range renderers {
 		var full bytes.Buffer

@@ -1,5 +1,6 @@
 // Package scanner runs repairs over stored sessions: it streams candidates page by page,
 // repairs them on a bounded worker pool, writes the changed ones, and records the run.
+// Files does the same for transcripts in files and pipes, with no database.
 package scanner
 
 import (
@@ -26,11 +27,13 @@ type Store interface {
 	FinishRun(ctx context.Context, f model.Finish) error
 	ScanPosition(ctx context.Context, source string) (time.Time, bool, error)
 	HasUpdatedAt() bool
-	// TryLock takes a named lock shared by every tmend process on the database, without
-	// waiting; ok is false when another process holds it.
-	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
-	// AbandonRuns marks the source's scans still recorded as running as failed.
-	AbandonRuns(ctx context.Context) (int64, error)
+
+	// A partition of a run: claimed by one job attempt, checkpointed, ended; RunReports
+	// lists what the run already reported of some sessions, for a resumed partition.
+	ClaimPartition(ctx context.Context, runID int64, partition int) (model.Claim, error)
+	Checkpoint(ctx context.Context, cp model.Checkpoint) error
+	EndPartition(ctx context.Context, e model.PartitionEnd) (ended bool, err error)
+	RunReports(ctx context.Context, runID int64, ids []string) (map[string]model.ReportRow, error)
 
 	// Rollback restores one session; RunSessions lists the reports of the sessions a run
 	// repaired, and StartRollbackRun records the rollback of a run as a run of its own.
@@ -38,32 +41,6 @@ type Store interface {
 	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
 	StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error)
 	Run(ctx context.Context, id int64) (model.RunRow, error)
-}
-
-// ErrBusy is RunExclusive's error when another process is running a scan of the source.
-var ErrBusy = errors.New("another tmend run is in progress on this source; try again when it ends")
-
-// RunExclusive performs a run while holding the source's run lock, shared by CLI runs and
-// every daemon replica; ErrBusy when another process holds it. Holding the lock proves no
-// other scan of the source is under way, so scans still recorded as running were left by
-// a process that died or lost its database first: they are marked failed before the run.
-func (s *Scanner) RunExclusive(ctx context.Context, o RunOptions) (model.RunResult, error) {
-	release, ok, err := s.store.TryLock(ctx, "runs:"+s.cfg.Source)
-	if err != nil {
-		return model.RunResult{}, err
-	}
-	if !ok {
-		return model.RunResult{}, ErrBusy
-	}
-	defer release()
-	n, err := s.store.AbandonRuns(ctx)
-	if err != nil {
-		return model.RunResult{}, err
-	}
-	if n > 0 {
-		s.log.Warn().Int64("num_runs", n).Msg("marked scans left running by an earlier process as failed")
-	}
-	return s.Run(ctx, o)
 }
 
 // Config tunes every run of a Scanner.
@@ -155,6 +132,23 @@ type RunOptions struct {
 	Stop <-chan struct{}
 	// OnStart, if set, is called with the run's id once its row exists.
 	OnStart func(runID int64)
+
+	// Set by WorkPartition for one partition of a run.
+	part partScan
+}
+
+// partScan is what a partition's scan adds to a run's: its slice of the sessions, where
+// the last checkpoint left it, and how to record the next ones.
+type partScan struct {
+	slice model.Slice
+	after model.Cursor
+	// resumed: an earlier attempt may have handled sessions past after, so a page's
+	// sessions already reported in the run are counted from their reports instead.
+	resumed bool
+	// yield, when closed, ends the scan at the next page boundary with errYield.
+	yield <-chan struct{}
+	// checkpoint records progress: every session up to after is counted in soFar.
+	checkpoint func(ctx context.Context, after model.Cursor, soFar model.RunResult) error
 }
 
 // Progress is a run's state so far.
@@ -167,31 +161,20 @@ type Progress struct {
 // the run goes on; only a database that stays unavailable (or ctx) ends it early, with
 // everything committed so far kept. The error is nil when the run completed.
 func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error) {
-	res := model.RunResult{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun,
-		ByStatus: map[model.SessionStatus]int{}, ByStage: map[repair.Stage]int{}, ByIssue: map[string]int{}, ByDialect: map[string]int{}}
-	if o.Mode == model.ModeSession && o.SessionID == "" {
-		return res, errors.New("a session run needs a session id")
-	}
-	if o.Mode == model.ModeIncremental && !s.store.HasUpdatedAt() {
-		s.log.Info().Msg("source has no updated-at column; running a full scan")
-		res.Mode, o.Mode = model.ModeFull, model.ModeFull
-	}
+	res := model.NewRunResult()
+	res.Trigger, res.Mode, res.DryRun = o.Trigger, o.Mode, o.DryRun
 	var from time.Time
-	if o.Mode == model.ModeIncremental {
-		err := s.retry(ctx, "read scan state", func() error {
-			pos, ok, err := s.store.ScanPosition(ctx, s.cfg.Source)
-			if ok {
-				from = pos.Add(-s.cfg.Overlap)
-			}
-			return err
-		})
+	if o.Mode == model.ModeSession {
+		// A session that does not exist is the caller's mistake, not a failed run.
+		if err := s.exists(ctx, o.SessionID); err != nil {
+			return res, err
+		}
+	} else {
+		plan, err := s.Plan(ctx, o, 1)
 		if err != nil {
 			return res, err
 		}
-		if from.IsZero() {
-			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
-			res.Mode, o.Mode = model.ModeFull, model.ModeFull
-		}
+		res.Mode, o.Mode, from = plan.Mode, plan.Mode, plan.ScannedFrom
 	}
 
 	err := s.retry(ctx, "start run", func() error {
@@ -211,7 +194,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error
 	log.Debug().Msg("run started")
 	res.ScannedFrom, res.ScannedThrough = from, res.StartedAt
 
-	runErr := s.stream(ctx, &res, o, start, log)
+	_, runErr := s.stream(ctx, &res, o, start, log)
 	res.Duration = time.Since(start)
 	switch {
 	case runErr == nil:
@@ -247,40 +230,80 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error
 	return res, runErr
 }
 
-func (s *Scanner) options(o RunOptions) map[string]any {
-	m := map[string]any{"limit": o.Limit, "force": o.Force, "max_bytes": s.cfg.MaxBytes,
-		"overlap": s.cfg.Overlap.String(), "failed_turns": s.cfg.Repair.FailedTurns}
-	if o.SessionID != "" {
-		m["session_id"] = o.SessionID
+// exists returns model.ErrNotFound unless the session is there; it reads no content.
+func (s *Scanner) exists(ctx context.Context, id string) error {
+	if id == "" {
+		return errors.New("a session run needs a session id")
 	}
-	if s.cfg.Repair.Target != "" {
-		m["target"] = s.cfg.Repair.Target
+	var page []model.Session
+	err := s.retry(ctx, "read session", func() error {
+		var err error
+		page, err = s.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 0})
+		return err
+	})
+	if err == nil && len(page) == 0 {
+		err = fmt.Errorf("session %q %w", id, model.ErrNotFound)
 	}
-	if s.cfg.Repair.Dialect != "" {
-		m["dialect"] = s.cfg.Repair.Dialect
-	}
-	return m
+	return err
+}
+
+func (s *Scanner) options(o RunOptions) model.RunOptions {
+	return model.RunOptions{Limit: o.Limit, Force: o.Force, MaxBytes: s.cfg.MaxBytes, Overlap: s.cfg.Overlap.String(),
+		QuietPeriod: s.cfg.Repair.QuietPeriod.String(), FailedTurns: string(s.cfg.Repair.FailedTurns),
+		Target: string(s.cfg.Repair.Target), Dialect: string(s.cfg.Repair.Dialect), SessionID: o.SessionID}
 }
 
 // errStopped ends a run that was stopped softly through RunOptions.Stop.
 var errStopped = errors.New("run stopped")
 
+// errYield ends a partition's scan at a page boundary when its time slice is up.
+var errYield = errors.New("partition yielded")
+
+// done is a handled session, with the page it came from. A session the run had already
+// reported (a resumed partition) comes with that report instead of an outcome.
+type done struct {
+	out      model.SessionOutcome
+	reported *model.ReportRow
+	page     int
+}
+
+// pageEnd tells the counting loop how many sessions of page seq were handed to workers
+// and where the next page starts.
+type pageEnd struct {
+	seq, sent int
+	after     model.Cursor
+}
+
+// committed is the progress a scan can checkpoint: every page up to after is handled.
+type committed struct {
+	soFar model.RunResult
+	after model.Cursor
+	dirty bool // pages were committed since the last checkpoint
+}
+
+// checkpointEvery spaces a partition's checkpoints (each is a short transaction).
+const checkpointEvery = time.Second
+
 // stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
-// counts here, so reading, repairing and writing overlap.
-func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions, start time.Time, log zerolog.Logger) error {
+// counts here, so reading, repairing and writing overlap. Pages are committed in order
+// once all their sessions are handled; a partition checkpoints them. res counts every
+// handled session; the returned progress only the committed pages.
+func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions, start time.Time, log zerolog.Logger) (committed, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
 	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
-	done := make(chan model.SessionOutcome, s.cfg.Workers*2)
+	outs := make(chan done, s.cfg.Workers*2)
+	pages := make(chan pageEnd, 4)
 	bud := newBudget(s.cfg.MaxInflightBytes)
 
 	var readErr error
 	go func() {
+		defer close(pages)
 		defer close(work)
-		readErr = s.read(ctx, res, o, work, bud, log)
-		if readErr != nil && !errors.Is(readErr, errStopped) {
+		readErr = s.read(ctx, res, o, work, pages, bud, log)
+		if readErr != nil && !errors.Is(readErr, errStopped) && !errors.Is(readErr, errYield) {
 			cancel(readErr) // a soft stop lets the workers finish what they have
 		}
 	}()
@@ -290,78 +313,123 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				out, err := s.handle(ctx, res, o, it.sess)
+				d := done{reported: it.reported, page: it.page}
+				if it.reported == nil {
+					var err error
+					d.out, err = s.handle(ctx, res, o, it.sess)
+					if err != nil {
+						bud.release(it.bytes)
+						cancel(err)
+						continue // drain work so the reader can stop
+					}
+				}
 				it.sess = model.Session{}
 				bud.release(it.bytes)
-				if err != nil {
-					cancel(err)
-					continue // drain work so the reader can stop
-				}
-				done <- out
+				outs <- d
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(done) }()
+	go func() { wg.Wait(); close(outs) }()
 
-	for out := range done {
-		c := &res.Counts
-		c.Scanned++
-		res.ByStatus[out.Status]++
-		switch out.Status {
-		case model.StatusClean:
-			c.Clean++
-		case model.StatusRepaired, model.StatusWouldRepair:
-			c.Repaired++
-		case model.StatusPending:
-			c.Pending++
-		case model.StatusConflict:
-			c.Conflict++
-		case model.StatusFailed:
-			c.Failed++
-		default:
-			c.Skipped++
+	// Pages not yet committed: their counts so far, sessions handled, and end once read.
+	type pending struct {
+		res     model.RunResult
+		handled int
+		end     *pageEnd
+	}
+	prog := committed{soFar: model.NewRunResult(), after: o.part.after}
+	prog.soFar.Merge(*res) // what earlier attempts of a partition committed
+	open := map[int]*pending{}
+	next, last := 0, time.Now()
+	commit := func(final bool) {
+		for p := open[next]; p != nil && p.end != nil && p.handled == p.end.sent; p = open[next] {
+			prog.soFar.Merge(p.res)
+			prog.after, prog.dirty = p.end.after, true
+			delete(open, next)
+			next++
 		}
-		for st, n := range out.Report.StageCounts {
-			res.ByStage[st] += n
+		if o.part.checkpoint == nil || !prog.dirty || !final && time.Since(last) < checkpointEvery || context.Cause(ctx) != nil {
+			return
 		}
-		for _, code := range out.Report.IssueCodeSet() {
-			res.ByIssue[code]++
+		if err := o.part.checkpoint(ctx, prog.after, prog.soFar); err != nil {
+			cancel(err)
+			return
 		}
-		if out.Report.Dialect != "" && out.Status != model.StatusClean {
-			res.ByDialect[string(out.Report.Dialect)]++
+		prog.dirty, last = false, time.Now()
+	}
+	page := func(seq int) *pending {
+		if open[seq] == nil {
+			open[seq] = &pending{res: model.NewRunResult()}
 		}
-		if o.KeepOutcomes && out.Status != model.StatusClean {
-			res.Outcomes = append(res.Outcomes, out)
+		return open[seq]
+	}
+	for outs != nil || pages != nil {
+		select {
+		case d, ok := <-outs:
+			if !ok {
+				outs = nil
+				continue
+			}
+			p := page(d.page)
+			p.handled++
+			if r := d.reported; r != nil {
+				stages := make(map[repair.Stage]int, len(r.StageCounts))
+				for st, n := range r.StageCounts {
+					stages[repair.Stage(st)] = n
+				}
+				res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+				p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+			} else {
+				res.Add(d.out)
+				p.res.Add(d.out)
+				if o.KeepOutcomes && d.out.Status != model.StatusClean {
+					res.Outcomes = append(res.Outcomes, d.out)
+				}
+			}
+			if o.Progress != nil {
+				o.Progress(Progress{Counts: res.Counts, Elapsed: time.Since(start)})
+			}
+		case e, ok := <-pages:
+			if !ok {
+				pages = nil
+				continue
+			}
+			page(e.seq).end = &e
 		}
-		if o.Progress != nil {
-			o.Progress(Progress{Counts: *c, Elapsed: time.Since(start)})
-		}
+		commit(false)
+	}
+	if context.Cause(ctx) == nil {
+		commit(true)
 	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+		return prog, err
 	}
 	if readErr != nil {
-		return readErr
+		return prog, readErr
 	}
-	return ctx.Err()
+	return prog, ctx.Err()
 }
 
-// item is a session handed to a worker, with the bytes it holds of the budget.
+// item is a session handed to a worker, with the bytes it holds of the budget and the
+// page it came from.
 type item struct {
-	sess  model.Session
-	bytes int
+	sess     model.Session
+	reported *model.ReportRow
+	bytes    int
+	page     int
 }
 
 // read sends sessions page by page in keyset order until the last page or the limit.
 // The content read and not yet handled stays within the byte budget: a page is read
 // only as large as the room left, and a session that does not fit comes deferred and is
-// read alone once there is room for it (or once nothing else is in flight).
-func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, bud *budget, log zerolog.Logger) error {
+// read alone once there is room for it (or once nothing else is in flight). After a
+// page's sessions it sends the page's end.
+func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, pages chan<- pageEnd, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
-		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes}
+		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes, Slice: o.part.slice, After: o.part.after}
 	sent := 0
 	var seenBytes, seenRows int // content read so far, to size pages
-	for {
+	for seq := 0; ; seq++ {
 		// The database renders every row up to the page's limit, also those past its
 		// byte bound (read again alone later): wait for room for a session of the mean
 		// size seen so far, and ask for about as many rows as fit.
@@ -395,6 +463,10 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 		if o.Mode == model.ModeSession && len(page) == 0 {
 			return fmt.Errorf("session %q %w", o.SessionID, model.ErrNotFound)
 		}
+		reported, err := s.reported(ctx, res.RunID, o, page)
+		if err != nil {
+			return err
+		}
 		for _, sess := range page {
 			bud.take(len(sess.Messages))
 			if sess.Messages != nil || sess.Deferred {
@@ -402,19 +474,28 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 				seenRows++
 			}
 		}
+		handed := 0
 		for _, sess := range page {
-			if sess.Deferred {
-				full, ok, err := s.readAlone(ctx, o, bud, sess)
-				if err != nil || !ok {
-					if err != nil {
-						return s.readStopped(ctx, err)
+			it := item{page: seq}
+			if r, ok := reported[sess.ID]; ok {
+				bud.release(len(sess.Messages))
+				it.reported = &r
+			} else {
+				if sess.Deferred {
+					full, ok, err := s.readAlone(ctx, o, bud, sess)
+					if err != nil || !ok {
+						if err != nil {
+							return s.readStopped(ctx, err)
+						}
+						continue // deleted since the page was read
 					}
-					continue // deleted since the page was read
+					sess = full
 				}
-				sess = full
+				it.sess, it.bytes = sess, len(sess.Messages)
 			}
 			select {
-			case work <- item{sess, len(sess.Messages)}:
+			case work <- it:
+				handed++
 			case <-o.Stop:
 				return errStopped
 			case <-ctx.Done():
@@ -422,12 +503,28 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 			}
 		}
 		sent += len(page)
+		var after model.Cursor
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			after = model.Cursor{Position: last.Position, ID: last.ID, Started: true}
+		} else {
+			after = q.After
+		}
+		select {
+		case pages <- pageEnd{seq: seq, sent: handed, after: after}:
+		case <-ctx.Done():
+			return nil
+		}
 		if len(page) == 0 || o.Mode == model.ModeSession || len(page) < q.Limit && !page[len(page)-1].Deferred ||
 			o.Limit > 0 && sent >= o.Limit {
 			return nil
 		}
-		last := page[len(page)-1]
-		q.After = model.Cursor{Position: last.Position, ID: last.ID, Started: true}
+		q.After = after
+		select {
+		case <-o.part.yield:
+			return errYield
+		default:
+		}
 		var pause <-chan time.Time
 		if s.cfg.BatchPause > 0 {
 			pause = time.After(s.cfg.BatchPause/2 + rand.N(s.cfg.BatchPause))
@@ -442,6 +539,25 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 		case <-pause:
 		}
 	}
+}
+
+// reported returns which sessions of a resumed partition's page the run already
+// reported, by id; nil for any other scan.
+func (s *Scanner) reported(ctx context.Context, runID int64, o RunOptions, page []model.Session) (map[string]model.ReportRow, error) {
+	if !o.part.resumed || len(page) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(page))
+	for i, sess := range page {
+		ids[i] = sess.ID
+	}
+	var out map[string]model.ReportRow
+	err := s.retry(ctx, "read reports", func() error {
+		var err error
+		out, err = s.store.RunReports(ctx, runID, ids)
+		return err
+	})
+	return out, err
 }
 
 // readAlone reads a deferred session once the budget has room for it (or nothing else

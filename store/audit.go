@@ -146,6 +146,47 @@ FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3
 	return v, classify(err)
 }
 
+// History returns what tmend recorded of a session: its reports and its saved versions
+// (without their content). A session with neither is an error.
+func (s *Store) History(ctx context.Context, sessionID string) ([]model.ReportRow, []model.VersionRow, error) {
+	reports, err := s.ListReports(ctx, model.ReportFilter{SessionID: sessionID, Limit: 10000})
+	if err != nil {
+		return nil, nil, err
+	}
+	versions, err := s.Versions(ctx, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(reports) == 0 && len(versions) == 0 {
+		return nil, nil, fmt.Errorf("tmend has no record of session %q", sessionID)
+	}
+	return reports, versions, nil
+}
+
+// VersionPair returns a session's version n, with content, and the version before it; n
+// zero means the latest version tmend wrote (by a repair or a rollback).
+func (s *Store) VersionPair(ctx context.Context, sessionID string, n int) (before, after model.VersionRow, err error) {
+	if n == 0 {
+		versions, err := s.Versions(ctx, sessionID)
+		if err != nil {
+			return before, after, err
+		}
+		for _, v := range versions {
+			if v.Kind == "repaired" || v.Kind == "restored" {
+				n = v.Version
+			}
+		}
+		if n == 0 {
+			return before, after, fmt.Errorf("tmend never wrote session %q: nothing to diff", sessionID)
+		}
+	}
+	if after, err = s.Version(ctx, sessionID, n); err != nil {
+		return before, after, err
+	}
+	before, err = s.Version(ctx, sessionID, n-1)
+	return before, after, err
+}
+
 // Prune deletes versions and reports created before cutoff. Unless all is set, it keeps
 // for every session the versions that undoing its latest write needs: the latest version
 // tmend wrote and the one before it. It returns what it deleted (or would, with dryRun).

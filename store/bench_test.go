@@ -2,59 +2,197 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
+	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
 )
 
+// seedAudit fills the audit tables: 1,000 runs and reports audit rows over reports/5
+// sessions (five each), with a spread of statuses, dialects, issues and stages, then
+// ANALYZEs them so the planner sees their real size.
+func seedAudit(tb testing.TB, pool *pgxpool.Pool, reports int) {
+	tb.Helper()
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{sql: `INSERT INTO repair_runs (trigger, mode, source, status, finished_at, summary)
+SELECT 'cron', 'incremental', 'x', 'completed', now(), '{"by_status": {"repaired": 1000}}' FROM generate_series(1, 1000)`},
+		{sql: `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, issue_codes, stage_counts, actions, created_at)
+SELECT g % 1000 + 1, 's' || (g % ($1::int / 5)),
+  CASE WHEN g % 97 = 0 THEN 'conflict' WHEN g % 11 = 0 THEN 'would_repair' ELSE 'repaired' END, 'cron',
+  (ARRAY['openclaw', 'anthropic', 'openai-chat', 'gemini', 'bedrock', 'langchain', 'openai-responses'])[g % 7 + 1],
+  CASE WHEN g % 89 = 0 THEN ARRAY['duplicate_tool_call_id'] ELSE ARRAY['tool_call_without_result'] END,
+  CASE WHEN g % 83 = 0 THEN '{"rewrite_call_ids": 1}'::jsonb ELSE '{"synthesize_missing_results": 1}'::jsonb END,
+  '[{"stage":"synthesize_missing_results","action":"insert","message_index":3}]',
+  now() - g * interval '1 second'
+FROM generate_series(1, $1::int) g`, args: []any{reports}},
+		{sql: `ANALYZE repair_runs`},
+		{sql: `ANALYZE repair_reports`},
+	}
+	for _, st := range stmts {
+		if _, err := pool.Exec(context.Background(), st.sql, st.args...); err != nil {
+			tb.Fatalf("seed audit tables: %v", err)
+		}
+	}
+}
+
+// queryLog records the statements a pool runs, with their arguments.
+type queryLog struct {
+	mu      sync.Mutex
+	queries []loggedQuery
+}
+
+type loggedQuery struct {
+	sql  string
+	args []any
+}
+
+func (l *queryLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queries = append(l.queries, loggedQuery{d.SQL, d.Args})
+	return ctx
+}
+
+func (l *queryLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements run since the last call.
+func (l *queryLog) take() []loggedQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queries
+	l.queries = nil
+	return q
+}
+
+// tracedDB is a fresh test database with two pools: traced logs every statement it
+// runs, plain does not.
+func tracedDB(tb testing.TB) (traced, plain *pgxpool.Pool, log *queryLog) {
+	tb.Helper()
+	url := storetest.NewDBURL(tb)
+	cfg, err := store.ParseConfig(url, store.DefaultSchema)
+	require.NoError(tb, err)
+	log = &queryLog{}
+	cfg.ConnConfig.Tracer = log
+	traced, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(traced.Close)
+	plain, err = store.Connect(context.Background(), url, store.DefaultSchema)
+	require.NoError(tb, err)
+	tb.Cleanup(plain.Close)
+	return traced, plain, log
+}
+
+// seqScans returns the tables a statement's plan reads with a sequential scan.
+func seqScans(tb testing.TB, pool *pgxpool.Pool, q loggedQuery) []string {
+	tb.Helper()
+	var raw []byte
+	require.NoError(tb, pool.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+q.sql, q.args...).Scan(&raw), q.sql)
+	var plans []struct{ Plan planNode }
+	require.NoError(tb, json.Unmarshal(raw, &plans))
+	require.Len(tb, plans, 1)
+	var out []string
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		if n.NodeType == "Seq Scan" {
+			out = append(out, n.Relation)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	return out
+}
+
+type planNode struct {
+	NodeType string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// auditQueries are what 'tmend report' and the API's audit endpoints ask, each with what
+// it must return from seedAudit's rows.
+var auditQueries = []struct {
+	name   string
+	filter model.ReportFilter
+}{
+	{"SessionHistory", model.ReportFilter{SessionID: "s4242", Limit: 10000}},
+	{"RunReportsPage", model.ReportFilter{RunID: 500, Status: model.StatusRepaired, Limit: 50}},
+	{"RunReports", model.ReportFilter{RunID: 500, Limit: 50}},
+	{"Latest", model.ReportFilter{Limit: 50}},
+	{"NextPage", model.ReportFilter{Cursor: 100000, Limit: 50}},
+	{"RareStatus", model.ReportFilter{Status: model.StatusConflict, Limit: 50}},
+	{"RareIssue", model.ReportFilter{Issue: "duplicate_tool_call_id", Limit: 50}},
+	{"RareStage", model.ReportFilter{Stage: "rewrite_call_ids", Limit: 50}},
+	{"Dialect", model.ReportFilter{Dialect: "gemini", Limit: 50}},
+}
+
+// TestAuditQueriesUseIndexes: on an audit table of a realistic size, the statements the
+// store runs for audit reads (the real SQL and arguments, caught as they are sent) are
+// planned without a sequential scan of repair_reports or repair_runs.
+func TestAuditQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	traced, plain, log := tracedDB(t)
+	seedAudit(t, plain, 200_000)
+	st, err := store.Open(ctx, traced, store.DefaultSource, true)
+	require.NoError(t, err)
+
+	check := func(t *testing.T) {
+		t.Helper()
+		queries := log.take()
+		require.NotEmpty(t, queries)
+		for _, q := range queries {
+			require.Empty(t, seqScans(t, plain, q), "sequential scan in the plan of %s %v", q.sql, q.args)
+		}
+	}
+	for _, tt := range auditQueries {
+		t.Run(tt.name, func(t *testing.T) {
+			log.take()
+			rows, err := st.ListReports(ctx, tt.filter)
+			require.NoError(t, err)
+			require.NotEmpty(t, rows)
+			check(t)
+		})
+	}
+	t.Run("Run", func(t *testing.T) {
+		log.take()
+		_, err := st.Run(ctx, 500)
+		require.NoError(t, err)
+		check(t)
+	})
+	t.Run("Runs", func(t *testing.T) {
+		log.take()
+		runs, err := st.ListRuns(ctx, model.RunFilter{Limit: 50})
+		require.NoError(t, err)
+		require.Len(t, runs, 50)
+		check(t)
+	})
+}
+
 // BenchmarkAuditQueries answers a session's history and a run's summary over an audit
-// table of 1,000,000 report rows (seeded outside the timer), and logs the query plans.
+// table of 1,000,000 report rows (seeded outside the timer).
 //
 //	TMEND_TEST_DATABASE_URL=... go test ./store -run '^$' -bench Audit -benchtime 200x
 func BenchmarkAuditQueries(b *testing.B) {
 	pool := storetest.NewDB(b)
 	ctx := context.Background()
+	seedAudit(b, pool, 1_000_000)
 	st, err := store.Open(ctx, pool, store.DefaultSource, true)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// 1,000 runs; 1,000,000 reports over 200,000 sessions, five each.
-	for _, q := range []string{
-		`INSERT INTO repair_runs (trigger, mode, source, status, finished_at, summary)
-SELECT 'cron', 'incremental', 'x', 'completed', now(), '{"by_status": {"repaired": 1000}}' FROM generate_series(1, 1000)`,
-		`INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, issue_codes, stage_counts, actions, created_at)
-SELECT g % 1000 + 1, 's' || (g % 200000), 'repaired', 'cron', 'openclaw', ARRAY['tool_call_without_result'],
-  '{"synthesize_missing_results": 1}', '[{"stage":"synthesize_missing_results","action":"insert","message_index":3}]',
-  now() - g * interval '1 second'
-FROM generate_series(1, 1000000) g`,
-		`ANALYZE repair_reports`,
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	explain := func(q string, args ...any) {
-		rows, err := pool.Query(ctx, "EXPLAIN "+q, args...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			_ = rows.Scan(&line)
-			plan = append(plan, line)
-		}
-		fmt.Fprintf(os.Stderr, "plan:\n  %s\n", strings.Join(plan, "\n  "))
-	}
-	explain(`SELECT * FROM repair_reports WHERE session_id = $1 ORDER BY id DESC LIMIT 10000`, "s4242")
-	explain(`SELECT * FROM repair_runs WHERE id = $1`, int64(500))
-	explain(`SELECT * FROM repair_reports WHERE run_id = $1 AND status = 'repaired' ORDER BY id DESC LIMIT 50`, int64(500))
-
 	b.Run("SessionHistory", func(b *testing.B) {
 		n := 0
 		for b.Loop() {

@@ -4,6 +4,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,9 +40,18 @@ func setDefault(m map[string]string, k, v string) {
 
 // Connect opens a pool and checks that the server answers.
 func Connect(ctx context.Context, databaseURL, schema string) (*pgxpool.Pool, error) {
+	return ConnectSized(ctx, databaseURL, schema, 0)
+}
+
+// ConnectSized is Connect with a pool of at least minMax connections, unless the URL
+// sets pool_max_conns: a process working partitions needs one per worker.
+func ConnectSized(ctx context.Context, databaseURL, schema string, minMax int) (*pgxpool.Pool, error) {
 	cfg, err := ParseConfig(databaseURL, schema)
 	if err != nil {
 		return nil, err
+	}
+	if minMax > int(cfg.MaxConns) && !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = int32(min(minMax, 1000))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1,21 +1,64 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
+
+// txBeginner is a pool or a connection.
+type txBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// ImportJSONLines imports sessions from JSON Lines, one object per line with "id",
+// "updated_at" (optional) and the messages ("messages", "input" or "contents"), a
+// thousand at a time, and returns how many it imported. A line that is not a session
+// ends the import; the batches written before it stay.
+func ImportJSONLines(ctx context.Context, q txBeginner, r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 256<<20)
+	var batch []model.Session
+	total, line := 0, 0
+	flush := func() error {
+		n, err := Import(ctx, q, batch)
+		total += n
+		batch = batch[:0]
+		return err
+	}
+	for sc.Scan() {
+		line++
+		doc, err := repair.ParseDocument(sc.Bytes())
+		if err != nil {
+			return total, fmt.Errorf("line %d: %w", line, err)
+		}
+		if doc.ID == "" {
+			return total, fmt.Errorf("line %d: session has no id", line)
+		}
+		batch = append(batch, model.Session{ID: doc.ID, Messages: append([]byte(nil), doc.Messages()...), UpdatedAt: doc.UpdatedAt})
+		if len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return total, fmt.Errorf("read input: %w", err)
+	}
+	return total, flush()
+}
 
 // Import upserts sessions into tmend's own sessions table (for trials, demos and tests;
 // a user's table is written by its own application). It copies them into a temporary
 // table and merges from there, in one transaction.
-func Import(ctx context.Context, q interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}, sessions []model.Session) (int, error) {
+func Import(ctx context.Context, q txBeginner, sessions []model.Session) (int, error) {
 	tx, err := q.Begin(ctx)
 	if err != nil {
 		return 0, classify(err)

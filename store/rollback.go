@@ -179,6 +179,6 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 // StartRollbackRun records a rollback of many sessions as a run of its own.
 func (s *Store) StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error) {
 	id, _, err := s.StartRun(ctx, model.Run{Trigger: trigger, Mode: model.ModeRollback, DryRun: dryRun,
-		Source: s.src.Name(), Options: map[string]any{"rollback_of_run": of}})
+		Source: s.src.Name(), Options: model.RunOptions{RollbackOf: of}})
 	return id, err
 }

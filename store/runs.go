@@ -34,31 +34,33 @@ VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, started_at`, r.Trigger, r.Mode, r.
 // FinishRun records a run's outcome and, for a completed run that asks for it, moves the
 // source's incremental position, in one transaction.
 func (s *Store) FinishRun(ctx context.Context, f model.Finish) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error { return finishRun(ctx, tx, f) })
+}
+
+func finishRun(ctx context.Context, tx pgx.Tx, f model.Finish) error {
 	c := f.Counts
 	summary, err := json.Marshal(f.Summary)
 	if err != nil {
 		return fmt.Errorf("encode run summary: %w", err)
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
+	_, err = tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
   scanned_from = $3, scanned_through = $4, error = nullif($5, ''),
   num_scanned = $6, num_clean = $7, num_repaired = $8, num_pending = $9, num_conflict = $10,
   num_skipped = $11, num_failed = $12, summary = $13, num_restored = $14, num_refused = $15
 WHERE id = $1`, f.RunID, f.Status, nullTime(f.ScannedFrom), nullTime(f.ScannedThrough), f.Error,
-			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, c.Restored, c.Refused)
-		if err != nil {
-			return fmt.Errorf("finish run %d: %w", f.RunID, err)
-		}
-		if f.AdvanceScanState {
-			_, err = tx.Exec(ctx, `INSERT INTO scan_state (source, last_run_id, scanned_through) VALUES ($1, $2, $3)
+		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, c.Restored, c.Refused)
+	if err != nil {
+		return fmt.Errorf("finish run %d: %w", f.RunID, err)
+	}
+	if f.AdvanceScanState {
+		_, err = tx.Exec(ctx, `INSERT INTO scan_state (source, last_run_id, scanned_through) VALUES ($1, $2, $3)
 ON CONFLICT (source) DO UPDATE SET last_run_id = excluded.last_run_id,
   scanned_through = excluded.scanned_through, updated_at = now()`, f.Source, f.RunID, f.ScannedThrough)
-			if err != nil {
-				return fmt.Errorf("advance scan state of %q: %w", f.Source, err)
-			}
+		if err != nil {
+			return fmt.Errorf("advance scan state of %q: %w", f.Source, err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func nullTime(t time.Time) *time.Time {
@@ -131,22 +133,8 @@ VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, 
 		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, key}, nil
 }
 
-// AbandonRuns marks the source's scans (incremental and full) still recorded as running
-// as failed, and returns how many. Only a holder of the source's run lock may call it:
-// then no such scan can really be running.
-func (s *Store) AbandonRuns(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
-  error = 'abandoned: the process running it ended before recording its outcome'
-WHERE status = $3 AND source = $1 AND mode IN ($4, $5)`, s.src.Name(), model.RunFailed, model.RunRunning,
-		model.ModeIncremental, model.ModeFull)
-	if err != nil {
-		return 0, classify(fmt.Errorf("mark abandoned runs: %w", err))
-	}
-	return tag.RowsAffected(), nil
-}
-
-// TryLock takes the session-level advisory lock that lets one scheduled run go at a time
-// across replicas. ok is false when another process holds it. release frees it; the lock
+// TryLock takes a session-level advisory lock that lets one replica at a time do a
+// job (the scheduled prune). ok is false when another process holds it. release frees it; the lock
 // also goes away with the connection if the process dies.
 func (s *Store) TryLock(ctx context.Context, name string) (release func(), ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
@@ -189,7 +177,7 @@ func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
 
 const runSelect = `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
   scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
-  num_failed, coalesce(error, ''), summary, num_restored, num_refused
+  num_failed, coalesce(error, ''), summary, num_restored, num_refused, partitions
 FROM repair_runs`
 
 func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
@@ -197,6 +185,6 @@ func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
 	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
 		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
 		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary,
-		&r.Counts.Restored, &r.Counts.Refused)
+		&r.Counts.Restored, &r.Counts.Refused, &r.Partitions)
 	return r, err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -17,10 +19,13 @@ import (
 // sessionSQL holds the statements for one source, built once from quoted identifiers and
 // the column types found by checkSource.
 type sessionSQL struct {
-	full, fullAfter, incr, incrAfter, one string
-	lock, lockState, write, saveVersion   string
-	restore                               string
-	hasUpdatedAt                          bool
+	// The page statements, [0] over every session and [1] over one partition (a Slice),
+	// whose index and count are the two parameters after the others.
+	full, fullAfter, incr, incrAfter    [2]string
+	one                                 string
+	lock, lockState, write, saveVersion string
+	restore                             string
+	hasUpdatedAt                        bool
 }
 
 func buildSessionSQL(src Source, t sourceTypes) sessionSQL {
@@ -55,16 +60,37 @@ FROM (SELECT *, sum(counted) OVER (ORDER BY %[5]s ROWS UNBOUNDED PRECEDING) AS c
   %[2]s %[3]s ORDER BY %[4]s LIMIT $3) r) p
 WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
 	}
-	s.full = page("", id, "kid")
-	s.fullAfter = page(fmt.Sprintf("WHERE %s > %s", id, idParam(5)), id, "kid")
-	if s.hasUpdatedAt {
-		// The window's bounds are points in time from the database's clock; they are
-		// compared in the column's own type, converted in the database's time zone. The
-		// cursor is a value read from the column, passed back in its type.
-		window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
-		s.incr = page("WHERE "+window, ua+", "+id, "pos, kid")
-		s.incrAfter = page(fmt.Sprintf("WHERE %[4]s AND (%[1]s, %[2]s) > ($7::%[5]s, %[3]s)", ua, id, idParam(8), window, uaType),
-			ua+", "+id, "pos, kid")
+	// A partition is the sessions whose id, as text, hashes to its index modulo the
+	// partition count: any id type works, and the partitions are disjoint and even.
+	// ($n is compared as bigint; the double mod keeps negative hashes in range.)
+	slice := func(n int) string {
+		return fmt.Sprintf("mod(mod(hashtextextended(%[1]s::text, 0), $%[2]d) + $%[2]d, $%[2]d) = $%[3]d", id, n, n+1)
+	}
+	where := func(conds ...string) string {
+		conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
+		if len(conds) == 0 {
+			return ""
+		}
+		return "WHERE " + strings.Join(conds, " AND ")
+	}
+	for i := range 2 {
+		part := func(p int) string {
+			if i == 0 {
+				return ""
+			}
+			return slice(p)
+		}
+		s.full[i] = page(where(part(5)), id, "kid")
+		s.fullAfter[i] = page(where(fmt.Sprintf("%s > %s", id, idParam(5)), part(6)), id, "kid")
+		if s.hasUpdatedAt {
+			// The window's bounds are points in time from the database's clock; they are
+			// compared in the column's own type, converted in the database's time zone. The
+			// cursor is a value read from the column, passed back in its type.
+			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
+			s.incr[i] = page(where(window, part(7)), ua+", "+id, "pos, kid")
+			s.incrAfter[i] = page(where(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), part(9)),
+				ua+", "+id, "pos, kid")
+		}
 	}
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
@@ -117,17 +143,25 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	if pageBytes <= 0 {
 		pageBytes = math.MaxInt64
 	}
+	// A sliced page's statement takes the partition count and index last.
+	sliced, slice := 0, []any(nil)
+	if q.Slice.Of > 1 {
+		sliced, slice = 1, []any{int64(q.Slice.Of), int64(q.Slice.Index)}
+	}
+	query := func(sql [2]string, args ...any) (pgx.Rows, error) {
+		return s.pool.Query(ctx, sql[sliced], append(args, slice...)...)
+	}
 	switch {
 	case q.Mode == model.ModeSession:
 		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.key, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.incr, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To)
+		rows, err = query(s.sql.incr, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = s.pool.Query(ctx, s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
+		rows, err = query(s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
-		rows, err = s.pool.Query(ctx, s.sql.full, q.MaxBytes, s.key, q.Limit, pageBytes)
+		rows, err = query(s.sql.full, q.MaxBytes, s.key, q.Limit, pageBytes)
 	default:
-		rows, err = s.pool.Query(ctx, s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.After.ID)
+		rows, err = query(s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))

@@ -55,7 +55,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // answer at all (network, connect, closed connection).
 func classify(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrSource) {
+		errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrSource) || errors.Is(err, model.ErrNotFound) ||
+		errors.Is(err, model.ErrBusy) || errors.Is(err, model.ErrLeaseLost) {
 		return err
 	}
 	var pgErr *pgconn.PgError

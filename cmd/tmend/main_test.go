@@ -1,186 +1,388 @@
 package main
 
+// Tests of the tmend binary: what needs a real process (a kill, a signal, replicas) and
+// the version stamped at build time. The commands themselves are tested in package cli,
+// in-process, and the daemon's API in package daemon.
+
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/cmd/tmend/cli"
+	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		// pgx's pool health checker and the race detector's helpers outlive single tests.
+		// pgx's pool health checker outlives single tests.
 		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
 	)
 }
+
+// What deploy_test.go uses of the CLI, in its own words: runCLI and its result, exitOK,
+// envName, and newRootCmd over an env.
 
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
+const exitOK = cli.ExitOK
+
 // runCLI runs tmend in-process with the given environment (nothing else leaks in).
 func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	getenv := func(k string) string { return envs[k] }
-	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, getenv)
+	code := cli.Run(context.Background(), version, args, cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return envs[k] }})
 	return result{code, out.String(), errb.String()}
 }
 
-func TestUsage(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		args []string
-		code int
-		out  string
-	}{
-		{"Help", []string{"--help"}, exitOK, "Exit codes:"},
-		{"Version", []string{"version"}, exitOK, "tmend dev"},
-		{"VersionFlag", []string{"--version"}, exitOK, "tmend dev"},
-		{"UnknownCommand", []string{"frobnicate"}, exitUsage, ""},
-		{"UnknownFlag", []string{"version", "--nope"}, exitUsage, ""},
-		{"ExtraArgs", []string{"version", "x"}, exitUsage, ""},
-		{"MigrateDownNeedsCount", []string{"migrate", "down"}, exitUsage, ""},
-		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, exitUsage, ""},
-		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, exitUsage, ""},
-		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, exitUsage, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := runCLI(t, "", nil, tt.args...)
-			require.Equal(t, tt.code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
-			require.Contains(t, r.stdout, tt.out)
-			if tt.code != exitOK {
-				require.Contains(t, r.stderr, "tmend: ")
-			}
-		})
-	}
+var envName = cli.EnvName
+
+type env struct{ getenv func(string) string }
+
+func newRootCmd(e *env) *cobra.Command {
+	return cli.NewRootCommand(version, &cli.Env{Getenv: e.getenv})
 }
 
-func TestEveryCommandHasHelpWithExample(t *testing.T) {
+// stampedVersion is the version tmendBinary stamps.
+const stampedVersion = "v0.0.0-stamped"
+
+// makefileStamp returns the Makefile's -X flag without its value: "-X main.version".
+func makefileStamp() (string, error) {
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`-X (\S+)=\$\(VERSION\)`).FindSubmatch(b)
+	if m == nil {
+		return "", errors.New("the Makefile's LDFLAGS stamp no version (-X ...=$(VERSION))")
+	}
+	return "-X " + string(m[1]), nil
+}
+
+// The Makefile's -X flag reaches the version the binary prints.
+func TestVersionIsStamped(t *testing.T) {
 	t.Parallel()
-	root := newRootCmd(&env{getenv: os.Getenv})
-	for _, c := range allCommands(root) {
-		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
-			continue
+	out, err := exec.Command(tmendBinary(t), "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "tmend "+stampedVersion+"\n", string(out))
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// waitFor polls cond every 20ms for up to 30s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	waitForIn(t, 30*time.Second, cond)
+}
+
+// waitForIn polls cond every 20ms for up to d.
+func waitForIn(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("condition not met in %s", d)
 		}
-		require.NotEmpty(t, c.Example, "%s has no example", c.CommandPath())
-		r := runCLI(t, "", nil, append(strings.Fields(c.CommandPath())[1:], "--help")...)
-		require.Equal(t, exitOK, r.code, c.CommandPath())
-		require.Contains(t, r.stdout, "Examples:", c.CommandPath())
 	}
 }
 
-func TestMigrateAgainstPostgres(t *testing.T) {
-	t.Parallel()
+// freeAddr returns a local address that was free a moment ago, for a process to listen on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // the port must be free for the server to take
+	return addr
+}
+
+// dbBundle is a migrated database loaded with generated sessions.
+type dbBundle struct {
+	env  map[string]string
+	pool *pgxpool.Pool
+}
+
+func setupDB(t *testing.T, sessions int, faultRate float64) *dbBundle {
+	t.Helper()
+	return setupDBWith(t, gen.Config{Dialect: repair.OpenClaw, Sessions: sessions, Messages: 20, FaultRate: faultRate, Seed: 1})
+}
+
+func setupDBWith(t *testing.T, cfg gen.Config) *dbBundle {
+	t.Helper()
 	url := storetest.NewDBURL(t)
-	envs := map[string]string{"TMEND_DATABASE_URL": url}
-
-	r := runCLI(t, "", envs, "migrate", "version")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "clean")
-
-	r = runCLI(t, "", envs, "migrate", "down", "--all")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "at version 0")
-
-	// The flag beats the environment: a bad env URL is never used.
-	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
-		"migrate", "up", "--database-url", url)
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "clean")
-	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
+	pool, err := store.Connect(t.Context(), url, store.DefaultSchema)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	storetest.Generated(t, pool, cfg)
+	return &dbBundle{env: map[string]string{"TMEND_DATABASE_URL": url}, pool: pool}
 }
 
-func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
-	t.Parallel()
-	r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"},
-		"migrate", "version")
-	require.Equal(t, exitRuntime, r.code)
-	require.Contains(t, r.stderr, "connect to database")
+func (b *dbBundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
 }
 
-func allCommands(c *cobra.Command) []*cobra.Command {
-	out := []*cobra.Command{c}
-	for _, sub := range c.Commands() {
-		out = append(out, allCommands(sub)...)
-	}
-	return out
-}
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
 
-// TestDatabasePasswordNeverPrinted: every path that can carry the database URL (flag,
-// environment, config file, parse errors, connect errors, the logged effective config,
-// JSON errors) keeps the password out of stdout and stderr.
-func TestDatabasePasswordNeverPrinted(t *testing.T) {
-	t.Parallel()
-	bad := []string{
-		"postgres://u:Pa%zzSECRET@h/db",
-		"postgres://u:pa ss SECRET@h/db",
-		"postgres://u:SECRET@[::1/db",
-		"host=h user=u password='se cret SECRET' bad",
-		`host=h user=u password='se\' SECRET' port=x`,
-		"postgres://u@h/db?password=SECRET&x=%zz",
-	}
-	unreachable := []string{
-		"postgres://u:SECRET@127.0.0.1:1/db?connect_timeout=2",
-		"host=127.0.0.1 port=1 user=u password='se cret SECRET' connect_timeout=2",
-	}
-	check := func(t *testing.T, r result, code int) {
-		t.Helper()
-		require.Equal(t, code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
-		for _, frag := range []string{"SEC", "CRET", "se cret"} {
-			require.NotContains(t, r.stdout, frag)
-			require.NotContains(t, r.stderr, frag)
+// tmendBinary builds the command once, for tests that need a real process, with the
+// version stamped as the Makefile does.
+func tmendBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tmend-bin")
+		if err != nil {
+			binaryErr = err
+			return
 		}
-	}
-	dir := t.TempDir()
-	for i, url := range append(bad, unreachable...) {
-		code := exitUsage
-		if i >= len(bad) {
-			code = exitRuntime
+		binaryPath = filepath.Join(dir, "tmend")
+		stamp, err := makefileStamp()
+		if err != nil {
+			binaryErr = err
+			return
 		}
-		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			t.Parallel()
-			check(t, runCLI(t, "", nil, "migrate", "version", "--database-url", url), code)
-			check(t, runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": url}, "scan", "--log-level", "debug"), code)
-			check(t, runCLI(t, "", map[string]string{"DATABASE_URL": url}, "report", "--json"), code)
-			cfg := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
-			b, err := yaml.Marshal(map[string]string{"database_url": url})
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(cfg, b, 0o600))
-			check(t, runCLI(t, "", nil, "rollback", "--session", "x", "--config", cfg), code)
-		})
-	}
-	t.Run("BrokenConfigFile", func(t *testing.T) {
-		t.Parallel()
-		for i, text := range []string{
-			"database_url: postgres://u:SECRET@h/db\n  oops: [\n",
-			"database_url: 'postgres://u:SECRET@h/db\n",
-			"database_url: postgres://u:SECRET@h/db\ndatabase_url: postgres://u:SECRET@h/db\n",
-			"database_url: [postgres://u:SECRET@h/db]\n",
-			"database_url:\n  password: SECRET\n",
-		} {
-			cfg := filepath.Join(dir, fmt.Sprintf("broken%d.yaml", i))
-			require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
-			check(t, runCLI(t, "", nil, "scan", "--config", cfg), exitUsage)
+		out, err := exec.Command("go", "build", "-ldflags", stamp+"="+stampedVersion, "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	t.Run("URLAsArgument", func(t *testing.T) {
-		t.Parallel()
-		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), exitUsage)
+	require.NoError(t, binaryErr)
+	return binaryPath
+}
+
+func startTmend(t *testing.T, env map[string]string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(tmendBinary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, &out
+}
+
+// checkNothingHalfWritten asserts that every session is either untouched (no versions)
+// or fully repaired (content equal to its repaired version, with a report).
+func checkNothingHalfWritten(t *testing.T, b *dbBundle) (repaired int) {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT s.id, s.messages::text,
+  (SELECT count(*) FROM session_versions v WHERE v.session_id = s.id),
+  (SELECT content FROM session_versions v WHERE v.session_id = s.id AND v.kind = 'repaired' ORDER BY version DESC LIMIT 1),
+  (SELECT count(*) FROM repair_reports r WHERE r.session_id = s.id AND r.status = 'repaired')
+FROM sessions s`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id, content string
+		var versions, reports int
+		var repairedContent *string
+		require.NoError(t, rows.Scan(&id, &content, &versions, &repairedContent, &reports))
+		switch versions {
+		case 0:
+			require.Zero(t, reports, id)
+		case 2:
+			require.NotNil(t, repairedContent, id)
+			require.Equal(t, *repairedContent, content, "%s: stored content is not what tmend wrote", id)
+			require.Equal(t, 1, reports, id)
+			repaired++
+		default:
+			t.Fatalf("%s has %d versions: half-written", id, versions)
+		}
+	}
+	require.NoError(t, rows.Err())
+	return repaired
+}
+
+// A scan shared by three worker processes survives one of them being killed: River
+// rescues its partition, a new attempt resumes from the checkpoint, and the run ends with
+// the totals one process scanning alone gets, every broken session repaired exactly once.
+func TestKilledWorkerIsRescued(t *testing.T) {
+	t.Parallel()
+	const n = 21000
+	cfg := gen.Config{Dialect: repair.OpenClaw, Sessions: n, Messages: 8, FaultRate: 0.3, Seed: 7}
+	b := setupDBWith(t, cfg)
+
+	// The reference: one process, no queue, over the same generated data.
+	ref := storetest.NewDB(t)
+	storetest.Generated(t, ref, cfg)
+	refStore, err := store.Open(t.Context(), ref, store.DefaultSource, false)
+	require.NoError(t, err)
+	want, err := scanner.New(refStore, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}).
+		Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Positive(t, want.Counts.Repaired)
+
+	// Start the run without working it, then let three workers share it.
+	st, err := store.Open(t.Context(), b.pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	q, err := queue.New(st, scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}), zerolog.Nop(),
+		queue.Config{Schema: store.DefaultSchema})
+	require.NoError(t, err)
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 6)
+	require.NoError(t, err)
+	args := []string{"worker", "--workers", "2", "--batch-size", "100", "--partition-slice", "2s", "--rescue-after", "6s", "--log-level", "debug"}
+	var workers []*exec.Cmd
+	var outs []*syncBuffer
+	for range 3 {
+		w, out := startTmend(t, b.env, args...)
+		workers, outs = append(workers, w), append(outs, out)
+	}
+	waitFor(t, func() bool { return b.count(t, "SELECT num_scanned FROM repair_runs WHERE id = $1", id) >= n/5 })
+	require.NoError(t, workers[0].Process.Signal(syscall.SIGKILL))
+	_ = workers[0].Wait()
+
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rows, _ := b.pool.Query(context.Background(), `SELECT p.partition, p.status, p.attempt, p.num_scanned, j.state, j.attempt, j.errors::text
+FROM run_partitions p LEFT JOIN river_job j ON j.id = p.job_id WHERE p.run_id = $1 ORDER BY 1`, id)
+		for rows.Next() {
+			var part, attempt, scanned int
+			var status string
+			var jstate, jerr *string
+			var jattempt *int
+			_ = rows.Scan(&part, &status, &attempt, &scanned, &jstate, &jattempt, &jerr)
+			t.Logf("partition %d %s attempt %d scanned %d job %v/%v %v", part, status, attempt, scanned, deref(jstate), deref(jattempt), deref(jerr))
+		}
+		rows.Close()
+		for i, o := range outs {
+			t.Logf("worker %d:\n%s", i, tail(o.String(), 3000))
+		}
 	})
+	waitForIn(t, 3*time.Minute, func() bool {
+		return b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status <> 'running'", id) == 1
+	})
+	for _, w := range workers[1:] {
+		require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	}
+	for i, w := range workers[1:] {
+		require.NoError(t, w.Wait(), outs[i+1].String())
+	}
+	run, err := st.Run(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, want.Counts, run.Counts)
+	require.Equal(t, want.Summary(), run.Summary)
+	require.Positive(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_partition' AND (args->>'run_id')::bigint = $1
+  AND errors::text LIKE '%rescued%'`, id), "the killed worker's partition was rescued")
+	// Exactly once, and nothing half-written.
+	require.Equal(t, want.Counts.Repaired, checkNothingHalfWritten(t, b))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1
+  GROUP BY session_id HAVING count(*) > 1) d`, id))
+	require.Equal(t, repairedIDs(t, ref), repairedIDs(t, b.pool), "the same sessions were repaired")
+}
+
+func repairedIDs(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT session_id FROM repair_reports WHERE status = 'repaired' ORDER BY 1`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return ids
+}
+
+func TestSIGTERMDuringARunEndsCleanly(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 1500, 1)
+	cmd, out := startTmend(t, b.env, "scan", "--full", "--workers", "4", "--batch-size", "20")
+	waitFor(t, func() bool { return b.count(t, "SELECT count(*) FROM repair_reports") >= 100 })
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	require.Error(t, err, "an interrupted scan exits non-zero")
+	require.Contains(t, out.String(), "interrupted")
+	done := checkNothingHalfWritten(t, b)
+	require.Less(t, done, 1500)
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'cancelled' AND finished_at IS NOT NULL"))
+}
+
+// Two replicas with the same schedule produce exactly one run per tick: River's leader
+// enqueues each tick's job once, and a tick never starts a second scan of the source.
+func TestTwoReplicasOneRunPerTick(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 300, 0.2)
+	args := []string{"serve", "--schedule", "@every 2s", "--batch-size", "10", "--log-level", "debug"}
+	a, outA := startTmend(t, b.env, append(args, "--listen", freeAddr(t))...)
+	c, outC := startTmend(t, b.env, append(args, "--listen", freeAddr(t))...)
+	waitForIn(t, time.Minute, func() bool {
+		return b.count(t, "SELECT count(*) FROM repair_runs WHERE trigger = 'cron' AND status = 'completed'") >= 3
+	})
+	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, a.Wait(), outA.String())
+	require.NoError(t, c.Wait(), outC.String())
+	ticks := b.count(t, `SELECT count(DISTINCT args->>'tick') FROM river_job WHERE kind = 'tmend_scheduled_scan'`)
+	require.GreaterOrEqual(t, ticks, 3)
+	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_scheduled_scan'`),
+		"a tick was enqueued twice")
+	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM repair_runs WHERE trigger = 'cron'`), "one run per tick")
+	overlaps := b.count(t, `SELECT count(*) FROM repair_runs x JOIN repair_runs y ON x.id < y.id
+WHERE x.trigger = 'cron' AND y.trigger = 'cron'
+  AND tstzrange(x.started_at, x.finished_at) && tstzrange(y.started_at, y.finished_at)`)
+	require.Zero(t, overlaps, "two scheduled runs overlapped")
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

@@ -4,9 +4,12 @@
 package gen
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -193,6 +196,26 @@ func Generate(cfg Config, fn func(Session) error) error {
 		}
 	}
 	return nil
+}
+
+// WriteJSONLines generates cfg's sessions and writes them to w as JSON Lines, stopping
+// early when ctx ends.
+func WriteJSONLines(ctx context.Context, w io.Writer, cfg Config) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var line bytes.Buffer
+	err := Generate(cfg, func(s Session) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line.Reset()
+		WriteJSONL(&line, cfg.Dialect, s)
+		_, err := bw.Write(line.Bytes())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // WriteJSONL writes a session as one JSON Lines record.

@@ -20,6 +20,9 @@ var ErrUnavailable = errors.New("database unavailable")
 // ErrNotFound marks a run, session or version that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrBusy is the error of starting a scan while another scan of the source is running.
+var ErrBusy = errors.New("another tmend run is in progress on this source; try again when it ends")
+
 // Session is one stored transcript as read for a run.
 type Session struct {
 	ID string
@@ -86,6 +89,14 @@ type Query struct {
 	MaxBytes  int // sessions larger than this come without Messages
 	// PageBytes bounds the content of one page (0: no bound); see Session.Deferred.
 	PageBytes int
+	// Slice limits a full or incremental page to one partition of the sessions.
+	Slice Slice
+}
+
+// Slice is partition Index of Of: the sessions whose id hashes to Index modulo Of. The
+// zero Slice (Of <= 1) is every session.
+type Slice struct {
+	Index, Of int
 }
 
 // Report is one audit row.
@@ -131,7 +142,7 @@ type Run struct {
 	Mode    Mode
 	DryRun  bool
 	Source  string
-	Options map[string]any
+	Options RunOptions
 }
 
 // RunCounts are a run's totals.
@@ -187,6 +198,8 @@ type RunRow struct {
 	Counts         RunCounts      `json:"counts"`
 	Summary        Summary        `json:"summary"`
 	Error          string         `json:"error,omitempty"`
+	// Partitions is how many partitions (jobs) a scan was split into.
+	Partitions int `json:"partitions"`
 }
 
 // ReportRow is a recorded audit row.

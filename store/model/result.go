@@ -38,6 +38,74 @@ type RunResult struct {
 	Outcomes       []SessionOutcome      `json:"outcomes,omitempty"`
 }
 
+// NewRunResult returns an empty result with its maps made.
+func NewRunResult() RunResult {
+	return RunResult{ByStatus: map[SessionStatus]int{}, ByStage: map[repair.Stage]int{},
+		ByIssue: map[string]int{}, ByDialect: map[string]int{}}
+}
+
+// Add counts one session's outcome.
+func (r *RunResult) Add(out SessionOutcome) {
+	r.Count(out.Status, out.Report.StageCounts, out.Report.IssueCodeSet(), string(out.Report.Dialect))
+}
+
+// Count counts one session by its status, the stages that changed it, its issue codes
+// and its dialect (counted only for sessions that were not clean).
+func (r *RunResult) Count(status SessionStatus, stages map[repair.Stage]int, issues []string, dialect string) {
+	c := &r.Counts
+	c.Scanned++
+	r.ByStatus[status]++
+	switch status {
+	case StatusClean:
+		c.Clean++
+	case StatusRepaired, StatusWouldRepair:
+		c.Repaired++
+	case StatusPending:
+		c.Pending++
+	case StatusConflict:
+		c.Conflict++
+	case StatusFailed:
+		c.Failed++
+	default:
+		c.Skipped++
+	}
+	for st, n := range stages {
+		r.ByStage[st] += n
+	}
+	for _, code := range issues {
+		r.ByIssue[code]++
+	}
+	if dialect != "" && status != StatusClean {
+		r.ByDialect[dialect]++
+	}
+}
+
+// Merge adds the counts of o to r.
+func (r *RunResult) Merge(o RunResult) {
+	c, oc := &r.Counts, o.Counts
+	c.Scanned += oc.Scanned
+	c.Clean += oc.Clean
+	c.Repaired += oc.Repaired
+	c.Pending += oc.Pending
+	c.Conflict += oc.Conflict
+	c.Skipped += oc.Skipped
+	c.Failed += oc.Failed
+	c.Restored += oc.Restored
+	c.Refused += oc.Refused
+	for k, n := range o.ByStatus {
+		r.ByStatus[k] += n
+	}
+	for k, n := range o.ByStage {
+		r.ByStage[k] += n
+	}
+	for k, n := range o.ByIssue {
+		r.ByIssue[k] += n
+	}
+	for k, n := range o.ByDialect {
+		r.ByDialect[k] += n
+	}
+}
+
 // Problems reports whether the run found sessions needing repair or failing (for a dry
 // run's exit code). Sessions held after a rollback are not problems.
 func (r *RunResult) Problems() bool {
@@ -52,4 +120,40 @@ func (r *RunResult) Summary() Summary {
 		stages[string(st)] = n
 	}
 	return Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue}
+}
+
+// ResultOf is the result a run row or partition row records: its counts and summary.
+func ResultOf(c RunCounts, s Summary) RunResult {
+	r := NewRunResult()
+	r.Counts = c
+	for k, n := range s.ByStatus {
+		r.ByStatus[k] = n
+	}
+	for k, n := range s.ByStage {
+		r.ByStage[repair.Stage(k)] = n
+	}
+	for k, n := range s.ByIssue {
+		r.ByIssue[k] = n
+	}
+	for k, n := range s.ByDialect {
+		r.ByDialect[k] = n
+	}
+	return r
+}
+
+// Result is the result a recorded run adds up to.
+func (r RunRow) Result() RunResult {
+	res := ResultOf(r.Counts, r.Summary)
+	res.RunID, res.Trigger, res.Mode, res.DryRun, res.Status, res.Error = r.ID, r.Trigger, r.Mode, r.DryRun, r.Status, r.Error
+	res.StartedAt = r.StartedAt
+	if r.FinishedAt != nil {
+		res.Duration = r.FinishedAt.Sub(r.StartedAt)
+	}
+	if r.ScannedFrom != nil {
+		res.ScannedFrom = *r.ScannedFrom
+	}
+	if r.ScannedThrough != nil {
+		res.ScannedThrough = *r.ScannedThrough
+	}
+	return res
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
@@ -189,6 +191,23 @@ func Sessions(t testing.TB, pool *pgxpool.Pool, sessions ...model.Session) {
 	if _, err := store.Import(t.Context(), pool, sessions); err != nil {
 		t.Fatalf("insert sessions: %v", err)
 	}
+}
+
+// Generated inserts cfg's generated sessions into tmend's own sessions table and returns
+// them.
+func Generated(t testing.TB, pool *pgxpool.Pool, cfg gen.Config) []model.Session {
+	t.Helper()
+	var sessions []model.Session
+	err := gen.Generate(cfg, func(s gen.Session) error {
+		msgs, err := json.Marshal(s.Messages)
+		sessions = append(sessions, model.Session{ID: s.ID, Messages: msgs, UpdatedAt: s.UpdatedAt})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("generate sessions: %v", err)
+	}
+	Sessions(t, pool, sessions...)
+	return sessions
 }
 
 // Content returns a session's stored messages as text.

@@ -1,4 +1,4 @@
-package main
+package scanner
 
 import (
 	"bytes"
@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/tmend/tmend/report"
 )
 
-// item is one input record (a JSON Lines line, or the whole input as one document) on its
-// way through the pipeline.
-type item struct {
+// fileRecord is one input record (a JSON Lines line, or the whole input as one document)
+// on its way through the pipeline.
+type fileRecord struct {
 	line int    // 1-based line number; 0 for a single document
 	data []byte // the record without its line terminator
 	eol  []byte // the terminator to write back ("\n", "\r\n" or nothing)
@@ -18,12 +20,13 @@ type item struct {
 	// from input to output unchanged when its turn comes.
 	tooLarge bool
 	size     int64
-	outcome  any // the processor's report for this record
+	outcome  *report.Session
 }
 
-type batch struct {
+// recordBatch is a run of records a worker processes and the writer writes together.
+type recordBatch struct {
 	seq   int
-	items []*item
+	items []*fileRecord
 	// out is what to write for all items but a too-large one, built by the worker in a
 	// pooled buffer so that records are neither allocated nor copied one by one.
 	out *[]byte
@@ -43,10 +46,10 @@ type streamConfig struct {
 	workers  int
 	// process sets it.outcome for a record with data and appends what to write for it to
 	// out (when there is output); it must not touch shared state.
-	process func(it *item, out []byte) []byte
+	process func(it *fileRecord, out []byte) []byte
 	// emit is called in input order from a single goroutine, for every record (blank
 	// lines have line < 0; oversized ones have tooLarge and size set).
-	emit func(it *item) error
+	emit func(it *fileRecord) error
 }
 
 const batchLines = 128
@@ -57,8 +60,8 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	batches := make(chan *batch, cfg.workers*2)
-	done := make(chan *batch, cfg.workers*2)
+	batches := make(chan *recordBatch, cfg.workers*2)
+	done := make(chan *recordBatch, cfg.workers*2)
 	var wg sync.WaitGroup
 	for range cfg.workers {
 		wg.Add(1)
@@ -91,7 +94,7 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	// The writer puts batches back in order.
 	writeErr := make(chan error, 1)
 	go func() {
-		pending := map[int]*batch{}
+		pending := map[int]*recordBatch{}
 		next := 0
 		for b := range done {
 			pending[b.seq] = b
@@ -127,7 +130,7 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 // outBufs recycles batch output buffers (a batch's worth of records, about 2 MB).
 var outBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-func writeBatch(cfg streamConfig, b *batch) error {
+func writeBatch(cfg streamConfig, b *recordBatch) error {
 	// A too-large record is always its batch's last: everything before it goes first.
 	if cfg.out != nil {
 		if _, err := cfg.out.Write(*b.out); err != nil {
@@ -151,9 +154,9 @@ func writeBatch(cfg streamConfig, b *batch) error {
 	return nil
 }
 
-func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) error {
+func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *recordBatch) error {
 	seq, line := 0, 0
-	cur := &batch{}
+	cur := &recordBatch{}
 	lr := &lineReader{r: cfg.in}
 	send := func() bool {
 		cur.seq = seq
@@ -161,7 +164,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 		seq++
 		select {
 		case batches <- cur:
-			cur = &batch{}
+			cur = &recordBatch{}
 			return true
 		case <-ctx.Done():
 			return false
@@ -178,7 +181,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 		line++
 		if full {
 			// Too large to hold: report it, then copy it through at its turn in the output.
-			it := &item{line: line, tooLarge: true, size: int64(len(data))}
+			it := &fileRecord{line: line, tooLarge: true, size: int64(len(data))}
 			cur.items = append(cur.items, it)
 			prefix := data
 			ready, finished := make(chan struct{}), make(chan error, 1)
@@ -209,9 +212,9 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *batch) e
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			// Blank lines are kept as they are and not counted as sessions.
-			cur.items = append(cur.items, &item{line: -line, data: data, eol: eol})
+			cur.items = append(cur.items, &fileRecord{line: -line, data: data, eol: eol})
 		} else {
-			cur.items = append(cur.items, &item{line: line, data: data, eol: eol})
+			cur.items = append(cur.items, &fileRecord{line: line, data: data, eol: eol})
 		}
 		if len(cur.items) >= batchLines && !send() {
 			return nil

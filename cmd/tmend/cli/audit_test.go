@@ -1,11 +1,9 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -30,39 +28,39 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	original := storetest.Content(t, b.pool, "a")
 
 	r := runCLI(t, "", b.env, "repair", "--session", "a")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	repaired := storetest.Content(t, b.pool, "a")
 	require.NotEqual(t, original, repaired)
 
 	r = runCLI(t, "", b.env, "rollback", "--session", "a", "--dry-run")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would restore version 1")
 	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"))
 
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "a: restored version 1 as version 3")
 	require.Equal(t, original, storetest.Content(t, b.pool, "a"))
 
 	// Scheduled and full runs leave the rolled-back session alone, broken as it is.
 	r = runCLI(t, "", b.env, "scan", "--full", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, `"held":1`)
 	require.Equal(t, original, storetest.Content(t, b.pool, "a"))
 
 	// Rolling back the rollback restores the repair.
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "restored version 2 as version 4")
 	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"))
 
 	r = runCLI(t, "", b.env, "report", "--session", "a")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	for _, s := range []string{"repaired", "rolled_back", "original", "restored", "restored version 1", "restored version 2"} {
 		require.Contains(t, r.stdout, s)
 	}
 	r = runCLI(t, "", b.env, "report", "--session", "a", "--diff", "--version", "2")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "version 1 (original) → version 2 (repaired)")
 	require.Contains(t, r.stdout, "inserted")
 	require.Contains(t, r.stdout, "[tmend]")
@@ -73,19 +71,19 @@ func TestRollbackRefusesChangedSessionsUnlessForced(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t, 0, "0")
 	insertSession(t, b, "a", brokenSession)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
 	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"agent wrote this"}]'::jsonb WHERE id = 'a'`)
 	require.NoError(t, err)
 	changed := storetest.Content(t, b.pool, "a")
 
 	r := runCLI(t, "", b.env, "rollback", "--session", "a")
-	require.Equal(t, exitRuntime, r.code)
+	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stdout, "refused: the session changed after tmend wrote version 2")
 	require.Equal(t, changed, storetest.Content(t, b.pool, "a"))
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'rollback_refused'"))
 
 	r = runCLI(t, "", b.env, "rollback", "--session", "a", "--force")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "its changed content kept as version 3")
 	var kept string
 	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT content FROM session_versions WHERE session_id = 'a' AND version = 3").Scan(&kept))
@@ -99,7 +97,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 		insertSession(t, b, fmt.Sprintf("s%d", i), brokenSession)
 	}
 	r := runCLI(t, "", b.env, "scan", "--full", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	var run struct {
 		RunID int64 `json:"run_id"`
 	}
@@ -108,7 +106,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 	require.NoError(t, err)
 
 	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID))
-	require.Equal(t, exitRuntime, r.code)
+	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stdout, "restored 4, refused 2, failed 0")
 	require.Contains(t, r.stderr, "2 of 6 sessions were not restored")
 	for i := range 6 {
@@ -125,7 +123,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 	_, err = b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"again"}]'::jsonb WHERE id = 's0'`)
 	require.NoError(t, err)
 	r = runCLI(t, "", b.env, "scan", "--full", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, storetest.Content(t, b.pool, "s0"), "[tmend]")
 	require.NotContains(t, storetest.Content(t, b.pool, "s2"), "[tmend]", "still held")
 }
@@ -134,27 +132,27 @@ func TestPruneKeepsWhatRollbackNeeds(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t, 0, "0")
 	insertSession(t, b, "a", brokenSession)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code) // versions 1..4
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code)
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "rollback", "--session", "a").code) // versions 1..4
 	_, err := b.pool.Exec(context.Background(), `UPDATE session_versions SET created_at = now() - interval '100 days';
 UPDATE repair_reports SET created_at = now() - interval '100 days'`)
 	require.NoError(t, err)
 
 	r := runCLI(t, "", b.env, "prune", "--older-than", "30d", "--dry-run")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would delete 2 versions and 3 reports")
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM session_versions"))
 
 	r = runCLI(t, "", b.env, "prune", "--older-than", "30d")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Equal(t, []int{3, 4}, versionsOf(t, b, "a"))
 	// What the latest write replaced is still there to go back to.
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")
-	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
 
 	r = runCLI(t, "", b.env, "prune", "--older-than", "0d")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 }
 
 func versionsOf(t *testing.T, b *dbBundle, id string) []int {
@@ -196,7 +194,7 @@ FROM generate_series(1, 3000) g`)
 			args = append(args, "--cursor", cursor)
 		}
 		r := runCLI(t, "", b.env, args...)
-		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Equal(t, ExitOK, r.code, r.stderr)
 		rows := jsonLines(t, r.stdout)
 		for _, row := range rows {
 			require.Equal(t, "repaired", row["status"])
@@ -213,78 +211,19 @@ FROM generate_series(1, 3000) g`)
 	require.Len(t, seen, want)
 
 	r := runCLI(t, "", b.env, "report")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "RUN")
 	r = runCLI(t, "", b.env, "report", "--since", "yesterday")
-	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, ExitUsage, r.code)
 	// Statuses are checked against their lists: a typo is a usage error, not an empty page.
 	for _, args := range [][]string{{"--status", "repaird"}, {"--status", "completed"}, {"--run-status", "repaired"}, {"--run-status", "done"}} {
 		r = runCLI(t, "", b.env, append([]string{"report"}, args...)...)
-		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "unknown", args)
 	}
 	r = runCLI(t, "", b.env, "report", "--run-status", "running", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Len(t, jsonLines(t, r.stdout), 1)
-}
-
-func TestAuditAPI(t *testing.T) {
-	t.Parallel()
-	b := setupDB(t, 0, "0")
-	insertSession(t, b, "a", brokenSession)
-	require.Equal(t, exitOK, runCLI(t, "", b.env, "repair", "--session", "a").code)
-	addr := freeAddr(t)
-	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "secret", "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"}, strings.NewReader(""), io.Discard, io.Discard,
-			func(k string) string { return env[k] })
-	}()
-	defer func() { cancel(); <-done }()
-	base := "http://" + addr
-	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
-	get := func(path string) (int, map[string]any) {
-		req, err := http.NewRequest("GET", base+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer reader")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		var m map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
-		return resp.StatusCode, m
-	}
-	code, m := get("/v1/runs?limit=1")
-	require.Equal(t, 200, code)
-	require.Len(t, m["items"], 1)
-	code, m = get("/v1/sessions/a/reports")
-	require.Equal(t, 200, code)
-	require.Equal(t, "repaired", m["items"].([]any)[0].(map[string]any)["status"])
-	code, m = get("/v1/reports?status=repaired&issue=tool_call_without_result")
-	require.Equal(t, 200, code, m)
-	require.Len(t, m["items"], 1)
-	code, _ = get("/v1/reports?limit=zero")
-	require.Equal(t, 400, code)
-	code, m = get("/v1/sessions/a/versions/1")
-	require.Equal(t, 200, code)
-	require.Equal(t, "original", m["kind"])
-	require.NotEmpty(t, m["content"])
-	code, _ = get("/v1/sessions/a/versions/9")
-	require.Equal(t, 404, code)
-
-	post := func(path, token string) int {
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(`{}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, 401, post("/v1/sessions/a/rollback", "nope"))
-	require.Equal(t, 200, post("/v1/sessions/a/rollback", "secret"))
-	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
-	require.Equal(t, 404, post("/v1/sessions/ghost/rollback", "secret"))
 }
 
 // TestAuditTextEscapesIDs: a session id from the database cannot forge lines or drive
@@ -304,7 +243,7 @@ func TestAuditTextEscapesIDs(t *testing.T) {
 		{"rollback", "--session", id},
 	} {
 		r := runCLI(t, "", b.env, args...)
-		require.Equal(t, exitOK, r.code, "%q: %s", args, r.stderr)
+		require.Equal(t, ExitOK, r.code, "%q: %s", args, r.stderr)
 		out := r.stdout + r.stderr
 		require.NotContains(t, out, "\x1b", "%q", args)
 		require.NotContains(t, out, "\u202e", "%q", args)

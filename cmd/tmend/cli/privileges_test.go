@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -84,27 +84,27 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	env := map[string]string{"TMEND_DATABASE_URL": roleURL, "TMEND_SCHEMA": schema, "TMEND_TABLE": "public.conversations",
 		"TMEND_ID_COLUMN": "conv_id", "TMEND_MESSAGES_COLUMN": "payload", "TMEND_UPDATED_AT_COLUMN": "modified_at"}
 	r := runCLI(t, "", env, "migrate", "up")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = runCLI(t, "", env, "scan", "--dry-run")
-	require.Equal(t, exitProblems, r.code, r.stderr)
+	require.Equal(t, ExitProblems, r.code, r.stderr)
 	r = runCLI(t, "", env, "scan", "--limit", "4")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^  repaired\s+4$`, r.stdout)
 	r = runCLI(t, "", env, "scan")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = runCLI(t, "", env, "report", "--session", "c0")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "repaired")
 	require.NotEqual(t, before, content("c0"))
 
 	r = runCLI(t, "", env, "rollback", "--session", "c0")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Equal(t, before, content("c0"))
 	r = runCLI(t, "", env, "repair", "--session", "c0")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, content("c0"), "[tmend]")
 	r = runCLI(t, "", env, "rollback", "--session", "c0", "--force")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Equal(t, before, content("c0"))
 }
 
@@ -124,7 +124,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 		for _, args := range [][]string{{"report"}, {"scan", "--dry-run"}, {"report", "--session", "x"}, {"migrate", "version"}} {
 			r := runCLI(t, "", b.env, append(args, "--schema", schema)...)
 			if args[0] != "migrate" {
-				require.Equal(t, exitRuntime, r.code, "%v: %s", args, r.stderr)
+				require.Equal(t, ExitRuntime, r.code, "%v: %s", args, r.stderr)
 				require.Contains(t, r.stderr, "run `tmend migrate up`", args)
 			}
 			require.Equal(t, schema == "empty_schema", exists(`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema), args)

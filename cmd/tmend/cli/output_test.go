@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func fixture(t *testing.T, dir string, n int) (in, fixed string) {
 	in = filepath.Join(dir, "in.jsonl")
 	require.NoError(t, os.WriteFile(in, []byte(genJSONL(t, "--sessions", strconv.Itoa(n), "--fault-rate", "1", "--messages", "6")), 0o644))
 	r := runCLI(t, "", nil, "fix", in)
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	return in, r.stdout
 }
 
@@ -49,7 +49,7 @@ func TestOutputFollowsSymlinks(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(sub, "report.jsonl"), filepath.Join(dir, "report-link"))) // dangling
 
 	r := runCLI(t, "", nil, "fix", in, "-o", filepath.Join(dir, "out-link"), "--report", filepath.Join(dir, "report-link"))
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	for _, link := range []string{"out-link", "report-link"} {
 		fi, err := os.Lstat(filepath.Join(dir, link))
 		require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestOutputToAFIFOIsWrittenThrough(t *testing.T) {
 		got <- b.String()
 	}()
 	r := runCLI(t, "", nil, "fix", in, "-o", fifo)
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	fi, err := os.Lstat(fifo)
 	require.NoError(t, err)
 	require.Equal(t, os.ModeNamedPipe, fi.Mode().Type(), "the FIFO must not be replaced")
@@ -113,14 +113,14 @@ func TestOutputToADeviceIsWrittenThrough(t *testing.T) {
 	require.NoError(t, syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3))
 
 	r := runCLI(t, "", nil, "fix", in, "-o", full)
-	require.Equal(t, exitRuntime, r.code, r.stderr)
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Contains(t, r.stderr, "no space left on device")
 	r = runCLI(t, "", nil, "check", in, "--report", full)
-	require.Equal(t, exitRuntime, r.code, r.stderr)
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Contains(t, r.stderr, "no space left on device")
 
 	r = runCLI(t, "", nil, "fix", in, "-o", null, "--report", filepath.Join(dir, "report.jsonl"))
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	for _, dev := range []string{full, null} {
 		fi, err := os.Lstat(dev)
 		require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestOutputAndReportMustDiffer(t *testing.T) {
 		{"-o", filepath.Join(dir, "x-link"), "--report", x},
 	} {
 		r := runCLI(t, "", nil, append([]string{"fix", in}, args...)...)
-		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "are the same file")
 		_, err := os.Stat(x)
 		require.True(t, errors.Is(err, os.ErrNotExist), "nothing is written")
@@ -149,7 +149,7 @@ func TestOutputAndReportMustDiffer(t *testing.T) {
 	require.NoError(t, os.WriteFile(x, []byte("keep\n"), 0o644))
 	require.NoError(t, os.Link(x, filepath.Join(dir, "x-hard")))
 	r := runCLI(t, "", nil, "fix", in, "-o", filepath.Join(dir, "x-hard"), "--report", x)
-	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
 }
 
 func TestFailedRenameRemovesTempFile(t *testing.T) {
@@ -199,12 +199,12 @@ func TestFailedWritesToStdoutOrStderrExit1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			code := run(context.Background(), tt.args, strings.NewReader(tt.in), tt.stdout, tt.stderr, func(string) string { return "" })
-			require.Equal(t, exitRuntime, code)
+			code := Run(context.Background(), "dev", tt.args, Env{Stdin: strings.NewReader(tt.in), Stdout: tt.stdout, Stderr: tt.stderr, Getenv: noEnv})
+			require.Equal(t, ExitRuntime, code)
 		})
 	}
 	var stderr strings.Builder
-	code := run(context.Background(), []string{"check"}, strings.NewReader(clean), failingWriter{}, &stderr, func(string) string { return "" })
-	require.Equal(t, exitRuntime, code)
+	code := Run(context.Background(), "dev", []string{"check"}, Env{Stdin: strings.NewReader(clean), Stdout: failingWriter{}, Stderr: &stderr, Getenv: noEnv})
+	require.Equal(t, ExitRuntime, code)
 	require.Contains(t, stderr.String(), "no space left on device")
 }

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/scanner"
+)
+
+// fileOptions are the options of check and fix.
+type fileOptions struct {
+	engine  engineOptions
+	json    bool
+	verbose bool
+	report  string
+	output  string
+	inputs  []string
+	input   string // a FILE; stdin when empty or -
+	files   scanner.FileOptions
+}
+
+func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
+	fs := cmd.Flags()
+	o.engine.register(fs)
+	o.engine.registerNow(fs)
+	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
+	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
+	fs.Int64Var(&o.files.MaxBytes, "max-bytes", 64<<20, "largest session to process; larger ones are reported and passed through unchanged")
+	fs.IntVar(&o.files.Workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
+	if fix {
+		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
+	}
+	o.files.Fix = fix
+}
+
+func (o *fileOptions) load(_ *settings, args []string) error {
+	o.inputs = args
+	if len(args) == 1 {
+		o.input = args[0]
+	}
+	if err := o.engine.load(); err != nil {
+		return err
+	}
+	o.files.Repair = o.engine.repair
+	return nil
+}
+
+func (o *fileOptions) Validate() error {
+	if len(o.inputs) > 1 {
+		return fmt.Errorf("give at most one input FILE (or - for stdin), got %d", len(o.inputs))
+	}
+	if o.files.MaxBytes < 1 {
+		return errors.New("--max-bytes must be positive")
+	}
+	if o.files.Workers < 1 {
+		return errors.New("--workers must be at least 1")
+	}
+	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
+		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	}
+	return nil
+}
+
+func dialectNames() string {
+	var b bytes.Buffer
+	for i, d := range repair.Dialects() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(d))
+	}
+	return b.String()
+}
+
+const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a JSON array of messages;
+  - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
+    Gemini), other members kept as they are;
+  - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
+    streamed, never loaded whole. One bad line (the first one included) does not stop
+    the rest; blank lines are kept as they are.
+A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
+starts the session's quiet period.
+
+Output (-o, --report): a regular file is replaced atomically (through a symlink, its
+target); a device, FIFO or terminal is written to as it is. -o and --report must name
+different files. A failed write to a file, stdout or stderr exits 1.`
+
+func newCheckCmd(e *Env) *cobra.Command {
+	o := &fileOptions{}
+	cmd := &cobra.Command{
+		Use:   "check [FILE|-]",
+		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
+		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
+			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
+			"could not be written, 2 usage, 3 problems found.\n\n" +
+			"Issue codes:\n" + issueCodeHelp(),
+		Example: `  tmend check session.json
+  tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
+  pg_dump ... | tmend check --dialect anthropic -`,
+		RunE: runE(e, o, runFiles),
+	}
+	o.register(cmd, false)
+	return cmd
+}
+
+func newFixCmd(e *Env) *cobra.Command {
+	o := &fileOptions{}
+	cmd := &cobra.Command{
+		Use:   "fix [FILE|-]",
+		Short: "Repair transcripts in a file or pipe",
+		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
+			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
+			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
+			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
+			"or the output or report could not be written, 2 usage.",
+		Example: `  tmend fix broken.json > fixed.json
+  tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
+  cat session.json | tmend fix --target anthropic --force - | jq .`,
+		RunE: runE(e, o, runFiles),
+	}
+	o.register(cmd, true)
+	return cmd
+}
+
+func issueCodeHelp() string {
+	var b bytes.Buffer
+	for _, c := range repair.IssueCodes() {
+		fmt.Fprintf(&b, "  %-26s %s\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// runFiles is check and fix.
+func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
+	fix := o.files.Fix
+	// The pipeline's live heap is a few batches; collecting at 3× it instead of 2× saves
+	// about 5% of the CPU (BENCHMARKS.md) for a few tens of megabytes.
+	defer debug.SetGCPercent(debug.SetGCPercent(200))
+	in, closeIn, err := openInput(e, o.input)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+
+	out := e.Stdout
+	var outFile *outputFile
+	if fix && o.output != "" {
+		if outFile, err = createOutput(o.output); err != nil {
+			return err
+		}
+		defer outFile.abort()
+		out = outFile.f
+	}
+
+	// Reports: text or JSON to stdout (check) or stderr (fix), plus an optional file.
+	reportTo := e.Stdout
+	if fix {
+		reportTo = e.Stderr
+	}
+	rbuf := bufio.NewWriter(reportTo)
+	defer func() {
+		if ferr := rbuf.Flush(); ferr != nil && (err == nil || err == errProblems) {
+			err = fmt.Errorf("write report: %w", ferr)
+		}
+	}()
+	var handlers []report.Handler
+	if o.json {
+		handlers = append(handlers, report.NewJSON(rbuf))
+	} else {
+		// check lists each problem; fix, whose output is the transcripts, sums up unless -v.
+		detail := report.ProblemLines
+		switch {
+		case o.verbose:
+			detail = report.EveryAction
+		case fix:
+			detail = report.SummaryOnly
+		}
+		handlers = append(handlers, report.NewText(rbuf, detail))
+	}
+	var reportFile *outputFile
+	var reportBuf *bufio.Writer
+	if o.report != "" {
+		if reportFile, err = createOutput(o.report); err != nil {
+			return err
+		}
+		defer reportFile.abort()
+		reportBuf = bufio.NewWriter(reportFile.f)
+		handlers = append(handlers, report.NewJSON(reportBuf))
+	}
+
+	res, err := scanner.Files(ctx, in, out, o.files, handlers...)
+	switch {
+	case errors.Is(err, scanner.ErrEmptyInput):
+		return &exitError{code: ExitUsage, err: err}
+	case err != nil:
+		return err
+	}
+	if outFile != nil {
+		if err := outFile.commit(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if reportFile != nil {
+		if err := reportBuf.Flush(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := reportFile.commit(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	switch {
+	case res.Failed > 0:
+		return fmt.Errorf("%d of %d sessions could not be processed (see the report)", res.Failed, res.Summary.Sessions)
+	case res.Broken > 0:
+		return errProblems
+	}
+	return nil
+}

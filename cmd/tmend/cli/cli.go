@@ -1,0 +1,246 @@
+// Package cli is tmend's command line: the cobra command tree, the settings (flags,
+// TMEND_* environment, config file), one options struct per command, exit codes, and
+// the handlers that call the packages doing the work.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store"
+)
+
+// Exit codes, documented in --help and README.md.
+const (
+	ExitOK       = 0
+	ExitRuntime  = 1
+	ExitUsage    = 2
+	ExitProblems = 3
+)
+
+// Env is what commands may use of their process: the standard streams and the
+// environment.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+// printf and eprintf write the command's own messages to stdout and stderr. They drop
+// the write error because the stream keeps it: Run wraps both in an outputStream and
+// exits non-zero after the command if a write failed.
+func (e *Env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.Stdout, format, args...) }
+func (e *Env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.Stderr, format, args...) }
+
+// exitError carries an exit code other than 1 out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// errProblems ends a command that ran fine but found problems (exit 3); the command has
+// already printed them.
+var errProblems = &exitError{code: ExitProblems, err: errors.New("problems found")}
+
+// Run runs tmend with the command line args (without the program's name) and returns
+// the exit code. version is what 'tmend version' prints.
+func Run(ctx context.Context, version string, args []string, e Env) int {
+	out, errOut := &outputStream{w: e.Stdout}, &outputStream{w: e.Stderr}
+	e.Stdout, e.Stderr = out, errOut
+	code := runCommand(ctx, version, args, &e)
+	if code != ExitOK && code != ExitProblems {
+		return code
+	}
+	// Output that did not get written is a failure, however well the command went.
+	if err := out.Err(); err != nil {
+		_, _ = fmt.Fprintf(errOut, "tmend: write standard output: %v\n", err) // the exit code says it too
+		return ExitRuntime
+	}
+	if errOut.Err() != nil {
+		return ExitRuntime
+	}
+	return code
+}
+
+// outputStream remembers the first error writing to stdout or stderr.
+type outputStream struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *outputStream) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.mu.Lock()
+		if o.err == nil {
+			o.err = err
+		}
+		o.mu.Unlock()
+	}
+	return n, err
+}
+
+func (o *outputStream) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+func runCommand(ctx context.Context, version string, args []string, e *Env) int {
+	root := NewRootCommand(version, e)
+	root.SetArgs(args)
+	root.SetIn(e.Stdin)
+	root.SetOut(e.Stdout)
+	root.SetErr(e.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitRuntime
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case strings.HasPrefix(err.Error(), "unknown command"),
+		strings.HasPrefix(err.Error(), "unknown flag"),
+		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
+		code = ExitUsage
+	}
+	if code == ExitProblems {
+		return code
+	}
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted; the run's open transactions were rolled back")
+	}
+	if jsonOutput(root, args) {
+		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
+		to := e.Stdout
+		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
+			to = e.Stderr
+		}
+		_ = json.NewEncoder(to).Encode(struct {
+			Error string `json:"error"`
+			Code  int    `json:"code"`
+		}{err.Error(), code})
+	}
+	// Best effort, like the JSON above: the exit code already reports the failure.
+	_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", report.Escape(err.Error()))
+	if code == ExitUsage {
+		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
+	}
+	return code
+}
+
+// jsonOutput reports whether the command line asked for JSON output, so errors are
+// printed as JSON on stdout too.
+func jsonOutput(root *cobra.Command, args []string) bool {
+	cmd, _, err := root.Find(args)
+	if err == nil {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Changed {
+			return true
+		}
+	}
+	for _, a := range args {
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+const rootLong = `tmend repairs LLM-agent conversation transcripts whose tool calls and tool results
+are out of step (the cause of provider 400s such as "tool_use ids were found without
+tool_result blocks immediately after"), in files and pipes or in Postgres, with an audit
+trail and an undo.
+
+Exit codes:
+  0  ok
+  1  runtime error
+  2  usage or configuration error
+  3  problems found (check, scan --dry-run)
+
+Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
+database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables
+(PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
+
+// NewRootCommand returns tmend's command tree, writing to e's streams.
+func NewRootCommand(version string, e *Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tmend",
+		Short: "Repair tool-call/tool-result pairing in stored LLM transcripts",
+		Long:  rootLong,
+		Example: `  tmend check session.json
+  tmend fix --json < broken.jsonl > fixed.jsonl
+  tmend migrate up --database-url postgres://tmend@db/app`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetVersionTemplate("tmend {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
+	root.AddCommand(
+		newCheckCmd(e),
+		newFixCmd(e),
+		newGenCmd(e),
+		newScanCmd(e),
+		newRepairCmd(e),
+		newServeCmd(e),
+		newWorkerCmd(e),
+		newReportCmd(e),
+		newRollbackCmd(e),
+		newPruneCmd(e),
+		newImportCmd(e),
+		newMigrateCmd(e),
+		newVersionCmd(e, version),
+	)
+	return root
+}
+
+// versionOptions: version has none.
+type versionOptions struct{}
+
+func (*versionOptions) load(*settings, []string) error { return nil }
+func (*versionOptions) Validate() error                { return nil }
+
+func newVersionCmd(e *Env, version string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print tmend's version",
+		Example: "  tmend version",
+		Args:    noArgs,
+		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *Env, _ *versionOptions) error {
+			e.printf("tmend %s\n", version)
+			return nil
+		}),
+	}
+}
+
+// noArgs is cobra.NoArgs with exit code 2.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		shown := make([]string, len(args))
+		for i, a := range args {
+			shown[i] = store.Redact(a) // a database URL given without --database-url
+		}
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), shown)
+	}
+	return nil
+}

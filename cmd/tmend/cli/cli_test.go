@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// pgx's pool health checker and the race detector's helpers outlive single tests.
+		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+	)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// noEnv is an empty environment.
+func noEnv(string) string { return "" }
+
+// runCLI runs tmend in-process with the given environment (nothing else leaks in).
+func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string { return envs[k] }
+	code := Run(context.Background(), "dev", args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
+	return result{code, out.String(), errb.String()}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"Help", []string{"--help"}, ExitOK, "Exit codes:"},
+		{"Version", []string{"version"}, ExitOK, "tmend dev"},
+		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
+		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
+		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
+		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
+		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
+		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, ExitUsage, ""},
+		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, ExitUsage, ""},
+		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, ExitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, "", nil, tt.args...)
+			require.Equal(t, tt.code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
+			require.Contains(t, r.stdout, tt.out)
+			if tt.code != ExitOK {
+				require.Contains(t, r.stderr, "tmend: ")
+			}
+		})
+	}
+}
+
+// TestOptionsAreValidatedBeforeConnecting: every command's options are checked before
+// it opens the database (unreachable here, which would be exit 1).
+func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	envs := map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}
+	for _, args := range [][]string{
+		{"scan", "--full", "--session", "x"},
+		{"scan", "--limit", "-1"},
+		{"scan", "--workers", "many"},
+		{"scan", "--max-inflight-bytes", "0"},
+		{"scan", "--dialect", "klingon"},
+		{"scan", "--log-level", "loud"},
+		{"repair"},
+		{"report", "--diff"},
+		{"report", "--version", "3"},
+		{"report", "--session", "x", "--diff", "--version", "1"},
+		{"report", "--since", "yesterday"},
+		{"report", "--status", "repaird"},
+		{"rollback"},
+		{"rollback", "--session", "x", "--run", "1"},
+		{"rollback", "--run", "1", "--to-version", "2"},
+		{"prune", "--older-than", "1d1x"},
+		{"prune", "--older-than", "0d"},
+		{"serve", "--prune-schedule", "@daily", "--prune-older-than", "-1d"},
+		{"import", "--log-level", "loud"},
+		{"migrate", "down", "1", "--all"},
+		{"migrate", "force", "-2"},
+		{"gen", "--messages", "2"},
+		{"check", "--workers", "0"},
+		{"fix", "--max-bytes", "0"},
+	} {
+		r := runCLI(t, "", envs, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.NotContains(t, r.stderr, "connect", "%v", args)
+	}
+}
+
+func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	t.Parallel()
+	root := NewRootCommand("dev", &Env{Getenv: os.Getenv})
+	for _, c := range allCommands(root) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
+			continue
+		}
+		require.NotEmpty(t, c.Example, "%s has no example", c.CommandPath())
+		r := runCLI(t, "", nil, append(strings.Fields(c.CommandPath())[1:], "--help")...)
+		require.Equal(t, ExitOK, r.code, c.CommandPath())
+		require.Contains(t, r.stdout, "Examples:", c.CommandPath())
+	}
+}
+
+func TestMigrateAgainstPostgres(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDBURL(t)
+	envs := map[string]string{"TMEND_DATABASE_URL": url}
+
+	r := runCLI(t, "", envs, "migrate", "version")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "clean")
+
+	r = runCLI(t, "", envs, "migrate", "down", "--all")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "at version 0")
+
+	// The flag beats the environment: a bad env URL is never used.
+	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
+		"migrate", "up", "--database-url", url)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "clean")
+	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
+	require.Contains(t, r.stdout, fmt.Sprintf("River's tables at version %d", migrations.RiverLatest()))
+}
+
+func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"},
+		"migrate", "version")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "connect to database")
+}
+
+func allCommands(c *cobra.Command) []*cobra.Command {
+	out := []*cobra.Command{c}
+	for _, sub := range c.Commands() {
+		out = append(out, allCommands(sub)...)
+	}
+	return out
+}
+
+// TestDatabasePasswordNeverPrinted: every path that can carry the database URL (flag,
+// environment, config file, parse errors, connect errors, the logged effective config,
+// JSON errors) keeps the password out of stdout and stderr.
+func TestDatabasePasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	bad := []string{
+		"postgres://u:Pa%zzSECRET@h/db",
+		"postgres://u:pa ss SECRET@h/db",
+		"postgres://u:SECRET@[::1/db",
+		"host=h user=u password='se cret SECRET' bad",
+		`host=h user=u password='se\' SECRET' port=x`,
+		"postgres://u@h/db?password=SECRET&x=%zz",
+	}
+	unreachable := []string{
+		"postgres://u:SECRET@127.0.0.1:1/db?connect_timeout=2",
+		"host=127.0.0.1 port=1 user=u password='se cret SECRET' connect_timeout=2",
+	}
+	check := func(t *testing.T, r result, code int) {
+		t.Helper()
+		require.Equal(t, code, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
+		for _, frag := range []string{"SEC", "CRET", "se cret"} {
+			require.NotContains(t, r.stdout, frag)
+			require.NotContains(t, r.stderr, frag)
+		}
+	}
+	dir := t.TempDir()
+	for i, url := range append(bad, unreachable...) {
+		code := ExitUsage
+		if i >= len(bad) {
+			code = ExitRuntime
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			check(t, runCLI(t, "", nil, "migrate", "version", "--database-url", url), code)
+			check(t, runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": url}, "scan", "--log-level", "debug"), code)
+			check(t, runCLI(t, "", map[string]string{"DATABASE_URL": url}, "report", "--json"), code)
+			cfg := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			b, err := yaml.Marshal(map[string]string{"database_url": url})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(cfg, b, 0o600))
+			check(t, runCLI(t, "", nil, "rollback", "--session", "x", "--config", cfg), code)
+		})
+	}
+	t.Run("BrokenConfigFile", func(t *testing.T) {
+		t.Parallel()
+		for i, text := range []string{
+			"database_url: postgres://u:SECRET@h/db\n  oops: [\n",
+			"database_url: 'postgres://u:SECRET@h/db\n",
+			"database_url: postgres://u:SECRET@h/db\ndatabase_url: postgres://u:SECRET@h/db\n",
+			"database_url: [postgres://u:SECRET@h/db]\n",
+			"database_url:\n  password: SECRET\n",
+		} {
+			cfg := filepath.Join(dir, fmt.Sprintf("broken%d.yaml", i))
+			require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
+			check(t, runCLI(t, "", nil, "scan", "--config", cfg), ExitUsage)
+		}
+	})
+	t.Run("URLAsArgument", func(t *testing.T) {
+		t.Parallel()
+		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), ExitUsage)
+	})
+}

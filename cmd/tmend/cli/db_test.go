@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+// dbBundle is a migrated database loaded with generated sessions.
+type dbBundle struct {
+	url  string
+	env  map[string]string
+	pool *pgxpool.Pool
+}
+
+func setupDB(t *testing.T, sessions int, faultRate string) *dbBundle {
+	t.Helper()
+	url := storetest.NewDBURL(t)
+	b := &dbBundle{url: url, env: map[string]string{"TMEND_DATABASE_URL": url}}
+	if sessions > 0 {
+		data := genJSONL(t, "--dialect", "openclaw", "--sessions", fmt.Sprint(sessions), "--messages", "20", "--fault-rate", faultRate)
+		r := runCLI(t, data, b.env, "import", "-")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, fmt.Sprintf("imported %d sessions", sessions))
+	}
+	pool, err := store.Connect(t.Context(), url, store.DefaultSchema)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b.pool = pool
+	return b
+}
+
+func (b *dbBundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+func TestScanAndRepairCommands(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 60, "0.5")
+
+	r := runCLI(t, "", b.env, "scan", "--dry-run", "--json")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	var dry struct {
+		Status string         `json:"status"`
+		Counts map[string]int `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry))
+	require.Equal(t, "completed", dry.Status)
+	broken := dry.Counts["repaired"]
+	require.Positive(t, broken)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM session_versions"))
+
+	r = runCLI(t, "", b.env, "scan")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^  repaired\s+%d$`, broken), r.stdout)
+	require.Equal(t, 2*broken, b.count(t, "SELECT count(*) FROM session_versions"))
+
+	// A session broken later is repaired on demand, and the command says what changed.
+	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"toolResult","toolCallId":"ghost","toolName":"bash","content":[],"isError":false}]'::jsonb WHERE id = 's-000003'`)
+	require.NoError(t, err)
+	r = runCLI(t, "", b.env, "repair", "--session", "s-000003", "--dry-run")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "drop_orphan_results")
+	require.Contains(t, storetest.Content(t, b.pool, "s-000003"), "ghost", "a dry run writes nothing")
+	r = runCLI(t, "", b.env, "repair", "--session", "s-000003")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "session s-000003: repaired")
+	require.Contains(t, r.stdout, "versions")
+	require.NotContains(t, storetest.Content(t, b.pool, "s-000003"), "ghost")
+
+	r = runCLI(t, "", b.env, "repair", "--session", "nope")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, `session "nope" not found`)
+
+	r = runCLI(t, "", b.env, "scan", "--table", "missing")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, `table "missing" does not exist`)
+}
+
+func TestSettingsPrecedence(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tmend.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("table: from_file\nquiet_period: 5m\n"), 0o644))
+
+	// The file's table is used when neither flag nor environment says otherwise...
+	r := runCLI(t, "", b.env, "scan", "--config", cfg)
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, `table "from_file"`)
+	// ...the environment beats the file...
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_TABLE": "from_env", "TMEND_CONFIG": cfg}
+	r = runCLI(t, "", env, "scan")
+	require.Contains(t, r.stderr, `table "from_env"`)
+	// ...and the flag beats both.
+	r = runCLI(t, "", env, "scan", "--table", "sessions")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("tabel: typo\n"), 0o644))
+	r = runCLI(t, "", b.env, "scan", "--config", cfg)
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, `unknown option "tabel"`)
+}
+
+func TestSchemaVersionIsChecked(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	r := runCLI(t, "", b.env, "migrate", "down", "1")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = runCLI(t, "", b.env, "scan")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "run `tmend migrate up`")
+
+	r = runCLI(t, "", b.env, "migrate", "up")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	_, err := b.pool.Exec(context.Background(), "UPDATE schema_migrations SET version = version + 1")
+	require.NoError(t, err)
+	r = runCLI(t, "", b.env, "scan")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "newer than this tmend knows")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // the port must be free for the server to take
+	return addr
+}
+
+// TestServeCommand: serve refuses bad settings before it touches the network or the
+// database, and wires the tokens from the environment into a daemon that stops on a
+// signal (the context) with exit 0.
+func TestServeCommand(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--schedule", "every day"},
+		{"--time-zone", "Mars/Olympus"},
+		{"--prune-schedule", "0 4 * * *", "--prune-older-than", "soon"},
+		{"--prune-schedule", "sometimes"},
+		{"--shutdown-timeout", "1 minute"},
+	} {
+		r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x"}, append([]string{"serve"}, args...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+	}
+
+	b := setupDB(t, 0, "0")
+	addr := freeAddr(t)
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr syncBuffer
+	go func() {
+		done <- Run(ctx, "dev", []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
+			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	}()
+	base := "http://" + addr
+	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
+	get := func(token string) int {
+		req, err := http.NewRequest("GET", base+"/v1/runs", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get("reader"))
+	require.Equal(t, http.StatusUnauthorized, get("nope"))
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	require.Contains(t, stderr.String(), "no API token set")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// waitFor polls cond every 20ms for up to 30s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("condition not met in 30s")
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+)
+
+// genOptions are the options of gen.
+type genOptions struct {
+	dialect, faults, text string
+	output                string
+	cfg                   gen.Config
+}
+
+func (o *genOptions) load(*settings, []string) error {
+	var err error
+	if o.cfg.Dialect, err = repair.ParseDialect(o.dialect); err != nil {
+		return fmt.Errorf("--dialect: %w", err)
+	}
+	if o.cfg.Faults, err = gen.ParseFaults(o.faults); err != nil {
+		return fmt.Errorf("--faults: %w", err)
+	}
+	if o.cfg.Text, err = gen.ParseText(o.text); err != nil {
+		return fmt.Errorf("--text: %w", err)
+	}
+	return nil
+}
+
+func (o *genOptions) Validate() error {
+	c := o.cfg
+	switch {
+	case c.Sessions < 0:
+		return errors.New("--sessions must not be negative")
+	case c.Messages < 4:
+		return errors.New("--messages must be at least 4")
+	case c.FaultRate < 0 || c.FaultRate > 1:
+		return errors.New("--fault-rate must be between 0 and 1")
+	case c.MaxFaults < 1:
+		return errors.New("--max-faults must be at least 1")
+	}
+	return nil
+}
+
+func newGenCmd(e *Env) *cobra.Command {
+	o := &genOptions{}
+	cmd := &cobra.Command{
+		Use:   "gen",
+		Short: "Generate realistic sessions with injected faults, as JSON Lines",
+		Long: `Generate agent sessions (user asks, assistant calls tools, results come back) in any
+dialect, with the faults tmend repairs injected into a share of them. The output depends
+only on the flags: the same --seed gives the same bytes.
+
+Faults: ` + fmt.Sprint(gen.Faults()),
+		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
+  tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
+  tmend gen --text unicode --fault-rate 1 -o unicode.jsonl`,
+		Args: noArgs,
+		RunE: runE(e, o, runGen),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dialect, "dialect", string(repair.OpenClaw), "dialect to write: "+dialectNames())
+	f.IntVar(&o.cfg.Sessions, "sessions", 1000, "number of sessions")
+	f.IntVar(&o.cfg.Messages, "messages", 45, "mean messages per session (spread over half to one and a half times)")
+	f.Float64Var(&o.cfg.FaultRate, "fault-rate", 0.2, "share of sessions with faults, 0 to 1")
+	f.StringVar(&o.faults, "faults", "all", "comma-separated fault kinds to draw from, or all")
+	f.IntVar(&o.cfg.MaxFaults, "max-faults", 2, "a broken session gets 1 to this many faults")
+	f.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
+	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
+	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
+	return cmd
+}
+
+func runGen(ctx context.Context, e *Env, o *genOptions) error {
+	w := e.Stdout
+	var af *outputFile
+	if o.output != "" {
+		var err error
+		if af, err = createOutput(o.output); err != nil {
+			return err
+		}
+		defer af.abort()
+		w = af.f
+	}
+	err := gen.WriteJSONLines(ctx, w, o.cfg)
+	if err == nil && af != nil {
+		err = af.commit()
+	}
+	if err != nil {
+		return fmt.Errorf("write sessions: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/store"
+)
+
+// importOptions are the options of import.
+type importOptions struct {
+	db    dbOptions
+	input string // a FILE; stdin when empty or -
+}
+
+func (o *importOptions) load(s *settings, args []string) error {
+	if len(args) == 1 {
+		o.input = args[0]
+	}
+	return o.db.load(s)
+}
+
+func (o *importOptions) Validate() error { return o.db.Validate() }
+
+func newImportCmd(e *Env) *cobra.Command {
+	o := &importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import [FILE|-]",
+		Short: "Load JSON Lines sessions into tmend's own sessions table (for trials and demos)",
+		Long: `Load sessions, one JSON object per line with "id", "updated_at" (optional) and
+"messages" ("input", "contents"), into tmend's own sessions table, replacing sessions
+with the same id. Output of 'tmend gen' fits. A user's own table is never written here.`,
+		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE:    runE(e, o, runImport),
+	}
+	registerDBFlags(cmd.Flags())
+	return cmd
+}
+
+func runImport(ctx context.Context, e *Env, o *importOptions) error {
+	in, closeIn, err := openInput(e, o.input)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	pool, err := connect(ctx, newLogger(e, o.db.logLevel), o.db.connOptions)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	total, err := store.ImportJSONLines(ctx, pool, in)
+	if err != nil {
+		return err
+	}
+	e.printf("imported %d sessions\n", total)
+	return nil
+}

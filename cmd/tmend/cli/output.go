@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// openInput opens a FILE argument, or stdin for none or "-".
+func openInput(e *Env, path string) (io.Reader, func(), error) {
+	if path == "" || path == "-" {
+		return e.Stdin, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open input: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil // read only: closing loses nothing
+}
+
+// outputFile is where -o and --report write. A regular file (or a new one) is written
+// beside itself and renamed over it on commit, so readers never see half of it. A
+// symlink is followed: its target is replaced and the link kept. Anything else (a
+// device such as /dev/null, a FIFO, a terminal) is written to directly, never replaced.
+type outputFile struct {
+	f    *os.File
+	dest string // what commit renames the temp file over; empty when writing through
+	done bool
+}
+
+func createOutput(path string) (*outputFile, error) {
+	target, fi, err := resolveOutput(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	switch {
+	case fi != nil && fi.IsDir():
+		return nil, fmt.Errorf("create %s: is a directory", path)
+	case fi != nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return &outputFile{f: f}, nil
+	}
+	perm := os.FileMode(0o644) // not CreateTemp's 0600, which is for secrets; a replaced file keeps its own
+	if fi != nil {
+		perm = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		_ = f.Close() // best effort: the Chmod error is the one to report
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &outputFile{f: f, dest: target}, nil
+}
+
+// resolveOutput follows symlinks from path to where they end, which need not exist yet,
+// and returns that path with its file info (nil when it does not exist).
+func resolveOutput(path string) (string, os.FileInfo, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return path, nil, nil
+		case err != nil:
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return path, fi, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(link) {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+			if err != nil {
+				return "", nil, err
+			}
+			link = filepath.Join(dir, link)
+		}
+		path = link
+	}
+	return "", nil, errors.New("too many levels of symbolic links")
+}
+
+// sameOutput reports whether two output paths end at the same file.
+func sameOutput(a, b string) bool {
+	ra, fa, errA := resolveOutput(a)
+	rb, fb, errB := resolveOutput(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	if fa != nil && fb != nil {
+		return os.SameFile(fa, fb)
+	}
+	ra, errA = filepath.Abs(ra)
+	rb, errB = filepath.Abs(rb)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// commit makes the output visible: the temp file is synced and renamed over the
+// destination (and removed if that fails); a file written through is closed.
+func (o *outputFile) commit() error {
+	o.done = true
+	if o.dest == "" {
+		return o.f.Close()
+	}
+	err := o.f.Sync()
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.dest)
+	}
+	if err != nil {
+		_ = os.Remove(o.f.Name()) // best effort: err says what failed
+	}
+	return err
+}
+
+// abort drops the output of a failed run: the temp file is removed and the destination
+// left as it was.
+func (o *outputFile) abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	// Best effort: the run has failed already, and its error is the one to report.
+	_ = o.f.Close()
+	if o.dest != "" {
+		_ = os.Remove(o.f.Name())
+	}
+}

@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+)
+
+// runner is a scanner wired to the database from a command's options.
+type runner struct {
+	sc    *scanner.Scanner
+	store *store.Store
+	log   zerolog.Logger
+	close func()
+}
+
+func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
+	log := newLogger(e, db.logLevel)
+	st, closeDB, err := openStore(ctx, log, db, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	cfg := run.config
+	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
+		Str("target", string(cfg.Repair.Target)).Msg("configured")
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB}, nil
+}
+
+// progress shows a bar on a terminal and a log line every 10s otherwise.
+func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
+	if isTerminal(e.Stderr) {
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(e.Stderr), progressbar.OptionSetDescription("scanning"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("sessions"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		return func(p scanner.Progress) { _ = bar.Set(p.Counts.Scanned) }, func() { _ = bar.Finish() }
+	}
+	var last time.Duration
+	return func(p scanner.Progress) {
+		if p.Elapsed-last >= 10*time.Second {
+			last = p.Elapsed
+			c := p.Counts
+			r.log.Info().Int("num_scanned", c.Scanned).Int("num_repaired", c.Repaired).Int("num_failed", c.Failed).
+				Int64("elapsed_ms", p.Elapsed.Milliseconds()).Msg("scan progress")
+		}
+	}, func() {}
+}
+
+// scanOptions are the options of scan.
+type scanOptions struct {
+	db                 dbOptions
+	run                runOptions
+	queue              queueOptions
+	full, dryRun, json bool
+	session            string
+	limit              int
+	cancel             int64
+}
+
+func (o *scanOptions) load(s *settings, _ []string) error {
+	if err := o.db.load(s); err != nil {
+		return err
+	}
+	if err := o.run.load(s, o.db.source); err != nil {
+		return err
+	}
+	if err := o.queue.load(s); err != nil {
+		return err
+	}
+	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	return nil
+}
+
+func (o *scanOptions) Validate() error {
+	switch {
+	case o.full && o.session != "":
+		return errors.New("give --full or --session, not both")
+	case o.limit < 0:
+		return errors.New("--limit must not be negative")
+	case o.cancel < 0:
+		return errors.New("--cancel takes a run id")
+	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0):
+		return errors.New("--cancel takes no other scan options")
+	}
+	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())
+}
+
+func newScanCmd(e *Env) *cobra.Command {
+	o := &scanOptions{}
+	cmd := &cobra.Command{
+		Use:   "scan",
+		Short: "Repair stored sessions: those changed since the last run, or all with --full",
+		Long: `Scan the session table and repair the sessions whose tool calls and results are out of
+step. Each repaired session is written in its own transaction, with its prior and new
+content kept as versions and a report row in the audit table. Clean sessions are counted
+on the run, not written.
+
+By default a run is incremental: the sessions changed since the last completed run, with
+a safety overlap. --dry-run writes only reports (status would_repair) and exits 3 when it
+finds sessions to repair.
+
+A scan is split into --partitions partition jobs on River, in the database: this command
+works them (--concurrency at once) and waits for the run to end, while any 'tmend serve'
+or 'tmend worker' running on the database helps. One scan of a source runs at a time.
+Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
+
+` + configHelp,
+		Example: `  tmend scan --dry-run
+  tmend scan --full --json
+  tmend scan --full --partitions 16 --concurrency 2
+  tmend scan --cancel 42
+  tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
+		Args: noArgs,
+		RunE: runE(e, o, runScan),
+	}
+	f := cmd.Flags()
+	registerDBFlags(f)
+	registerSourceFlags(f)
+	o.run.register(f)
+	f.BoolVar(&o.full, "full", false, "scan every session, not only those changed since the last run")
+	f.StringVar(&o.session, "session", "", "scan this one session")
+	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
+	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
+	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
+	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	o.queue.register(f, true)
+	return cmd
+}
+
+func runScan(ctx context.Context, e *Env, o *scanOptions) error {
+	mode := model.ModeIncremental
+	switch {
+	case o.full:
+		mode = model.ModeFull
+	case o.session != "":
+		mode = model.ModeSession
+	}
+	r, err := openRunner(ctx, e, o.db, o.run, o.dryRun)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	var res model.RunResult
+	if mode == model.ModeSession {
+		onProgress, done := r.progress(e)
+		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
+			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
+		done()
+	} else {
+		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, DryRun: o.dryRun,
+			Limit: o.limit, Force: o.run.engine.force})
+	}
+	if res.RunID != 0 {
+		if werr := printRun(e, &res, o.json); werr != nil {
+			return werr
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case o.dryRun && res.Problems():
+		return errProblems
+	}
+	return nil
+}
+
+// scanShared starts a scan on the queue (or, with --cancel, cancels one), works its
+// partitions here while others may help, and waits for it to end. Interrupted, it
+// cancels the run.
+func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunResult, error) {
+	q, err := queue.New(r.store, r.sc, r.log, o.queue.config(o.db.schema, nil))
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if o.cancel > 0 {
+		run, err := q.Cancel(ctx, o.cancel)
+		return run.Result(), err
+	}
+	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	if err != nil {
+		return model.RunResult{}, err
+	}
+	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		return model.RunResult{}, err
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := q.Stop(stop); err != nil {
+			r.log.Warn().Err(err).Msg("stopping the queue")
+		}
+	}()
+	onProgress, done := r.progress(e)
+	start := time.Now()
+	run, err := q.Wait(ctx, id, func(run model.RunRow) {
+		onProgress(scanner.Progress{Counts: run.Counts, Elapsed: time.Since(start)})
+	})
+	done()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the run's remaining partitions are cancelled; what they wrote
+		// stays, each session whole.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if run, cerr := q.Cancel(cctx, id); cerr == nil {
+			return run.Result(), err
+		}
+	}
+	if err != nil {
+		return run.Result(), err
+	}
+	res := run.Result()
+	if run.Status != model.RunCompleted {
+		return res, fmt.Errorf("run %d %s: %s", id, run.Status, run.Error)
+	}
+	return res, nil
+}
+
+func printRun(e *Env, res *model.RunResult, asJSON bool) error {
+	var err error
+	if asJSON {
+		err = report.RunJSON(e.Stdout, res)
+	} else {
+		err = report.RunText(e.Stdout, res)
+	}
+	if err != nil {
+		return fmt.Errorf("print run: %w", err)
+	}
+	return nil
+}
+
+// repairOptions are the options of repair.
+type repairOptions struct {
+	db           dbOptions
+	run          runOptions
+	session      string
+	dryRun, json bool
+}
+
+func (o *repairOptions) load(s *settings, _ []string) error {
+	if err := o.db.load(s); err != nil {
+		return err
+	}
+	return o.run.load(s, o.db.source)
+}
+
+func (o *repairOptions) Validate() error {
+	if o.session == "" {
+		return errors.New("--session is required")
+	}
+	if err := o.db.Validate(); err != nil {
+		return err
+	}
+	return o.run.Validate()
+}
+
+func newRepairCmd(e *Env) *cobra.Command {
+	o := &repairOptions{}
+	cmd := &cobra.Command{
+		Use:   "repair --session ID",
+		Short: "Repair one stored session now and print exactly what changed",
+		Long: `Repair one session now, whatever its age, and print each action with the sizes before
+and after. The prior content is kept as a version, so 'tmend rollback --session ID'
+undoes it. --dry-run shows the same without writing; --force also answers calls of the
+last turn that may still be running (the quiet period).
+
+` + configHelp,
+		Example: `  tmend repair --session 7f3e2a
+  tmend repair --session 7f3e2a --dry-run --json`,
+		Args: noArgs,
+		RunE: runE(e, o, runRepair),
+	}
+	f := cmd.Flags()
+	registerDBFlags(f)
+	registerSourceFlags(f)
+	o.run.register(f)
+	f.StringVar(&o.session, "session", "", "the session's id")
+	f.BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing but the report")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
+	r, err := openRunner(ctx, e, o.db, o.run, o.dryRun)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession,
+		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
+	if res.RunID != 0 {
+		if werr := printRun(e, &res, o.json); werr != nil {
+			return werr
+		}
+	}
+	if err == nil && res.Counts.Clean == 1 && !o.json {
+		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
+	}
+	return err
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/store"
+)
+
+// settings resolves an option by precedence: the flag when given, then TMEND_<NAME>
+// from the environment, then the config file, then the flag's default.
+type settings struct {
+	e    *Env
+	fs   *pflag.FlagSet
+	file map[string]string
+}
+
+const configHelp = `Every option can also come from the environment as TMEND_<OPTION> (TMEND_TABLE,
+TMEND_QUIET_PERIOD, ...) or from a YAML config file (--config or TMEND_CONFIG) with keys
+like table: or quiet_period:. A flag beats the environment, which beats the file.`
+
+// registerDBFlags adds the options of every command that opens the database.
+func registerDBFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML file with options (keys are option names with _ for -)")
+	fs.String("database-url", "", "Postgres URL (default: TMEND_DATABASE_URL, DATABASE_URL, the config file, then PG* variables)")
+	fs.String("schema", store.DefaultSchema, "schema of tmend's own tables")
+	fs.String("log-level", "info", "debug, info, warn or error")
+}
+
+// registerSourceFlags adds where the sessions are.
+func registerSourceFlags(fs *pflag.FlagSet) {
+	fs.String("table", store.DefaultSource.Table, "table holding the sessions (table or schema.table)")
+	fs.String("id-column", store.DefaultSource.IDColumn, "its id column (text, uuid or integer)")
+	fs.String("messages-column", store.DefaultSource.MessagesColumn, "its transcript column (jsonb, json or text)")
+	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full)")
+}
+
+// loadSettings reads the config file (--config or TMEND_CONFIG) of a command that has
+// the --config flag; the others (check, fix, gen, version) take no options from files.
+func loadSettings(e *Env, cmd *cobra.Command) (*settings, error) {
+	s := &settings{e: e, fs: cmd.Flags(), file: map[string]string{}}
+	if s.fs.Lookup("config") == nil {
+		return s, nil
+	}
+	path := s.flagOrEnv("config")
+	if path == "" {
+		return s, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("read config file: %v", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, usageErrorf("config file %s: %v", path, err)
+	}
+	for k, v := range raw {
+		name := strings.ReplaceAll(k, "_", "-")
+		if s.fs.Lookup(name) == nil && !knownSetting(name) {
+			return nil, usageErrorf("config file %s: unknown option %q", path, k)
+		}
+		switch v.(type) {
+		case map[string]any, []any:
+			return nil, usageErrorf("config file %s: option %q must be a single value", path, k)
+		}
+		s.file[name] = fmt.Sprint(v)
+	}
+	return s, nil
+}
+
+// knownSetting accepts options of other commands in a shared config file.
+func knownSetting(name string) bool {
+	switch name {
+	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
+		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
+		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
+		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after":
+		return true
+	}
+	return false
+}
+
+func EnvName(flag string) string {
+	return "TMEND_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func (s *settings) flagOrEnv(name string) string {
+	if f := s.fs.Lookup(name); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	return s.e.Getenv(EnvName(name))
+}
+
+// get resolves a string option.
+func (s *settings) get(name string) string {
+	if f := s.fs.Lookup(name); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if v, ok := s.lookupEnv(name); ok {
+		return v
+	}
+	if v, ok := s.file[name]; ok {
+		return v
+	}
+	if f := s.fs.Lookup(name); f != nil {
+		return f.DefValue
+	}
+	return ""
+}
+
+func (s *settings) lookupEnv(name string) (string, bool) {
+	v := s.e.Getenv(EnvName(name))
+	if name == "database-url" && v == "" {
+		v = s.e.Getenv("DATABASE_URL")
+	}
+	return v, v != ""
+}
+
+func (s *settings) int(name string) (int, error) {
+	v, err := strconv.Atoi(s.get(name))
+	if err != nil {
+		return 0, fmt.Errorf("--%s must be a whole number, got %q", name, s.get(name))
+	}
+	return v, nil
+}
+
+func (s *settings) duration(name string) (time.Duration, error) {
+	v, err := time.ParseDuration(s.get(name))
+	if err != nil {
+		return 0, fmt.Errorf("--%s must be a duration like 10m or 1h30m, got %q", name, s.get(name))
+	}
+	return v, nil
+}
+
+func (s *settings) source() store.Source {
+	return store.Source{Table: s.get("table"), IDColumn: s.get("id-column"),
+		MessagesColumn: s.get("messages-column"), UpdatedAtColumn: s.get("updated-at-column")}
+}
+
+// newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
+func newLogger(e *Env, level zerolog.Level) zerolog.Logger {
+	w := e.Stderr
+	if isTerminal(e.Stderr) {
+		w = zerolog.ConsoleWriter{Out: e.Stderr, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	if o, ok := w.(*outputStream); ok {
+		w = o.w
+	}
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// connect opens the database, checks that its schema matches this binary, and logs where
+// it connected (password redacted).
+func connect(ctx context.Context, log zerolog.Logger, o connOptions) (*pgxpool.Pool, error) {
+	cfg, err := store.ParseConfig(o.databaseURL, o.schema)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("database", store.Describe(cfg)).Str("schema", o.schema).Msg("connecting")
+	pool, err := store.ConnectSized(ctx, o.databaseURL, o.schema, o.poolSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Check(ctx, pool, o.schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// openStore connects and opens the source; a source that is not usable (no such table,
+// wrong column types, missing privileges) is a usage error.
+func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bool) (*store.Store, func(), error) {
+	pool, err := connect(ctx, log, o.connOptions)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, pool, o.source, readOnly)
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, store.ErrSource) {
+			return nil, nil, &exitError{code: ExitUsage, err: err}
+		}
+		return nil, nil, err
+	}
+	return st, pool.Close, nil
+}

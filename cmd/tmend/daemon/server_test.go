@@ -1,0 +1,490 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tmend/tmend/cmd/tmend/daemon"
+	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// pgx's pool health checker outlives single tests.
+		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+	)
+}
+
+const (
+	apiToken  = "write-secret"
+	readToken = "read-secret"
+)
+
+// brokenSession is an OpenAI chat transcript whose call never got its result.
+const brokenSession = `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"user","content":"hello?"}]`
+
+type testBundle struct {
+	pool    *pgxpool.Pool // the test database, for checks
+	scanner *scanner.Scanner
+	base    string // where httptest serves the API
+}
+
+// setup serves a Server over httptest for a fresh test database: both tokens set, the
+// session "a" (broken, changed a day ago) stored. edit may change the config first.
+func setup(t *testing.T, edit func(*daemon.Config)) *testBundle {
+	t.Helper()
+	pool := storetest.NewDB(t)
+	storetest.Sessions(t, pool, model.Session{ID: "a", Messages: []byte(brokenSession), UpdatedAt: time.Now().Add(-24 * time.Hour)})
+	return serveFrom(t, pool, pool, edit)
+}
+
+// serveFrom is setup on a given pool (the server's) and test database (pool).
+func serveFrom(t *testing.T, pool, serverPool *pgxpool.Pool, edit func(*daemon.Config)) *testBundle {
+	t.Helper()
+	st, err := store.Open(t.Context(), serverPool, store.DefaultSource, false)
+	require.NoError(t, err)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()})
+	cfg := daemon.Config{Scanner: sc, Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1},
+		Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(),
+		APIToken: apiToken, ReadToken: readToken, ShutdownTimeout: 30 * time.Second}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := daemon.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	mux := http.NewServeMux()
+	srv.Install(mux)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+	})
+	return &testBundle{pool: pool, scanner: sc, base: ts.URL}
+}
+
+func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// repair repairs one session the way 'tmend repair' does.
+func (b *testBundle) repair(t *testing.T, id string) {
+	t.Helper()
+	res, err := b.scanner.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession, SessionID: id})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Repaired)
+}
+
+// call sends a request with the given Authorization header value (none when empty) and
+// returns the status and body.
+func call(t *testing.T, method, url, auth, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// callJSON is call for a JSON object answer.
+func callJSON(t *testing.T, method, url, auth, body string) (int, map[string]any) {
+	t.Helper()
+	code, b := call(t, method, url, auth, body)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(b), &m), b)
+	return code, m
+}
+
+// waitFor polls cond every 20ms for up to 30s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("condition not met in 30s")
+		}
+	}
+}
+
+// TestServeRunsAndStops serves a real listener: a run started through the API
+// completes and is counted in /metrics, and cancelling the context stops Serve cleanly.
+func TestServeRunsAndStops(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	storetest.Generated(t, pool, gen.Config{Dialect: repair.OpenClaw, Sessions: 40, Messages: 20, FaultRate: 0.5, Seed: 1})
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	srv, err := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
+		Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1}, Schema: store.DefaultSchema,
+		Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ShutdownTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	srv.Install(mux)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, mux) }()
+	base := "http://" + ln.Addr().String()
+	w := "Bearer " + apiToken
+
+	code, _ := call(t, "GET", base+"/readyz", "", "")
+	require.Equal(t, 200, code)
+	code, _ = call(t, "POST", base+"/v1/runs", "", "")
+	require.Equal(t, 401, code)
+	code, _ = call(t, "POST", base+"/v1/runs", "Bearer wrong", "")
+	require.Equal(t, 401, code)
+	code, m := callJSON(t, "POST", base+"/v1/runs", w, `{"mode":"sideways"}`)
+	require.Equal(t, 400, code, m)
+
+	code, m = callJSON(t, "POST", base+"/v1/runs", w, `{"mode":"full"}`)
+	require.Equal(t, 202, code, m)
+	runPath := m["url"].(string)
+	var run map[string]any
+	waitFor(t, func() bool { _, run = callJSON(t, "GET", base+runPath, w, ""); return run["status"] != "running" })
+	require.Equal(t, "completed", run["status"])
+	repaired := run["counts"].(map[string]any)["repaired"].(float64)
+	require.Positive(t, repaired)
+
+	code, m = callJSON(t, "POST", base+"/v1/sessions/s-000001/repair?dry_run=true", w, "")
+	require.Equal(t, 200, code, m)
+	require.Equal(t, "completed", m["status"])
+	code, _ = call(t, "POST", base+"/v1/sessions/nope/repair", w, "")
+	require.Equal(t, 404, code)
+	code, _ = call(t, "GET", base+"/v1/runs/99999", w, "")
+	require.Equal(t, 404, code)
+
+	code, metrics := call(t, "GET", base+"/metrics", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, metrics, `tmend_runs_total{mode="full",status="completed",trigger="api"} 1`)
+	require.Contains(t, metrics, fmt.Sprintf(`tmend_sessions_total{status="repaired"} %d`, int(repaired)))
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+	_, err = http.Get(base + "/healthz")
+	require.Error(t, err, "a stopped server still answers")
+}
+
+func TestAPIReadsNeedAToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.repair(t, "a")
+
+	gets := []string{"/v1/runs", "/v1/runs/1", "/v1/reports", "/v1/sessions/a/reports", "/v1/sessions/a/versions/1"}
+	for _, path := range gets {
+		for _, auth := range []string{"", "Bearer nope", "Basic " + readToken, readToken, "Bearer"} {
+			code, body := call(t, "GET", b.base+path, auth, "")
+			require.Equal(t, http.StatusUnauthorized, code, "%s with %q: %s", path, auth, body)
+			require.NotContains(t, body, "tool_calls")
+		}
+		for _, auth := range []string{"Bearer " + readToken, "Bearer " + apiToken, "bearer " + readToken, "BEARER  " + apiToken} {
+			code, body := call(t, "GET", b.base+path, auth, "")
+			require.Equal(t, http.StatusOK, code, "%s with %q: %s", path, auth, body)
+		}
+	}
+	code, body := call(t, "GET", b.base+"/v1/sessions/a/versions/1", "Bearer "+readToken, "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "tool_calls")
+
+	// The read token does not write; the API token's scheme is case-insensitive too.
+	code, _ = call(t, "POST", b.base+"/v1/sessions/a/repair?dry_run=true", "Bearer "+readToken, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body = call(t, "POST", b.base+"/v1/sessions/a/repair?dry_run=true", "bearer "+apiToken, "")
+	require.Equal(t, http.StatusOK, code, body)
+
+	// Probes and metrics stay open.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		code, _ := call(t, "GET", b.base+path, "", "")
+		require.Equal(t, http.StatusOK, code, path)
+	}
+
+	// Without any token set, reads are refused, not open.
+	none := serveFrom(t, b.pool, b.pool, func(c *daemon.Config) { c.APIToken, c.ReadToken = "", "" })
+	code, _ = call(t, "GET", none.base+"/v1/sessions/a/versions/1", "", "")
+	require.Equal(t, http.StatusForbidden, code)
+	// The read token alone enables reads.
+	readOnly := serveFrom(t, b.pool, b.pool, func(c *daemon.Config) { c.APIToken = "" })
+	code, _ = call(t, "GET", readOnly.base+"/v1/sessions/a/versions/1", "Bearer "+readToken, "")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = call(t, "POST", readOnly.base+"/v1/sessions/a/rollback", "Bearer "+readToken, "{}")
+	require.Equal(t, http.StatusForbidden, code)
+}
+
+// Handlers installed beside the API (the console) can ask what a credential allows.
+func TestAccess(t *testing.T) {
+	t.Parallel()
+	srv, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), APIToken: apiToken, ReadToken: readToken})
+	require.NoError(t, err)
+	for token, want := range map[string]daemon.Access{apiToken: daemon.WriteAccess, readToken: daemon.ReadAccess,
+		"": daemon.NoAccess, "nope": daemon.NoAccess, apiToken + " ": daemon.NoAccess} {
+		require.Equal(t, want, srv.TokenAccess(token), "%q", token)
+	}
+	req := httptest.NewRequest("GET", "/console", nil)
+	req.Header.Set("Authorization", "bearer "+readToken)
+	require.Equal(t, daemon.ReadAccess, srv.RequestAccess(req))
+	none, err := daemon.New(daemon.Config{Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	require.Equal(t, daemon.NoAccess, none.TokenAccess(""), "no token set allows nothing")
+
+	// RequireRead and RequireWrite guard any handler the same way as the API's.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /console", srv.RequireRead(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "page") }))
+	mux.HandleFunc("POST /console", srv.RequireWrite(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "done") }))
+	for _, tt := range []struct {
+		method, token string
+		code          int
+	}{{"GET", readToken, 200}, {"GET", apiToken, 200}, {"GET", "", 401}, {"POST", readToken, 401}, {"POST", apiToken, 200}} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(tt.method, "/console", nil)
+		req.Header.Set("Authorization", "Bearer "+tt.token)
+		mux.ServeHTTP(rec, req)
+		require.Equal(t, tt.code, rec.Code, "%s with %q", tt.method, tt.token)
+	}
+	srv.Shutdown(context.Background())
+	rec := httptest.NewRecorder()
+	req = httptest.NewRequest("POST", "/console", nil)
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	mux.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "a stopped server takes no writes")
+}
+
+func TestAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	w, rd := "Bearer "+apiToken, "Bearer "+readToken
+	for _, tt := range []struct{ method, path, auth, body string }{
+		{"GET", "/v1/sessions/%00/reports", rd, ""},
+		{"GET", "/v1/sessions/%FF/reports", rd, ""},
+		{"GET", "/v1/sessions/a%00b/versions/1", rd, ""},
+		{"GET", "/v1/sessions/%C3/versions/1", rd, ""},
+		{"GET", "/v1/reports?status=%00", rd, ""},
+		{"GET", "/v1/reports?dialect=%FF", rd, ""},
+		{"GET", "/v1/reports?status=repaird", rd, ""},
+		{"GET", "/v1/reports?status=completed", rd, ""},
+		{"GET", "/v1/reports?limit=zero", rd, ""},
+		{"GET", "/v1/sessions/a/reports?status=repaird", rd, ""},
+		{"GET", "/v1/runs?status=repaird", rd, ""},
+		{"GET", "/v1/runs?status=repaired", rd, ""},
+		{"POST", "/v1/sessions/%00/repair", w, ""},
+		{"POST", "/v1/sessions/%FF/repair", w, ""},
+		{"POST", "/v1/sessions/%00/rollback", w, "{}"},
+		{"POST", "/v1/runs", w, "null"},
+		{"POST", "/v1/runs", w, "[]"},
+		{"POST", "/v1/runs", w, `"full"`},
+		{"POST", "/v1/runs", w, "42"},
+		{"POST", "/v1/runs", w, `{"mode":"full"} {"mode":"full"}`},
+		{"POST", "/v1/runs", w, `{"mode":"full"} null`},
+		{"POST", "/v1/sessions/a/rollback", w, "null"},
+	} {
+		code, body := call(t, tt.method, b.base+tt.path, tt.auth, tt.body)
+		require.Equal(t, http.StatusBadRequest, code, "%s %s %q: %s", tt.method, tt.path, tt.body, body)
+		require.NotContains(t, body, "SQLSTATE")
+	}
+	require.Zero(t, b.count(t, "SELECT count(*) FROM repair_runs"), "no bad request started a run")
+	require.Zero(t, b.count(t, "SELECT count(*) FROM repair_reports"), "nor repaired or rolled back anything")
+}
+
+func TestAuditAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.repair(t, "a")
+	rd, w := "Bearer "+readToken, "Bearer "+apiToken
+
+	code, m := callJSON(t, "GET", b.base+"/v1/runs?limit=1", rd, "")
+	require.Equal(t, 200, code)
+	require.Len(t, m["items"], 1)
+	code, m = callJSON(t, "GET", b.base+"/v1/sessions/a/reports", rd, "")
+	require.Equal(t, 200, code)
+	require.Equal(t, "repaired", m["items"].([]any)[0].(map[string]any)["status"])
+	code, m = callJSON(t, "GET", b.base+"/v1/reports?status=repaired&issue=tool_call_without_result", rd, "")
+	require.Equal(t, 200, code, m)
+	require.Len(t, m["items"], 1)
+	code, m = callJSON(t, "GET", b.base+"/v1/sessions/a/versions/1", rd, "")
+	require.Equal(t, 200, code)
+	require.Equal(t, "original", m["kind"])
+	require.NotEmpty(t, m["content"])
+	code, _ = call(t, "GET", b.base+"/v1/sessions/a/versions/9", rd, "")
+	require.Equal(t, 404, code)
+
+	code, _ = call(t, "POST", b.base+"/v1/sessions/a/rollback", "Bearer nope", "{}")
+	require.Equal(t, 401, code)
+	code, _ = call(t, "POST", b.base+"/v1/sessions/a/rollback", w, "{}")
+	require.Equal(t, 200, code)
+	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
+	code, _ = call(t, "POST", b.base+"/v1/sessions/ghost/rollback", w, "{}")
+	require.Equal(t, 404, code)
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	t.Parallel()
+	srv := daemon.NewHTTPServer(http.NotFoundHandler())
+	require.Positive(t, srv.ReadHeaderTimeout)
+	require.Positive(t, srv.ReadTimeout)
+	require.Positive(t, srv.IdleTimeout)
+	require.LessOrEqual(t, srv.IdleTimeout, 2*time.Minute)
+}
+
+// tcpProxy forwards connections to a database until cut, which drops them all and
+// refuses new ones: a database outage on demand.
+type tcpProxy struct {
+	ln     net.Listener
+	dial   func() (net.Conn, error)
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+	copies sync.WaitGroup
+}
+
+func newTCPProxy(t *testing.T, dial func() (net.Conn, error)) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &tcpProxy{ln: ln, dial: dial}
+	p.copies.Add(1)
+	go func() {
+		defer p.copies.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.forward(c)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); p.cut(); p.copies.Wait() })
+	return p
+}
+
+func (p *tcpProxy) forward(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		_ = c.Close()
+		return
+	}
+	up, err := p.dial()
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.conns = append(p.conns, c, up)
+	for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+		p.copies.Add(1)
+		go func() {
+			defer p.copies.Done()
+			_, _ = io.Copy(pair[0], pair[1])
+			_ = pair[0].Close()
+			_ = pair[1].Close()
+		}()
+	}
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func TestDatabaseOutageIs503(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewDBURL(t)
+	pool, err := store.Connect(t.Context(), dbURL, store.DefaultSchema)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	storetest.Sessions(t, pool, model.Session{ID: "a", Messages: []byte(brokenSession), UpdatedAt: time.Now().Add(-24 * time.Hour)})
+
+	cfg, err := pgconn.ParseConfig(dbURL)
+	require.NoError(t, err)
+	network, addr := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		network, addr = "unix", cfg.Host+"/.s.PGSQL."+strconv.Itoa(int(cfg.Port))
+	}
+	proxy := newTCPProxy(t, func() (net.Conn, error) { return net.Dial(network, addr) })
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Del("host")
+	q.Del("port")
+	u.RawQuery, u.Host = q.Encode(), proxy.ln.Addr().String()
+	proxied, err := store.Connect(t.Context(), u.String(), store.DefaultSchema)
+	require.NoError(t, err)
+	t.Cleanup(proxied.Close)
+	b := serveFrom(t, pool, proxied, nil)
+	b.repair(t, "a")
+
+	rd, w := "Bearer "+readToken, "Bearer "+apiToken
+	code, body := call(t, "GET", b.base+"/v1/sessions/a/reports", rd, "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, _ = call(t, "GET", b.base+"/readyz", "", "")
+	require.Equal(t, http.StatusOK, code)
+
+	proxy.cut()
+	for _, tt := range []struct{ method, path, auth, body string }{
+		{"GET", "/v1/runs", rd, ""},
+		{"GET", "/v1/runs/1", rd, ""},
+		{"GET", "/v1/reports", rd, ""},
+		{"GET", "/v1/sessions/a/reports", rd, ""},
+		{"GET", "/v1/sessions/a/versions/1", rd, ""},
+		{"POST", "/v1/runs", w, `{"mode":"full"}`},
+		{"POST", "/v1/sessions/a/rollback", w, "{}"},
+	} {
+		code, body := call(t, tt.method, b.base+tt.path, tt.auth, tt.body)
+		require.Equal(t, http.StatusServiceUnavailable, code, "%s %s: %s", tt.method, tt.path, body)
+		var m map[string]string
+		require.NoError(t, json.Unmarshal([]byte(body), &m))
+		require.Equal(t, "database unavailable; try again later", m["error"])
+	}
+	code, body = call(t, "GET", b.base+"/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.JSONEq(t, `{"status":"not ready","reason":"database unavailable"}`, body)
+	require.NotContains(t, body, cfg.User)
+	require.NotContains(t, body, "127.0.0.1")
+	code, _ = call(t, "GET", b.base+"/healthz", "", "")
+	require.Equal(t, http.StatusOK, code, "liveness does not depend on the database")
+}

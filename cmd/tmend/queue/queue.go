@@ -1,0 +1,296 @@
+// Package queue runs tmend's scans as River jobs (github.com/riverqueue/river) in the
+// database the sessions are in: a scan is a run row and one job per partition, worked by
+// every process that runs a Queue (`tmend serve`, `tmend worker`, and `tmend scan` while
+// it waits for its own run). River brings the rest: jobs claimed with FOR UPDATE SKIP
+// LOCKED, retries with backoff, rescue of jobs whose worker died, unique jobs, and one
+// leader that enqueues the scheduled scan.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+)
+
+// Name is the River queue tmend's jobs go to.
+const Name = "tmend"
+
+// Config tunes a Queue.
+type Config struct {
+	// Schema holds River's tables (tmend's schema).
+	Schema string
+	// Concurrency is how many partitions this process works at once; 0 works none (a
+	// process that only enqueues). Each partition uses the scanner's workers.
+	Concurrency int
+	// Slice is how long a partition's job works before it checkpoints and yields its
+	// turn, so that a scan moves between workers; default 30s.
+	Slice time.Duration
+	// RescueAfter is when River hands a job whose worker went silent to another worker:
+	// it must be well over Slice plus the time to finish the sessions in hand. Default 2m.
+	RescueAfter time.Duration
+	// MaxAttempts bounds a partition's job attempts (failures, not yields); default 10.
+	MaxAttempts int
+	// Schedule, when set, is the cron schedule of the incremental scan that the elected
+	// leader among all processes with a schedule enqueues, once per tick.
+	Schedule cron.Schedule
+	// OnScheduled, if set, is told how each scheduled scan started (ErrBusy: skipped).
+	OnScheduled func(runID int64, err error)
+	// OnRunEnded, if set, is told of each run whose last partition this process ended.
+	OnRunEnded func(runID int64)
+}
+
+func (c *Config) defaults() {
+	if c.Slice <= 0 {
+		c.Slice = 30 * time.Second
+	}
+	if c.RescueAfter <= 0 {
+		c.RescueAfter = 2 * time.Minute
+	}
+	if c.MaxAttempts < 1 {
+		c.MaxAttempts = 10
+	}
+}
+
+// Queue starts, works and cancels scans.
+type Queue struct {
+	client *river.Client[pgx.Tx]
+	// stopping is closed by Stop: partitions yield at their next page.
+	stopping chan struct{}
+	stopOnce sync.Once
+	store    *store.Store
+	sc       *scanner.Scanner
+	log      zerolog.Logger
+	cfg      Config
+}
+
+// PartitionArgs is the job of one partition of a run.
+type PartitionArgs struct {
+	RunID     int64 `json:"run_id"`
+	Partition int   `json:"partition"`
+}
+
+// Kind is River's name for the job.
+func (PartitionArgs) Kind() string { return "tmend_partition" }
+
+// ScheduledArgs is the job that starts the scheduled scan of one tick.
+type ScheduledArgs struct {
+	Source string    `json:"source"`
+	Tick   time.Time `json:"tick"`
+}
+
+// Kind is River's name for the job.
+func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
+
+// New returns a Queue over st's database. Work starts with Start.
+func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
+	cfg.defaults()
+	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{})}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &scheduledWorker{q: q}); err != nil {
+		return nil, err
+	}
+	rc := &river.Config{
+		Schema:  cfg.Schema,
+		Workers: workers,
+		// A partition bounds its own turn (Slice), but River rescues only jobs that have
+		// a timeout, so a job gets one between its slice and the rescue.
+		JobTimeout:           (cfg.Slice + cfg.RescueAfter) / 2,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		MaxAttempts:          cfg.MaxAttempts,
+		Logger:               slog.New(zerolog.NewSlogHandler(q.log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel))),
+	}
+	if cfg.Concurrency > 0 {
+		rc.Queues = map[string]river.QueueConfig{Name: {MaxWorkers: cfg.Concurrency}}
+	}
+	if cfg.Schedule != nil {
+		ts := &tickSchedule{Schedule: cfg.Schedule}
+		source := st.Source().Name()
+		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(ts, func() (river.JobArgs, *river.InsertOpts) {
+			// One job per tick, whichever leader enqueues it.
+			return ScheduledArgs{Source: source, Tick: ts.due()}, &river.InsertOpts{Queue: Name,
+				UniqueOpts: river.UniqueOpts{ByArgs: true}}
+		}, nil)}
+	}
+	client, err := river.NewClient(riverpgxv5.New(st.Pool()), rc)
+	if err != nil {
+		return nil, fmt.Errorf("set up River: %w", err)
+	}
+	q.client = client
+	return q, nil
+}
+
+// tickSchedule is a cron schedule that remembers the tick River planned last, which is
+// the one due when River asks for the job to insert.
+type tickSchedule struct {
+	cron.Schedule
+	mu   sync.Mutex
+	next time.Time
+}
+
+func (t *tickSchedule) Next(now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next = t.Schedule.Next(now)
+	return t.next
+}
+
+func (t *tickSchedule) due() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next.UTC()
+}
+
+// Start begins working jobs and, on the elected leader, the schedule; with Concurrency
+// 0, it does nothing (the Queue only starts and cancels runs). It returns at once.
+func (q *Queue) Start(ctx context.Context) error {
+	if q.cfg.Concurrency == 0 {
+		return nil
+	}
+	if err := q.client.Start(ctx); err != nil {
+		return fmt.Errorf("start River: %w", err)
+	}
+	return nil
+}
+
+// Stop stops working: running partitions finish their sessions in hand, checkpoint and
+// yield; after ctx ends, they are cancelled (each session is written whole or not at
+// all, and a later attempt resumes from the checkpoint).
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.cfg.Concurrency == 0 {
+		return nil
+	}
+	q.stopOnce.Do(func() { close(q.stopping) })
+	err := q.client.Stop(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return q.client.StopAndCancel(context.Background())
+	}
+	return err
+}
+
+// StartRun records a scan with options o in partitions partitions (0: chosen from the
+// table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
+func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
+	if partitions <= 0 {
+		n, err := q.store.EstimateSessions(ctx)
+		if err != nil {
+			return 0, err
+		}
+		partitions = scanner.Partitions(n)
+	}
+	plan, err := q.sc.Plan(ctx, o, partitions)
+	if err != nil {
+		return 0, err
+	}
+	id, _, err := q.store.CreateRun(ctx, plan, func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
+		params := make([]river.InsertManyParams, n)
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: i},
+				InsertOpts: &river.InsertOpts{Queue: Name}}
+		}
+		res, err := q.client.InsertManyTx(ctx, tx, params)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]int64, len(res))
+		for i, r := range res {
+			ids[i] = r.Job.ID
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	q.log.Info().Int64("run_id", id).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+		Int("partitions", plan.Partitions).Msg("run started")
+	return id, nil
+}
+
+// Cancel cancels a run's remaining partitions and returns the run as it ended.
+func (q *Queue) Cancel(ctx context.Context, runID int64) (model.RunRow, error) {
+	return q.store.CancelRun(ctx, runID, func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error {
+		for _, id := range jobIDs {
+			if _, err := q.client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Wait polls a run until it ends and returns it; progress, if set, sees each poll.
+func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRow)) (model.RunRow, error) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		run, err := q.store.Run(ctx, runID)
+		if err != nil && !errors.Is(err, model.ErrUnavailable) {
+			return run, err
+		}
+		if err == nil {
+			if progress != nil {
+				progress(run)
+			}
+			if run.Status != model.RunRunning {
+				return run, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+type partitionWorker struct {
+	river.WorkerDefaults[PartitionArgs]
+	q *Queue
+}
+
+func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs]) error {
+	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, scanner.PartitionOptions{
+		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts})
+	if err != nil {
+		return err
+	}
+	switch {
+	case out == scanner.PartitionYielded:
+		return river.JobSnooze(0) // back in the queue at once, for any worker; not an attempt
+	case out == scanner.RunEnded && w.q.cfg.OnRunEnded != nil:
+		w.q.cfg.OnRunEnded(job.Args.RunID)
+	}
+	return nil
+}
+
+type scheduledWorker struct {
+	river.WorkerDefaults[ScheduledArgs]
+	q *Queue
+}
+
+func (w *scheduledWorker) Work(ctx context.Context, job *river.Job[ScheduledArgs]) error {
+	id, err := w.q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, 0)
+	if w.q.cfg.OnScheduled != nil {
+		w.q.cfg.OnScheduled(id, err)
+	}
+	if errors.Is(err, model.ErrBusy) {
+		w.q.log.Info().Time("tick", job.Args.Tick).Msg("a scan of this source is still running; skipping this tick")
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,223 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+var old = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// sessions generates n sessions of every dialect, a third of them broken.
+func sessions(t *testing.T, n int) []model.Session {
+	t.Helper()
+	var out []model.Session
+	for i, d := range repair.Dialects() {
+		cfg := gen.Config{Seed: uint64(i), Dialect: d, Sessions: n / len(repair.Dialects()), Messages: 12, FaultRate: 0.3, Start: old}
+		require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+			msgs, _ := json.Marshal(s.Messages)
+			out = append(out, model.Session{ID: fmt.Sprintf("%s-%s", d, s.ID), Messages: msgs, UpdatedAt: s.UpdatedAt})
+			return nil
+		}))
+	}
+	return out
+}
+
+type bundle struct {
+	pool  *pgxpool.Pool
+	store *store.Store
+	sc    *scanner.Scanner
+	log   *syncBuffer
+}
+
+func setup(t *testing.T, data []model.Session, cfg scanner.Config) *bundle {
+	t.Helper()
+	pool := storetest.NewDB(t)
+	storetest.Sessions(t, pool, data...)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	cfg.Source = store.DefaultSource.Name()
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 40
+	}
+	b := &bundle{pool: pool, store: st, log: &syncBuffer{}}
+	b.sc = scanner.New(st, zerolog.New(b.log), cfg)
+	return b
+}
+
+func (b *bundle) queue(t *testing.T, cfg queue.Config) *queue.Queue {
+	t.Helper()
+	cfg.Schema = store.DefaultSchema
+	q, err := queue.New(b.store, b.sc, zerolog.New(b.log), cfg)
+	require.NoError(t, err)
+	require.NoError(t, q.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, q.Stop(ctx))
+	})
+	return q
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), sql, args...).Scan(&n))
+	return n
+}
+
+// syncBuffer is a log sink that workers write to at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func wait(t *testing.T, q *queue.Queue, runID int64) model.RunRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	run, err := q.Wait(ctx, runID, nil)
+	require.NoError(t, err)
+	return run
+}
+
+// A scan split into partitions, worked by several workers that yield their turn every
+// few pages, ends with the same totals as one process scanning alone, and repairs every
+// broken session exactly once.
+func TestPartitionedRunEqualsOneProcess(t *testing.T) {
+	t.Parallel()
+	data := sessions(t, 700)
+	alone := setup(t, data, scanner.Config{})
+	want, err := alone.sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Positive(t, want.Counts.Repaired)
+
+	b := setup(t, data, scanner.Config{})
+	q := b.queue(t, queue.Config{Concurrency: 3, Slice: 30 * time.Millisecond})
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 5)
+	require.NoError(t, err)
+	run := wait(t, q, id)
+
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, 5, run.Partitions)
+	require.Equal(t, want.Counts, run.Counts)
+	require.Equal(t, want.Summary(), run.Summary)
+	require.Equal(t, 5, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND status = 'completed'`, id))
+	require.Positive(t, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND attempt > 1`, id),
+		"partitions yield and resume from their checkpoints")
+	// Exactly once: one report and one repaired version per repaired session.
+	require.Equal(t, want.Counts.Repaired, count(t, b.pool, `SELECT count(DISTINCT session_id) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'`, id))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1 GROUP BY session_id HAVING count(*) > 1) d`, id))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM (SELECT session_id FROM session_versions WHERE kind = 'repaired' GROUP BY session_id HAVING count(*) > 1) d`))
+	storetest.AllClean(t, b.pool)
+
+	// The incremental position moved: the next incremental scan reads nothing.
+	id2, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, 2)
+	require.NoError(t, err)
+	run2 := wait(t, q, id2)
+	require.Equal(t, model.ModeIncremental, run2.Mode)
+	require.Zero(t, run2.Counts.Scanned)
+}
+
+// A partition whose database connections are cut is retried by River and resumes from
+// its checkpoint: nothing is counted twice, nothing repaired twice.
+func TestDroppedConnectionResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	data := sessions(t, 700)
+	alone := setup(t, data, scanner.Config{})
+	want, err := alone.sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+
+	// One attempt at each database operation: a cut connection fails the job attempt.
+	b := setup(t, data, scanner.Config{Retries: 1, BatchSize: 10, BatchPause: 20 * time.Millisecond})
+	q := b.queue(t, queue.Config{Concurrency: 1})
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 1)
+	require.NoError(t, err)
+	// Once the partition has checkpointed, cut every connection of the pool.
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND num_scanned > 0`, id) > 0
+	}, time.Minute, 5*time.Millisecond)
+	var app string
+	require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT current_setting('application_name')").Scan(&app))
+	_, err = b.pool.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_database()`, app)
+	require.NoError(t, err)
+
+	run := wait(t, q, id)
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, want.Counts, run.Counts)
+	require.Equal(t, want.Summary(), run.Summary)
+	require.GreaterOrEqual(t, count(t, b.pool, `SELECT attempt FROM run_partitions WHERE run_id = $1`, id), 2)
+	require.Contains(t, b.log.String(), "resuming partition from its checkpoint")
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1 GROUP BY session_id HAVING count(*) > 1) d`, id))
+	storetest.AllClean(t, b.pool)
+}
+
+// One scan of a source runs at a time; a scan whose jobs all ended without ending it
+// (its last worker died) does not block the next one; a cancelled run's jobs never run.
+func TestOneScanAtATimeAndCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	q := b.queue(t, queue.Config{}) // enqueues only: nothing works the jobs
+	ctx := t.Context()
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+
+	first, err := q.StartRun(ctx, o, 3)
+	require.NoError(t, err)
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'available'`, first))
+	_, err = q.StartRun(ctx, o, 3)
+	require.ErrorIs(t, err, model.ErrBusy)
+
+	run, err := q.Cancel(ctx, first)
+	require.NoError(t, err)
+	require.Equal(t, model.RunCancelled, run.Status)
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'cancelled'`, first))
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND status = 'cancelled'`, first))
+
+	second, err := q.StartRun(ctx, o, 2)
+	require.NoError(t, err)
+	// Its jobs are lost (say, discarded after a worker died on the last attempt).
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE (args->>'run_id')::bigint = $1`, second)
+	require.NoError(t, err)
+	third, err := q.StartRun(ctx, o, 1)
+	require.NoError(t, err)
+	abandoned, err := b.store.Run(ctx, second)
+	require.NoError(t, err)
+	require.Equal(t, model.RunFailed, abandoned.Status)
+	require.Contains(t, abandoned.Error, "abandoned")
+
+	// Working the queue now runs only the third run.
+	w := b.queue(t, queue.Config{Concurrency: 2})
+	done := wait(t, w, third)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id IN ($1, $2)`, first, second))
+}

@@ -1,0 +1,34 @@
+package report
+
+import (
+	"io"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// RollbackText writes a line per session of a rollback (restored, would restore, or
+// refused with the reason), then the totals.
+func RollbackText(w io.Writer, out model.RollbackOutcome, dryRun bool) error {
+	p := &errWriter{w: w}
+	verb := "restored"
+	if dryRun {
+		verb = "would restore"
+	}
+	for _, r := range out.Sessions {
+		id := Escape(r.SessionID)
+		switch {
+		case r.Restored && dryRun:
+			p.printf("%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
+		case r.Restored:
+			p.printf("%s: restored version %d as version %d", id, r.To, r.Written)
+			if r.Preserved > 0 {
+				p.printf(" (its changed content kept as version %d)", r.Preserved)
+			}
+			p.println()
+		default:
+			p.printf("%s: refused: %s\n", id, Escape(r.Reason))
+		}
+	}
+	p.printf("%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
+	return p.err
+}

@@ -1,0 +1,257 @@
+package scanner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store/model"
+)
+
+// FileOptions say how Files checks or repairs.
+type FileOptions struct {
+	Repair repair.Options
+	// Fix repairs: every transcript goes to the output in the shape it came in, byte for
+	// byte where nothing changed. Without it Files only checks and writes no output.
+	Fix bool
+	// MaxBytes is the largest transcript processed; a larger one is reported too_large
+	// and passed through unread. Default 64 MiB.
+	MaxBytes int64
+	// Workers repair JSON Lines records in parallel. Default GOMAXPROCS.
+	Workers int
+}
+
+// FileResult sums up a check or fix.
+type FileResult struct {
+	Summary report.Summary
+	// Broken counts transcripts with problems (a check); Failed counts those that could
+	// not be processed (passed through unchanged).
+	Broken, Failed int
+}
+
+// ErrEmptyInput is Files' error for an input with nothing in it.
+var ErrEmptyInput = errors.New("input is empty")
+
+// Files checks or repairs the transcripts read from in: one document (a JSON array of
+// messages, or an object holding them), or JSON Lines, one session per line, streamed
+// and repaired in parallel, never loaded whole. A UTF-8 byte order mark is skipped (and
+// kept in the output). Each transcript's outcome goes to every handler in input order,
+// then the summary. With o.Fix, out receives the transcripts. A transcript that cannot be
+// processed is reported, counted in Failed and passed through; the error is for the run
+// as a whole (reading, writing, ctx).
+func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, handlers ...report.Handler) (FileResult, error) {
+	if o.MaxBytes < 1 {
+		o.MaxBytes = 64 << 20
+	}
+	if o.Workers < 1 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	var res FileResult
+	var bw *bufio.Writer
+	var w io.Writer // nil: a check writes no output
+	if o.Fix {
+		bw = bufio.NewWriterSize(out, 1<<20)
+		w = bw
+	}
+	emit := func(r *fileRecord) error {
+		if r.line < 0 {
+			return nil
+		}
+		s := r.outcome
+		if r.tooLarge {
+			s = &report.Session{Line: r.line, Status: model.StatusTooLarge, BytesIn: int(r.size), BytesOut: int(r.size),
+				Reason: fmt.Sprintf("session is %d bytes, over --max-bytes %d; passed through unchanged", r.size, o.MaxBytes)}
+		}
+		switch s.Status {
+		case model.StatusClean, model.StatusRepaired, model.StatusPending:
+		case model.StatusBroken:
+			res.Broken++
+		default:
+			res.Failed++
+		}
+		res.Summary.Add(s)
+		for _, h := range handlers {
+			if err := h.Session(s); err != nil {
+				return fmt.Errorf("write report: %w", err)
+			}
+		}
+		return nil
+	}
+	process := func(r *fileRecord, out []byte) []byte {
+		out, r.outcome = processRecord(out, r.data, r.line, o.Repair, o.Fix)
+		return out
+	}
+
+	br := bufio.NewReaderSize(in, 256<<10)
+	if err := dispatch(ctx, br, w, o.MaxBytes, o.Workers, process, emit); err != nil {
+		return res, err
+	}
+	for _, h := range handlers {
+		if err := h.Summary(&res.Summary); err != nil {
+			return res, fmt.Errorf("write report: %w", err)
+		}
+	}
+	if bw != nil {
+		if err := bw.Flush(); err != nil {
+			return res, fmt.Errorf("write output: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// utf8BOM is the byte order mark some Windows tools put before UTF-8 text.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// dispatch sends a single document (an array, or a multi-line object) through process
+// directly, and JSON Lines through the parallel stream. A byte order mark is skipped,
+// and kept in the output.
+func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, maxBytes int64, workers int,
+	process func(*fileRecord, []byte) []byte, emit func(*fileRecord) error) error {
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+		if out != nil {
+			if _, err := out.Write(utf8BOM); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+	}
+	_, err := peekNonSpace(br)
+	if err == io.EOF {
+		return ErrEmptyInput
+	}
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	if looksLikeJSONLines(br) {
+		return runStream(ctx, streamConfig{in: br, out: out, maxBytes: maxBytes, workers: workers, process: process, emit: emit})
+	}
+	data, err := io.ReadAll(io.LimitReader(br, maxBytes+1))
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	r := &fileRecord{data: data}
+	if int64(len(data)) > maxBytes {
+		r.tooLarge, r.size = true, int64(len(data))
+		if out != nil {
+			if _, err := out.Write(data); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			if _, err := io.Copy(out, br); err != nil {
+				return fmt.Errorf("copy input: %w", err)
+			}
+		}
+		return emit(r)
+	}
+	res := process(r, nil)
+	if out != nil {
+		if _, err := out.Write(res); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return emit(r)
+}
+
+// looksLikeJSONLines decides from the start of the input, peeking as far as it needs (at
+// most the read buffer), whether it is JSON Lines or one document.
+func looksLikeJSONLines(br *bufio.Reader) bool {
+	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
+		b, err := br.Peek(n)
+		eof, full := err != nil, n == br.Size()
+		if jsonLines, decided := sniffJSONLines(b, eof, full); decided || eof || full {
+			return jsonLines
+		}
+	}
+}
+
+// sniffJSONLines looks at the start of the input (all of it when eof; as much as fits in
+// the read buffer when full):
+//   - its first JSON value parses and ends on the line it started on: JSON Lines (a single
+//     line holding an array is a document, unless more follows);
+//   - the first value spans lines: a pretty-printed document;
+//   - the first value is broken (a truncated or malformed first line), and some later
+//     line is a whole JSON object: JSON Lines whose first record is bad, which the stream
+//     reports on its own while it goes on with the rest;
+//   - a first line longer than the read buffer: JSON Lines too, the stream handles long
+//     lines and a pretty-printed document never starts with one.
+//
+// decided is false while more input could change the answer.
+func sniffJSONLines(b []byte, eof, full bool) (jsonLines, decided bool) {
+	start := len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+	b = b[start:]
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	err := dec.Decode(&v)
+	switch {
+	case err == nil:
+		if bytes.IndexByte(v, '\n') >= 0 {
+			return false, true
+		}
+		more := len(bytes.TrimSpace(b[dec.InputOffset():])) > 0
+		if v[0] == '{' || more {
+			return true, true
+		}
+		return false, eof
+	case errors.Is(err, io.ErrUnexpectedEOF) && !eof:
+		// A valid start of a value that goes on beyond what is buffered.
+		if full {
+			return bytes.IndexByte(b, '\n') < 0, true
+		}
+		return false, false
+	}
+	// The first value is broken: JSON Lines if a later line is a record.
+	lines := bytes.Split(b, []byte("\n"))
+	if !eof {
+		lines = lines[:len(lines)-1] // the last one may be incomplete
+	}
+	for _, l := range lines[min(1, len(lines)):] {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' && json.Valid(l) {
+			return true, true
+		}
+	}
+	if len(lines) <= 1 && full {
+		return true, true // a long first line
+	}
+	return false, eof || full
+}
+
+func peekNonSpace(br *bufio.Reader) (byte, error) {
+	for n := 1; ; n++ {
+		b, err := br.Peek(n)
+		if err != nil {
+			return 0, err
+		}
+		if c := b[n-1]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+		if n >= br.Size() {
+			return 0, errors.New("input starts with a buffer full of whitespace")
+		}
+	}
+}
+
+// processRecord checks or repairs one document and reports on it. fix appends the output
+// to out: the input itself unless a repair changed it.
+func processRecord(out, data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
+	s := &report.Session{Line: line, BytesIn: len(data), BytesOut: len(data)}
+	var doc repair.Document
+	var rep repair.Report
+	if fix {
+		var res repair.DocumentResult
+		out, res, _ = repair.AppendDocument(out, data, opts)
+		doc, rep, s.BytesOut = res.Document, res.Report, len(res.Output)
+	} else {
+		doc, rep, _ = repair.ValidateDocument(data, opts)
+	}
+	s.Session = doc.ID
+	s.Status, s.Reason, s.Dialect = model.EngineStatus(rep.Status), rep.Reason, rep.Dialect
+	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
+	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
+	return out, s
+}

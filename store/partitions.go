@@ -1,0 +1,373 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// EstimateSessions returns the number of rows in the source's table by the planner's
+// statistics (0 when the table was never analyzed): cheap, and good enough to size runs.
+func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
+	var n float64
+	err := s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,
+		s.src.identifier().Sanitize()).Scan(&n)
+	if err != nil {
+		return 0, classify(fmt.Errorf("estimate the size of %s: %w", s.src.Name(), err))
+	}
+	return int64(n), nil
+}
+
+// Enqueue inserts the jobs of a new run's partitions in the transaction that records
+// the run, and returns their ids in partition order.
+type Enqueue func(ctx context.Context, tx pgx.Tx, runID int64, partitions int) ([]int64, error)
+
+// CreateRun records a scan split into n.Partitions partitions and enqueues their jobs,
+// all in one transaction: a run exists with all its jobs or not at all. One scan of a
+// source runs at a time (model.ErrBusy); a scan recorded as running whose jobs have all
+// ended without ending it (their workers died on the last attempt) is marked failed first.
+func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) (id int64, started time.Time, err error) {
+	opts, err := json.Marshal(n.Options)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("encode run options: %w", err)
+	}
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+n.Source)); err != nil {
+			return fmt.Errorf("lock runs of %q: %w", n.Source, err)
+		}
+		if err := abandonRuns(ctx, tx, n.Source); err != nil {
+			return err
+		}
+		var busy bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
+			model.RunRunning, n.Source, model.ModeIncremental, model.ModeFull).Scan(&busy)
+		if err != nil {
+			return fmt.Errorf("look for running scans: %w", err)
+		}
+		if busy {
+			return model.ErrBusy
+		}
+		// The window ends when the run is recorded: scanned_through is its start time.
+		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
+  scanned_from, scanned_through)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now()) RETURNING id, started_at`,
+			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom)).Scan(&id, &started)
+		if err != nil {
+			return fmt.Errorf("start run: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition) SELECT $1, generate_series(0, $2 - 1)`,
+			id, n.Partitions); err != nil {
+			return fmt.Errorf("record partitions of run %d: %w", id, err)
+		}
+		jobs, err := enqueue(ctx, tx, id, n.Partitions)
+		if err != nil {
+			return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE run_partitions p SET job_id = j.id
+FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p.partition = j.i - 1`, id, jobs)
+		if err != nil {
+			return fmt.Errorf("record jobs of run %d: %w", id, err)
+		}
+		return nil
+	})
+	return id, started, err
+}
+
+// liveJobStates are River's job states in which a job may still be worked.
+var liveJobStates = []string{"available", "pending", "retryable", "running", "scheduled"}
+
+// abandonRuns marks failed the source's scans recorded as running that no job can end
+// any more: none of their unfinished partitions has a live River job.
+func abandonRuns(ctx context.Context, tx pgx.Tx, source string) error {
+	const abandonSQL = `WITH dead AS (
+  SELECT r.id FROM repair_runs r
+  WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
+    AND NOT EXISTS (SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
+                    WHERE p.run_id = r.id AND p.status IN ('pending', 'running') AND j.state = ANY($5))
+), parts AS (
+  UPDATE run_partitions p SET status = 'failed', error = 'abandoned', updated_at = now()
+  FROM dead WHERE p.run_id = dead.id AND p.status IN ('pending', 'running')
+)
+UPDATE repair_runs r SET status = $6, finished_at = now(),
+  error = 'abandoned: the processes working it ended before recording its outcome'
+FROM dead WHERE r.id = dead.id`
+	if _, err := tx.Exec(ctx, abandonSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull,
+		liveJobStates, model.RunFailed); err != nil {
+		return fmt.Errorf("mark abandoned runs of %q: %w", source, err)
+	}
+	return nil
+}
+
+const partitionSelect = `SELECT status, attempt, after_id, after_position, num_scanned, num_clean, num_repaired,
+  num_pending, num_conflict, num_skipped, num_failed, summary, coalesce(error, '')
+FROM run_partitions`
+
+type partitionRow struct {
+	status  model.PartitionStatus
+	attempt int
+	after   model.Cursor
+	soFar   model.RunResult
+	err     string
+}
+
+func scanPartition(row pgx.CollectableRow) (partitionRow, error) {
+	var p partitionRow
+	var afterID *string
+	var afterPos *time.Time
+	var c model.RunCounts
+	var sum model.Summary
+	err := row.Scan(&p.status, &p.attempt, &afterID, &afterPos, &c.Scanned, &c.Clean, &c.Repaired, &c.Pending,
+		&c.Conflict, &c.Skipped, &c.Failed, &sum, &p.err)
+	if afterID != nil {
+		p.after = model.Cursor{ID: *afterID, Started: true}
+		if afterPos != nil {
+			p.after.Position = *afterPos
+		}
+	}
+	p.soFar = model.ResultOf(c, sum)
+	return p, err
+}
+
+// ClaimPartition hands a partition to a new job attempt, with its last checkpoint. The
+// claim is Done when the partition or its run already ended.
+func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) (model.Claim, error) {
+	c := model.Claim{Partition: partition}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
+		if err != nil {
+			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
+		}
+		p, err := pgx.CollectExactlyOneRow(rows, scanPartition)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("partition %d of run %d: %w", partition, runID, model.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
+		}
+		if c.Run, err = runSpec(ctx, tx, runID); err != nil {
+			return err
+		}
+		if c.Run.Status != model.RunRunning || p.status != model.PartitionPending && p.status != model.PartitionRunning {
+			c.Done = true
+			return nil
+		}
+		c.After, c.SoFar, c.Resumed = p.after, p.soFar, p.attempt > 0
+		return tx.QueryRow(ctx, `UPDATE run_partitions SET status = 'running', attempt = attempt + 1, updated_at = now()
+WHERE run_id = $1 AND partition = $2 RETURNING attempt`, runID, partition).Scan(&c.Attempt)
+	})
+	return c, err
+}
+
+func runSpec(ctx context.Context, q querier, runID int64) (model.RunSpec, error) {
+	var spec model.RunSpec
+	rows, err := q.Query(ctx, runSelect+" WHERE id = $1", runID)
+	if err != nil {
+		return spec, fmt.Errorf("read run %d: %w", runID, err)
+	}
+	spec.RunRow, err = pgx.CollectExactlyOneRow(rows, scanRun)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return spec, fmt.Errorf("run %d: %w", runID, model.ErrNotFound)
+	}
+	if err != nil {
+		return spec, fmt.Errorf("read run %d: %w", runID, err)
+	}
+	opts, err := json.Marshal(spec.RunRow.Options)
+	if err == nil {
+		err = json.Unmarshal(opts, &spec.Options)
+	}
+	if err != nil {
+		return spec, fmt.Errorf("run %d's options: %w", runID, err)
+	}
+	return spec, nil
+}
+
+// Checkpoint records a partition's progress and brings its run's counts up to date, so
+// they show progress while the run goes on. model.ErrLeaseLost when another attempt
+// claimed the partition since, or the run was cancelled.
+func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lockRun(ctx, tx, cp.RunID); err != nil {
+			return err
+		}
+		return checkpoint(ctx, tx, cp, model.PartitionRunning, "")
+	})
+}
+
+// lockRun serializes the partitions' updates of their run's row, so that each sums what
+// the others committed.
+func lockRun(ctx context.Context, tx pgx.Tx, runID int64) error {
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR UPDATE", runID); err != nil {
+		return fmt.Errorf("lock run %d: %w", runID, err)
+	}
+	return nil
+}
+
+func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status model.PartitionStatus, errMsg string) error {
+	c := cp.SoFar.Counts
+	summary, err := json.Marshal(cp.SoFar.Summary())
+	if err != nil {
+		return fmt.Errorf("encode partition summary: %w", err)
+	}
+	var afterID *string
+	var afterPos *time.Time
+	if cp.After.Started {
+		afterID, afterPos = &cp.After.ID, nullTime(cp.After.Position)
+	}
+	tag, err := tx.Exec(ctx, `UPDATE run_partitions SET status = $4, after_id = $5, after_position = $6,
+  num_scanned = $7, num_clean = $8, num_repaired = $9, num_pending = $10, num_conflict = $11, num_skipped = $12,
+  num_failed = $13, summary = $14, error = nullif($15, ''), updated_at = now()
+WHERE run_id = $1 AND partition = $2 AND status = 'running' AND (attempt = $3 OR $3 = 0)`,
+		cp.RunID, cp.Partition, cp.Attempt, status, afterID, afterPos,
+		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, errMsg)
+	if err != nil {
+		return fmt.Errorf("checkpoint partition %d of run %d: %w", cp.Partition, cp.RunID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return model.ErrLeaseLost
+	}
+	_, err = tx.Exec(ctx, `UPDATE repair_runs r SET (num_scanned, num_clean, num_repaired, num_pending, num_conflict,
+  num_skipped, num_failed) = (SELECT sum(num_scanned), sum(num_clean), sum(num_repaired), sum(num_pending),
+  sum(num_conflict), sum(num_skipped), sum(num_failed) FROM run_partitions WHERE run_id = r.id)
+WHERE id = $1`, cp.RunID)
+	if err != nil {
+		return fmt.Errorf("count run %d: %w", cp.RunID, err)
+	}
+	return nil
+}
+
+// EndPartition records a partition's end. When it was the run's last, the run ends too:
+// completed when every partition completed (and then an incremental position moves,
+// unless the run was a dry run or limited), else failed or cancelled. ended reports that.
+func (s *Store) EndPartition(ctx context.Context, e model.PartitionEnd) (ended bool, err error) {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lockRun(ctx, tx, e.RunID); err != nil {
+			return err
+		}
+		if err := checkpoint(ctx, tx, e.Checkpoint, e.Status, e.Error); err != nil {
+			return err
+		}
+		ended, err = endRunIfDone(ctx, tx, e.RunID, "")
+		return err
+	})
+	return ended, err
+}
+
+// endRunIfDone ends a running run whose partitions have all ended, with their sums.
+// cancelled, when set, is why a cancelled run ended.
+func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, cancelled string) (bool, error) {
+	spec, err := runSpec(ctx, tx, runID)
+	if err != nil || spec.Status != model.RunRunning {
+		return false, err
+	}
+	rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 ORDER BY partition", runID)
+	if err != nil {
+		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	parts, err := pgx.CollectRows(rows, scanPartition)
+	if err != nil {
+		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	total := model.NewRunResult()
+	status := model.RunCompleted
+	var errs []string
+	for i, p := range parts {
+		switch p.status {
+		case model.PartitionPending, model.PartitionRunning:
+			return false, nil
+		case model.PartitionFailed:
+			status = model.RunFailed
+			errs = append(errs, fmt.Sprintf("partition %d: %s", i, p.err))
+		case model.PartitionCancelled:
+			if status == model.RunCompleted {
+				status = model.RunCancelled
+			}
+		}
+		total.Merge(p.soFar)
+	}
+	msg := strings.Join(errs, "; ")
+	if status == model.RunCancelled && msg == "" {
+		msg = cmp.Or(cancelled, "stopped before the run completed")
+	}
+	var through time.Time
+	if spec.ScannedThrough != nil {
+		through = *spec.ScannedThrough
+	}
+	var from time.Time
+	if spec.ScannedFrom != nil {
+		from = *spec.ScannedFrom
+	}
+	f := model.Finish{RunID: runID, Status: status, Counts: total.Counts, ScannedFrom: from, ScannedThrough: through,
+		Error: msg, Source: spec.Source, Summary: total.Summary(),
+		AdvanceScanState: status == model.RunCompleted && !spec.DryRun && spec.Options.Limit == 0}
+	return true, finishRun(ctx, tx, f)
+}
+
+// CancelRun cancels a running scan: its unfinished partitions end as cancelled (a job
+// still working one stops at its next checkpoint; what it committed stays, each session
+// whole), cancelJobs cancels their River jobs in the same transaction, and the run ends
+// as cancelled. The run as it ended is returned; model.ErrNotFound for no such run.
+func (s *Store) CancelRun(ctx context.Context, runID int64, cancelJobs func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error) (model.RunRow, error) {
+	var row model.RunRow
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lockRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		spec, err := runSpec(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if spec.Status == model.RunRunning {
+			rows, err := tx.Query(ctx, `UPDATE run_partitions SET status = 'cancelled', updated_at = now()
+WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING job_id`, runID)
+			if err != nil {
+				return fmt.Errorf("cancel partitions of run %d: %w", runID, err)
+			}
+			jobs, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
+			if err != nil {
+				return fmt.Errorf("cancel partitions of run %d: %w", runID, err)
+			}
+			var ids []int64
+			for _, j := range jobs {
+				if j != nil {
+					ids = append(ids, *j)
+				}
+			}
+			if err := cancelJobs(ctx, tx, ids); err != nil {
+				return fmt.Errorf("cancel jobs of run %d: %w", runID, err)
+			}
+			if _, err := endRunIfDone(ctx, tx, runID, "cancelled on request"); err != nil {
+				return err
+			}
+		}
+		spec, err = runSpec(ctx, tx, runID)
+		row = spec.RunRow
+		return err
+	})
+	return row, err
+}
+
+// RunReports returns the reports run runID recorded for any of the sessions ids, by id:
+// a resumed partition counts those instead of handling them again.
+func (s *Store) RunReports(ctx context.Context, runID int64, ids []string) (map[string]model.ReportRow, error) {
+	rows, err := s.pool.Query(ctx, reportSelect+" WHERE run_id = $1 AND source_key = $2 AND session_id = ANY($3)", runID, s.key, ids)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read reports of run %d: %w", runID, err))
+	}
+	list, err := pgx.CollectRows(rows, scanReport)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read reports of run %d: %w", runID, err))
+	}
+	out := make(map[string]model.ReportRow, len(list))
+	for _, r := range list {
+		out[r.SessionID] = r
+	}
+	return out, nil
+}
