@@ -1,10 +1,23 @@
-.PHONY: build test demo bench fuzz
+.PHONY: build install test demo bench fuzz
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# What `tmend version` reports (cmd/tmend/buildinfo); the commit's own date keeps builds
+# reproducible. main.version is stamped too until the version command reads buildinfo.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE     ?= $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+MODIFIED ?= $(shell git rev-parse --git-dir >/dev/null 2>&1 && { test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true; })
+LDFLAGS  := -s -w -X main.version=$(VERSION) \
+	-X github.com/tmend/tmend/cmd/tmend/buildinfo.version=$(VERSION) \
+	-X github.com/tmend/tmend/cmd/tmend/buildinfo.commit=$(COMMIT) \
+	-X github.com/tmend/tmend/cmd/tmend/buildinfo.date=$(DATE) \
+	-X github.com/tmend/tmend/cmd/tmend/buildinfo.modified=$(MODIFIED)
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tmend ./cmd/tmend
+
+# Into $(go env GOBIN) or $(go env GOPATH)/bin, stamped like build.
+install:
+	CGO_ENABLED=0 go install -trimpath -ldflags '$(LDFLAGS)' ./cmd/tmend
 
 # go vet + go test -race against a throwaway PostgreSQL (or TMEND_TEST_DATABASE_URL).
 test:

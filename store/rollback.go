@@ -115,9 +115,18 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 			return fmt.Errorf("hold session: %w", err)
 		}
 		res.Restored, res.Reason = true, fmt.Sprintf("restored version %d", res.To)
-		return insertReport(ctx, tx, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
+		if err := insertReport(ctx, tx, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
 			Trigger: req.Trigger, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
-			FromVersion: written, ToVersion: next})
+			FromVersion: written, ToVersion: next}); err != nil {
+			return err
+		}
+		if s.src.NotifyChannel == "" {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, notifySQL, s.src.NotifyChannel, s.notifyPayload(req.SessionID, next, actionRollback)); err != nil {
+			return fmt.Errorf("notify %q: %w", s.src.NotifyChannel, err)
+		}
+		return nil
 	})
 	if errors.Is(err, ErrRefused) {
 		if !req.DryRun {

@@ -106,7 +106,7 @@ FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, 
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $16, $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
 ), written AS (
-  UPDATE %[1]s t SET %[2]s = $7::%[3]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
+  UPDATE %[1]s t SET %[2]s = $7::%[3]s%[7]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
 ), repaired AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $16, $1, $8, 'repaired', m, encode(sha256(convert_to(m, 'UTF8')), 'hex'), octet_length(m), $6 FROM written
@@ -117,11 +117,11 @@ FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, 
 INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
 SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
-FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs)
+FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs, touchSQL(src))
 	// $1 is compared with session_versions' text column and with the id column, so it is
 	// typed text and cast to the id column's type there.
-	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s
-WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id)
+	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s%s
+WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, touchSQL(src), id, t.id)
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
 	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
 SELECT $6, $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
@@ -293,9 +293,16 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
 		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
+	notify := s.src.NotifyChannel != ""
+	if notify {
+		b.Queue(notifySQL, s.src.NotifyChannel, s.notifyPayload(a.Session.ID, out.ToVersion, actionRepair))
+	}
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	tag, err := br.Exec()
+	if err == nil && notify {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		_, err = br.Exec()
 	}

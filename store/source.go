@@ -18,7 +18,26 @@ type Source struct {
 	IDColumn        string
 	MessagesColumn  string
 	UpdatedAtColumn string // optional; without it every run is a full run
+
+	// How tmend writes (both off by default, so a repair changes nothing but the
+	// messages column and tells nobody):
+
+	// TouchUpdatedAt sets UpdatedAtColumn to now() (the transaction's start) in the
+	// transaction that writes a repaired version or restores one, so that applications
+	// ordering or caching by it see the change. It reorders users' session lists by
+	// repair time, and the next incremental run reads the sessions it wrote again. It
+	// needs UpdatedAtColumn and the UPDATE privilege on it.
+	TouchUpdatedAt bool
+	// NotifyChannel, when set, sends pg_notify(NotifyChannel, payload) in the same
+	// transaction for every session repaired or rolled back, so listeners learn of it when
+	// (and only if) it commits. The payload is JSON: {"source": Key(), "session_id": ...,
+	// "version": the version now stored, "action": "repair" or "rollback"}.
+	// DefaultNotifyChannel is the conventional name.
+	NotifyChannel string
 }
+
+// DefaultNotifyChannel is the channel applications LISTEN on when NotifyChannel is set to it.
+const DefaultNotifyChannel = "tmend_session_changed"
 
 // DefaultSource is tmend's own sessions table.
 var DefaultSource = Source{Table: "sessions", IDColumn: "id", MessagesColumn: "messages", UpdatedAtColumn: "updated_at"}
@@ -65,6 +84,10 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 		return t, fmt.Errorf("%w: table, id column and messages column are required", ErrSource)
 	case strings.Count(s.Table, ".") > 1:
 		return t, fmt.Errorf("%w: table %q: want table or schema.table", ErrSource, s.Table)
+	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
+		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
+	case len(s.NotifyChannel) > maxChannelBytes:
+		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
 	}
 	t.ident = s.identifier().Sanitize()
 	var oid *uint32
@@ -130,6 +153,9 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
 	}
 	if !readOnly {
 		need[s.MessagesColumn] = append(need[s.MessagesColumn], "UPDATE")
+		if s.TouchUpdatedAt {
+			need[s.UpdatedAtColumn] = append(need[s.UpdatedAtColumn], "UPDATE")
+		}
 	}
 	for column, privs := range need {
 		for _, p := range privs {
