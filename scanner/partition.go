@@ -14,8 +14,8 @@ import (
 )
 
 // A scan is recorded as a run split into partitions, one job each, that any number of
-// processes work (see the queue in cmd/tmend). Partition i of n is the sessions whose id
-// hashes to i modulo n; its job works it for a time slice, checkpointing after its pages,
+// processes work (see the queue in cmd/tmend). A partition is a range of ids, the
+// ranges split at a sample of the ids when the run starts; its job works it for a time slice, checkpointing after its pages,
 // and yields, so that long scans move between workers and a worker that dies loses at
 // most the pages since its last checkpoint.
 
@@ -146,7 +146,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	}
 	o := RunOptions{Trigger: c.Run.Trigger, Mode: c.Run.Mode, DryRun: c.Run.DryRun, Limit: c.Run.Options.Limit,
 		Force: c.Run.Options.Force, part: partScan{
-			slice: model.Slice{Index: partition, Of: c.Run.Partitions}, after: c.After, resumed: c.Resumed, yield: yield,
+			slice: c.Slice, after: c.After, resumed: c.Resumed, yield: yield,
 			checkpoint: func(ctx context.Context, after model.Cursor, soFar model.RunResult) error {
 				return sc.retry(ctx, "checkpoint", func() error { return sc.store.Checkpoint(ctx, cp(after, soFar)) })
 			}}}

@@ -17,13 +17,18 @@ import (
 // EstimateSessions returns the number of rows in the source's table by the planner's
 // statistics (0 when the table was never analyzed): cheap, and good enough to size runs.
 func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
+	n, err := s.estimate(ctx, s.pool)
+	return int64(n), classify(err)
+}
+
+func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 	var n float64
-	err := s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,
+	err := q.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,
 		s.src.identifier().Sanitize()).Scan(&n)
 	if err != nil {
-		return 0, classify(fmt.Errorf("estimate the size of %s: %w", s.src.Name(), err))
+		return 0, fmt.Errorf("estimate the size of %s: %w", s.src.Name(), err)
 	}
-	return int64(n), nil
+	return n, nil
 }
 
 // Enqueue inserts the jobs of a new run's partitions in the transaction that records
@@ -55,6 +60,11 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) 
 		if busy {
 			return model.ErrBusy
 		}
+		bounds, err := s.splitPoints(ctx, tx, n.Partitions)
+		if err != nil {
+			return err
+		}
+		n.Partitions = len(bounds) + 1
 		// The window ends when the run is recorded: scanned_through is its start time.
 		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
   scanned_from, scanned_through)
@@ -63,8 +73,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now()) RETURNING id, started_at`,
 		if err != nil {
 			return fmt.Errorf("start run: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition) SELECT $1, generate_series(0, $2 - 1)`,
-			id, n.Partitions); err != nil {
+		// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
+		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id)
+SELECT $1, i, ($2::text[])[i], ($2::text[])[i + 1] FROM generate_series(0, $3 - 1) AS i`,
+			id, bounds, n.Partitions); err != nil {
 			return fmt.Errorf("record partitions of run %d: %w", id, err)
 		}
 		jobs, err := enqueue(ctx, tx, id, n.Partitions)
@@ -79,6 +91,42 @@ FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p
 		return nil
 	})
 	return id, started, err
+}
+
+// splitSample is about how many ids a run's partition bounds are taken from.
+const splitSample = 100_000
+
+// splitPoints returns the bounds that split the source's ids into about n ranges of
+// similar size, from a sample of the table's pages, in the id column's order: n-1 ids
+// at most, fewer when the table has few distinct ones.
+func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, error) {
+	if n <= 1 {
+		return nil, nil
+	}
+	rows, err := s.estimate(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	fractions := make([]float64, n-1)
+	for i := range fractions {
+		fractions[i] = float64(i+1) / float64(n)
+	}
+	percent := 100.0
+	if rows > splitSample {
+		percent = max(100*splitSample/rows, 0.001)
+	}
+	var bounds []string
+	for {
+		if err := q.QueryRow(ctx, s.sql.split, fractions, percent).Scan(&bounds); err != nil {
+			return nil, fmt.Errorf("split the ids of %s: %w", s.src.Name(), err)
+		}
+		// A sample that found nothing (stale statistics, an unlucky draw) is taken again
+		// from the whole table; an empty table is one range.
+		if len(bounds) > 0 || percent == 100 {
+			return bounds, nil
+		}
+		percent = 100
+	}
 }
 
 // liveJobStates are River's job states in which a job may still be worked.
@@ -106,13 +154,14 @@ FROM dead WHERE r.id = dead.id`
 	return nil
 }
 
-const partitionSelect = `SELECT status, attempt, after_id, after_position, num_scanned, num_clean, num_repaired,
-  num_pending, num_conflict, num_skipped, num_failed, summary, coalesce(error, '')
+const partitionSelect = `SELECT status, attempt, lower_id, upper_id, after_id, after_position, num_scanned, num_clean,
+  num_repaired, num_pending, num_conflict, num_skipped, num_failed, summary, coalesce(error, '')
 FROM run_partitions`
 
 type partitionRow struct {
 	status  model.PartitionStatus
 	attempt int
+	slice   model.Slice
 	after   model.Cursor
 	soFar   model.RunResult
 	err     string
@@ -124,7 +173,7 @@ func scanPartition(row pgx.CollectableRow) (partitionRow, error) {
 	var afterPos *time.Time
 	var c model.RunCounts
 	var sum model.Summary
-	err := row.Scan(&p.status, &p.attempt, &afterID, &afterPos, &c.Scanned, &c.Clean, &c.Repaired, &c.Pending,
+	err := row.Scan(&p.status, &p.attempt, &p.slice.Lower, &p.slice.Upper, &afterID, &afterPos, &c.Scanned, &c.Clean, &c.Repaired, &c.Pending,
 		&c.Conflict, &c.Skipped, &c.Failed, &sum, &p.err)
 	if afterID != nil {
 		p.after = model.Cursor{ID: *afterID, Started: true}
@@ -159,7 +208,7 @@ func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) 
 			c.Done = true
 			return nil
 		}
-		c.After, c.SoFar, c.Resumed = p.after, p.soFar, p.attempt > 0
+		c.Slice, c.After, c.SoFar, c.Resumed = p.slice, p.after, p.soFar, p.attempt > 0
 		return tx.QueryRow(ctx, `UPDATE run_partitions SET status = 'running', attempt = attempt + 1, updated_at = now()
 WHERE run_id = $1 AND partition = $2 RETURNING attempt`, runID, partition).Scan(&c.Attempt)
 	})

@@ -19,10 +19,10 @@ import (
 // sessionSQL holds the statements for one source, built once from quoted identifiers and
 // the column types found by checkSource.
 type sessionSQL struct {
-	// The page statements, [0] over every session and [1] over one partition (a Slice),
-	// whose index and count are the two parameters after the others.
-	full, fullAfter, incr, incrAfter    [2]string
-	one                                 string
+	// The page statements, indexed by the bounds of a Slice they take (sliceVariant),
+	// which are the parameters after the others.
+	full, fullAfter, incr, incrAfter    [4]string
+	one, split                          string
 	lock, lockState, write, saveVersion string
 	restore                             string
 	hasUpdatedAt                        bool
@@ -60,11 +60,19 @@ FROM (SELECT *, sum(counted) OVER (ORDER BY %[5]s ROWS UNBOUNDED PRECEDING) AS c
   %[2]s %[3]s ORDER BY %[4]s LIMIT $3) r) p
 WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
 	}
-	// A partition is the sessions whose id, as text, hashes to its index modulo the
-	// partition count: any id type works, and the partitions are disjoint and even.
-	// ($n is compared as bigint; the double mod keeps negative hashes in range.)
-	slice := func(n int) string {
-		return fmt.Sprintf("mod(mod(hashtextextended(%[1]s::text, 0), $%[2]d) + $%[2]d, $%[2]d) = $%[3]d", id, n, n+1)
+	// A partition is a range of ids, compared in the column's own type (and collation):
+	// read by keyset over the id's index, each session is read by one partition only.
+	bounds := func(v, n int) string {
+		var conds []string
+		if v&1 != 0 {
+			n++
+			conds = append(conds, fmt.Sprintf("%s > %s", id, idParam(n)))
+		}
+		if v&2 != 0 {
+			n++
+			conds = append(conds, fmt.Sprintf("%s <= %s", id, idParam(n)))
+		}
+		return strings.Join(conds, " AND ")
 	}
 	where := func(conds ...string) string {
 		conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
@@ -73,25 +81,25 @@ WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
 		}
 		return "WHERE " + strings.Join(conds, " AND ")
 	}
-	for i := range 2 {
-		part := func(p int) string {
-			if i == 0 {
-				return ""
-			}
-			return slice(p)
-		}
-		s.full[i] = page(where(part(5)), id, "kid")
-		s.fullAfter[i] = page(where(fmt.Sprintf("%s > %s", id, idParam(5)), part(6)), id, "kid")
+	for v := range 4 {
+		s.full[v] = page(where(bounds(v, 4)), id, "kid")
+		s.fullAfter[v] = page(where(fmt.Sprintf("%s > %s", id, idParam(5)), bounds(v, 5)), id, "kid")
 		if s.hasUpdatedAt {
 			// The window's bounds are points in time from the database's clock; they are
 			// compared in the column's own type, converted in the database's time zone. The
 			// cursor is a value read from the column, passed back in its type.
 			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
-			s.incr[i] = page(where(window, part(7)), ua+", "+id, "pos, kid")
-			s.incrAfter[i] = page(where(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), part(9)),
+			s.incr[v] = page(where(window, bounds(v, 6)), ua+", "+id, "pos, kid")
+			s.incrAfter[v] = page(where(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), bounds(v, 8)),
 				ua+", "+id, "pos, kid")
 		}
 	}
+	// The bounds of n partitions: the ids at fractions 1/n ... (n-1)/n of a sample of the
+	// table ($2 percent of its pages), as text, without repeats and below the sample's
+	// largest id (a small table may give fewer ranges than asked for, none empty).
+	s.split = fmt.Sprintf(`WITH s AS (SELECT %[1]s AS k FROM %[2]s t TABLESAMPLE SYSTEM ($2))
+SELECT coalesce(array_agg(DISTINCT b ORDER BY b) FILTER (WHERE b < (SELECT k FROM s ORDER BY k DESC LIMIT 1)), '{}')::text[]
+FROM unnest((SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY k) FROM s)) AS u (b)`, id, t.ident)
 	s.lock = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[1]s::text, 'UTF8')), 'hex') FROM %[2]s t WHERE %[3]s = %[4]s FOR UPDATE OF t`,
 		msgs, t.ident, id, idParam(1))
 	// Apply's statements: the hash of the row's content and tmend's last saved version,
@@ -143,13 +151,16 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	if pageBytes <= 0 {
 		pageBytes = math.MaxInt64
 	}
-	// A sliced page's statement takes the partition count and index last.
-	sliced, slice := 0, []any(nil)
-	if q.Slice.Of > 1 {
-		sliced, slice = 1, []any{int64(q.Slice.Of), int64(q.Slice.Index)}
+	// A sliced page's statement takes the slice's bounds last.
+	variant, bounds := 0, []any(nil)
+	if q.Slice.Lower != nil {
+		variant, bounds = variant|1, append(bounds, *q.Slice.Lower)
 	}
-	query := func(sql [2]string, args ...any) (pgx.Rows, error) {
-		return s.pool.Query(ctx, sql[sliced], append(args, slice...)...)
+	if q.Slice.Upper != nil {
+		variant, bounds = variant|2, append(bounds, *q.Slice.Upper)
+	}
+	query := func(sql [4]string, args ...any) (pgx.Rows, error) {
+		return s.pool.Query(ctx, sql[variant], append(args, bounds...)...)
 	}
 	switch {
 	case q.Mode == model.ModeSession:

@@ -93,10 +93,11 @@ type Query struct {
 	Slice Slice
 }
 
-// Slice is partition Index of Of: the sessions whose id hashes to Index modulo Of. The
-// zero Slice (Of <= 1) is every session.
+// Slice is one partition of the sessions: those whose id is greater than Lower and at
+// most Upper, in the id column's order, with the ids as text. A nil bound is open; the
+// zero Slice is every session.
 type Slice struct {
-	Index, Of int
+	Lower, Upper *string
 }
 
 // Report is one audit row.

@@ -8,6 +8,8 @@ import (
 // NewRun is a scan to record and split into partitions.
 type NewRun struct {
 	Run
+	// Partitions is how many partitions to aim for; the run may get fewer, one per
+	// distinct range its sample of the ids gives.
 	Partitions int
 	// ScannedFrom starts an incremental run's window; the window ends when the run is
 	// recorded (the database's clock), which is also the run's Now for quiet periods.
@@ -52,6 +54,7 @@ const (
 type Claim struct {
 	Run       RunSpec
 	Partition int
+	Slice     Slice
 	// Attempt identifies this claim: checkpoints of an older attempt are refused.
 	Attempt int
 	// Done is set when there is nothing to do: the partition or its run already ended.

@@ -197,7 +197,9 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 	if err != nil {
 		return 0, err
 	}
+	var parts int // what the table's ids split into: at most the partitions asked for
 	id, _, err := q.store.CreateRun(ctx, plan, func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
+		parts = n
 		params := make([]river.InsertManyParams, n)
 		for i := range params {
 			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: i},
@@ -217,7 +219,7 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 		return 0, err
 	}
 	q.log.Info().Int64("run_id", id).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-		Int("partitions", plan.Partitions).Msg("run started")
+		Int("partitions", parts).Msg("run started")
 	return id, nil
 }
 
