@@ -145,7 +145,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return err
 	}
 	if rl := RiverLatest(); rv < rl {
-		return fmt.Errorf("River's tables in schema %q are at version %d and this tmend needs %d: run `tmend migrate up`", schema, rv, rl)
+		return fmt.Errorf("the River tables in schema %q are at version %d and this tmend needs %d: run `tmend migrate up`", schema, rv, rl)
 	}
 	return nil
 }

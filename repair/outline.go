@@ -59,7 +59,7 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 	}
 	err := p.parse()
 	var ue *UnrepairableError
-	if err != nil && !(errors.As(err, &ue) && ue.Status == StatusUnknownDialect) {
+	if err != nil && (!errors.As(err, &ue) || ue.Status != StatusUnknownDialect) {
 		return Outline{}, err
 	}
 	o := Outline{Dialect: p.report.Dialect, Messages: make([]OutlineMessage, len(p.msgs))}

@@ -5,7 +5,6 @@ package main
 // in-process, and the daemon's API in package daemon.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,11 +22,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/tmend/tmend/cmd/tmend/cli"
 	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
@@ -42,33 +39,6 @@ func TestMain(m *testing.M) {
 		// pgx's pool health checker outlives single tests.
 		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
 	)
-}
-
-// What deploy_test.go uses of the CLI, in its own words: runCLI and its result, exitOK,
-// envName, and newRootCmd over an env.
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-const exitOK = cli.ExitOK
-
-// runCLI runs tmend in-process with the given environment (nothing else leaks in).
-func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) result {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), version, args, cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-		Getenv: func(k string) string { return envs[k] }})
-	return result{code, out.String(), errb.String()}
-}
-
-var envName = cli.EnvName
-
-type env struct{ getenv func(string) string }
-
-func newRootCmd(e *env) *cobra.Command {
-	return cli.NewRootCommand(version, &cli.Env{Getenv: e.getenv})
 }
 
 // stampedVersion is the version tmendBinary stamps.
