@@ -33,15 +33,13 @@ func Partitions(n int64) int {
 }
 
 // Plan returns the run to record for a scan with options o in the given number of
-// partitions: an incremental run starts where the last completed one ended, less the
+// partitions (0: one per PartitionSessions of what the scan reads, by the table's
+// statistics): an incremental run starts where the last completed one ended, less the
 // overlap; with nothing to go on (or no updated-at column) it is a full run. A limited
 // run goes in one partition, where the limit means what it says.
 func (s *Scanner) Plan(ctx context.Context, o RunOptions, partitions int) (model.NewRun, error) {
 	if o.Mode != model.ModeIncremental && o.Mode != model.ModeFull {
 		return model.NewRun{}, fmt.Errorf("a scan is incremental or full, not %q", o.Mode)
-	}
-	if o.Limit > 0 || partitions < 1 {
-		partitions = 1
 	}
 	n := model.NewRun{Run: model.Run{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun, Source: s.cfg.Source,
 		Options: s.options(o)}, Partitions: partitions}
@@ -63,6 +61,27 @@ func (s *Scanner) Plan(ctx context.Context, o RunOptions, partitions int) (model
 		if n.ScannedFrom.IsZero() {
 			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
 			n.Mode = model.ModeFull
+		}
+	}
+	switch {
+	case o.Limit > 0:
+		n.Partitions = 1
+	case n.Partitions <= 0:
+		// Every partition of an incremental run reads its window's rows to keep its range
+		// of ids, so its partitions follow the rows changed, not the table's size.
+		err := s.retry(ctx, "estimate the sessions to read", func() error {
+			var rows int64
+			var err error
+			if n.Mode == model.ModeIncremental {
+				rows, err = s.store.EstimateChanged(ctx, n.ScannedFrom)
+			} else {
+				rows, err = s.store.EstimateSessions(ctx)
+			}
+			n.Partitions = Partitions(rows)
+			return err
+		})
+		if err != nil {
+			return n, err
 		}
 	}
 	return n, nil

@@ -27,6 +27,9 @@ type Store interface {
 	FinishRun(ctx context.Context, f model.Finish) error
 	ScanPosition(ctx context.Context, source string) (time.Time, bool, error)
 	HasUpdatedAt() bool
+	// How many sessions a full or an incremental scan reads, by the table's statistics.
+	EstimateSessions(ctx context.Context) (int64, error)
+	EstimateChanged(ctx context.Context, since time.Time) (int64, error)
 
 	// A partition of a run: claimed by one job attempt, checkpointed, ended; RunReports
 	// lists what the run already reported of some sessions, for a resumed partition.

@@ -21,6 +21,28 @@ func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
 	return int64(n), classify(err)
 }
 
+// EstimateChanged returns the number of sessions updated since the given time by the
+// planner's statistics: the sessions an incremental run from there reads. Without an
+// updated-at column it is EstimateSessions.
+func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, error) {
+	if !s.sql.hasUpdatedAt {
+		return s.EstimateSessions(ctx)
+	}
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	err := s.pool.QueryRow(ctx, s.sql.changed, since).Scan(&plan)
+	if err == nil && len(plan) == 0 {
+		err = errors.New("EXPLAIN gave no plan")
+	}
+	if err != nil {
+		return 0, classify(fmt.Errorf("estimate the sessions of %s changed since %s: %w", s.src.Name(), since.Format(time.RFC3339), err))
+	}
+	return int64(plan[0].Plan.Rows), nil
+}
+
 func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 	var n float64
 	err := q.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,

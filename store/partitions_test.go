@@ -59,6 +59,14 @@ func TestPartitionsAreRangesOfIds(t *testing.T) {
 		_, err := b.pool.Exec(ctx, sql, args...)
 		require.NoError(t, err)
 	}
+	// What an incremental run from a time reads, by the statistics.
+	all, err := b.store.EstimateChanged(ctx, time.Now().Add(-2*time.Hour))
+	require.NoError(t, err)
+	require.InDelta(t, n, all, n*0.1)
+	none, err := b.store.EstimateChanged(ctx, time.Now())
+	require.NoError(t, err)
+	require.Less(t, none, int64(n/100))
+
 	convs, err := store.Open(ctx, b.pool, store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "payload",
 		UpdatedAtColumn: "modified"}, false)
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ type sessionSQL struct {
 	// The page statements, indexed by the bounds of a Slice they take (sliceVariant),
 	// which are the parameters after the others.
 	full, fullAfter, incr, incrAfter    [4]string
-	one, split                          string
+	one, split, changed                 string
 	lock, lockState, write, saveVersion string
 	restore                             string
 	hasUpdatedAt                        bool
@@ -93,6 +93,10 @@ WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
 			s.incrAfter[v] = page(where(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), bounds(v, 8)),
 				ua+", "+id, "pos, kid")
 		}
+	}
+	if s.hasUpdatedAt {
+		// The planner's estimate of the rows an incremental run from $1 reads.
+		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT 1 FROM %s t WHERE %s >= $1::timestamptz::%s`, t.ident, ua, uaType)
 	}
 	// The bounds of n partitions: the ids at fractions 1/n ... (n-1)/n of a sample of the
 	// table ($2 percent of its pages), as text, without repeats and below the sample's

@@ -24,7 +24,7 @@ type queueOptions struct {
 
 func (o *queueOptions) register(fs *pflag.FlagSet, starts bool) {
 	if starts {
-		fs.Int("partitions", 0, "split a scan into this many partition jobs (default: one per 500,000 sessions by the table's statistics)")
+		fs.Int("partitions", 0, "split a scan into this many partition jobs (default: one per 500,000 sessions it reads, by the table's statistics)")
 	}
 	fs.Int("concurrency", 1, "partitions this process works at once (each with --workers workers)")
 	fs.Duration("partition-slice", 30*time.Second, "how long a partition's job works before it checkpoints and goes back to the queue")

@@ -186,13 +186,6 @@ func (q *Queue) Stop(ctx context.Context) error {
 // StartRun records a scan with options o in partitions partitions (0: chosen from the
 // table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
 func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
-	if partitions <= 0 {
-		n, err := q.store.EstimateSessions(ctx)
-		if err != nil {
-			return 0, err
-		}
-		partitions = scanner.Partitions(n)
-	}
 	plan, err := q.sc.Plan(ctx, o, partitions)
 	if err != nil {
 		return 0, err
