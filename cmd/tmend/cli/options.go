@@ -53,16 +53,37 @@ func usageError(err error) error {
 type connOptions struct {
 	databaseURL string
 	schema      string
+	// configured is false when neither a URL nor a libpq variable names a database:
+	// pgx would then try the local socket as the OS user, which is rarely meant.
+	configured bool
 	// poolSize, if larger than pgx's default, sizes the pool (see queueOptions).
 	poolSize int
+	// connectLevel is the level of the "connecting" line: debug for commands, info for
+	// the daemon and workers, whose logs are read later.
+	connectLevel zerolog.Level
 }
+
+// libpqLocators are the libpq variables that say where or as whom to connect; any of
+// them set counts as a configured database (pgx reads them all).
+var libpqLocators = []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"}
 
 func (o *connOptions) load(s *settings) {
 	o.databaseURL, o.schema = s.get("database-url"), s.get("schema")
+	o.configured = o.databaseURL != ""
+	for _, v := range libpqLocators {
+		o.configured = o.configured || s.e.Getenv(v) != ""
+	}
 }
+
+const noDatabaseHelp = "no database configured: give --database-url postgres://USER:PASSWORD@HOST:5432/DBNAME, " +
+	"or set TMEND_DATABASE_URL (or DATABASE_URL) to such a URL, or database_url in a --config file, " +
+	"or the libpq variables PGHOST, PGPORT, PGDATABASE, PGUSER and PGPASSWORD"
 
 // Validate parses the URL; its error never shows the password.
 func (o *connOptions) Validate() error {
+	if !o.configured {
+		return errors.New(noDatabaseHelp)
+	}
 	_, err := store.ParseConfig(o.databaseURL, o.schema)
 	return err
 }

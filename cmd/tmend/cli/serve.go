@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
@@ -39,6 +40,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 		return err
 	}
 	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.db.connectLevel = zerolog.InfoLevel
 	o.scanSpec = s.get("schedule")
 	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}
 	var err error

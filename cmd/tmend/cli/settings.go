@@ -175,7 +175,9 @@ func connect(ctx context.Context, log zerolog.Logger, o connOptions) (*pgxpool.P
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("database", store.Describe(cfg)).Str("schema", o.schema).Msg("connecting")
+	c := cfg.ConnConfig
+	log.WithLevel(o.connectLevel).Str("database", c.Database).Str("host", c.Host).Uint16("port", c.Port).
+		Str("user", c.User).Str("schema", o.schema).Msg("connecting")
 	pool, err := store.ConnectSized(ctx, o.databaseURL, o.schema, o.poolSize)
 	if err != nil {
 		return nil, err
