@@ -108,7 +108,7 @@ func (o *dbOptions) load(s *settings) error {
 }
 
 // engineOptions are the repair engine's options, shared by check, fix, repair, scan and
-// serve. check and fix take them from flags only; the others also from the settings.
+// serve, from the settings (check and fix have no config file).
 type engineOptions struct {
 	dialect     string
 	target      string
