@@ -293,14 +293,14 @@ func (o *pruneOptions) load(s *settings, _ []string) error {
 	}
 	var err error
 	if o.age, err = model.ParseDuration(o.olderThan); err != nil {
-		return fmt.Errorf("--older-than must be a duration like 30d or 720h, got %q", o.olderThan)
+		return fmt.Errorf("--older-than must be a positive duration like 90d, 2w or 1y, got %q", o.olderThan)
 	}
 	return nil
 }
 
 func (o *pruneOptions) Validate() error {
 	if o.age <= 0 {
-		return fmt.Errorf("--older-than must be a duration like 30d or 720h, got %q", o.olderThan)
+		return fmt.Errorf("--older-than must be a positive duration like 90d, 2w or 1y, got %q", o.olderThan)
 	}
 	return o.db.Validate()
 }
@@ -317,14 +317,15 @@ its own schedule.
 
 ` + configHelp,
 		Example: `  tmend prune --older-than 90d --dry-run
-  tmend prune --older-than 30d`,
+  tmend prune --older-than 2w
+  tmend prune --older-than 1y --all`,
 		Args: noArgs,
 		RunE: runE(e, o, runPrune),
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
 	registerSourceFlags(fl)
-	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete (30d, 720h, ...)")
+	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: a number and a unit, y (365d), w, d, h or m (90d, 2w, 1y, 720h)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	fl.BoolVar(&o.all, "all", false, "also delete the versions that rolling back the latest repairs needs")
 	return cmd

@@ -53,7 +53,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	if o.schedule.Prune != "" {
 		age, err := model.ParseDuration(s.get("prune-older-than"))
 		if err != nil || age <= 0 {
-			return fmt.Errorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
+			return fmt.Errorf("--prune-older-than must be a positive duration like 90d, 2w or 1y, got %q", s.get("prune-older-than"))
 		}
 		o.schedule.PruneOlderThan = age
 	}
