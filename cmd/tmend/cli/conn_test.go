@@ -53,3 +53,31 @@ func TestConnectingLine(t *testing.T) {
 	require.Regexp(t, `"database":"tmend_test_[0-9a-f]+"`, line)
 	require.NotContains(t, line, `\"`)
 }
+
+// TestImportIsAllOrNothing: a JSON array, a bad line or an id given twice, even after a
+// full batch, imports nothing and says so; blank lines are skipped.
+func TestImportIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	lines := strings.SplitAfter(genJSONL(t, "--sessions", "1500", "--messages", "4"), "\n")
+	lines = lines[:len(lines)-1] // the empty string after the last newline
+	sessions := func() int { return b.count(t, "SELECT count(*) FROM sessions") }
+
+	for name, tc := range map[string]struct{ input, want string }{
+		"Array":       {"[" + strings.Join(lines[:2], ",") + "]\n", "the input is a JSON array, not JSON Lines"},
+		"PrettyArray": {"[\n" + lines[0] + "]\n", "the input is a JSON array, not JSON Lines"},
+		"DuplicateID": {strings.Join(lines, "") + lines[3], `line 1501: session id "s-000003" is also on line 4`},
+		"BadLine":     {strings.Join(lines, "") + "{\"id\": 1\n", "line 1501:"},
+	} {
+		r := runCLI(t, tc.input, b.env, "import", "-")
+		require.Equal(t, ExitRuntime, r.code, name)
+		require.Contains(t, r.stderr, tc.want, name)
+		require.Contains(t, r.stderr, "nothing was imported", name)
+		require.Zero(t, sessions(), name)
+	}
+
+	r := runCLI(t, "\n"+strings.Join(lines[:10], "\n \n")+"\n\n", b.env, "import", "-")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "imported 10 sessions")
+	require.Equal(t, 10, sessions())
+}
