@@ -31,6 +31,7 @@ type fileOptions struct {
 func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
 	fs := cmd.Flags()
 	o.engine.register(fs)
+	o.engine.registerForce(fs)
 	o.engine.registerNow(fs)
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")

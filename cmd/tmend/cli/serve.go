@@ -117,8 +117,8 @@ whole or not at all.
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, repairFlags|pageFlags)
 	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
 	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")

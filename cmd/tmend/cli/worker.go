@@ -126,8 +126,8 @@ from their last checkpoint elsewhere).
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, pageFlags)
 	o.queue.register(f, false)
 	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping worker lets its partitions reach a checkpoint")
 	return cmd
