@@ -124,7 +124,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
-  pg_dump ... | tmend check --dialect anthropic -`,
+  psql "$DATABASE_URL" -AtXc "SELECT jsonb_build_object('id', id, 'updated_at', updated_at, 'messages', messages) FROM sessions" | tmend check -`,
 		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, false)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -80,4 +81,33 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "imported 10 sessions")
 	require.Equal(t, 10, sessions())
+}
+
+// TestCheckHelpsPsqlExample: the query in check's example turns a table into JSON Lines
+// that check reads, broken sessions found, none unreadable.
+func TestCheckHelpsPsqlExample(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 40, "0.5")
+	example := newCheckCmd(&Env{}).Example
+	m := regexp.MustCompile(`psql "\$DATABASE_URL" -AtXc "([^"]+)" \| tmend check -`).FindStringSubmatch(example)
+	require.NotNil(t, m, example)
+	rows, err := b.pool.Query(t.Context(), m[1])
+	require.NoError(t, err)
+	var in strings.Builder
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line)) // as psql -At prints it: jsonb text, one line
+		in.WriteString(line + "\n")
+	}
+	require.NoError(t, rows.Err())
+	r := runCLI(t, in.String(), nil, "check", "--json", "-")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	statuses := map[string]int{}
+	for _, l := range jsonLines(t, r.stdout) {
+		if s, ok := l["status"].(string); ok {
+			statuses[s]++
+		}
+	}
+	require.Positive(t, statuses["broken"], r.stdout)
+	require.Equal(t, 40, statuses["broken"]+statuses["clean"], r.stdout)
 }
