@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +98,54 @@ func TestTouchAndNotifyThroughTheCLI(t *testing.T) {
 	r = runCLI(t, "", env, "repair", "--session", "b")
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--touch-updated-at must be true or false")
+}
+
+// TestServeTouchesAndNotifies: the daemon takes the write settings from the environment
+// for the API's repairs, and logs where it connected at info.
+func TestServeTouchesAndNotifies(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "d", brokenSession)
+	var before time.Time
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT updated_at FROM sessions WHERE id = 'd'`).Scan(&before))
+	listener, err := pgx.Connect(t.Context(), b.url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = listener.Close(context.Background()) })
+	_, err = listener.Exec(t.Context(), `LISTEN app_cache`)
+	require.NoError(t, err)
+
+	addr := freeAddr(t)
+	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_API_TOKEN": "writer", "TMEND_NOTIFY_CHANNEL": "app_cache",
+		"TMEND_TOUCH_UPDATED_AT": "true"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr syncBuffer
+	go func() {
+		done <- Run(ctx, "dev", []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
+			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	base := "http://" + addr
+	waitFor(t, func() bool { resp, err := http.Get(base + "/healthz"); return err == nil && resp.Body.Close() == nil })
+	req, err := http.NewRequest("POST", base+"/v1/sessions/d/repair", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer writer")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer wcancel()
+	n, err := listener.WaitForNotification(wctx)
+	require.NoError(t, err)
+	require.Contains(t, n.Payload, `"session_id":"d"`)
+	require.Contains(t, n.Payload, `"action":"repair"`)
+	var after time.Time
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT updated_at FROM sessions WHERE id = 'd'`).Scan(&after))
+	require.True(t, after.After(before), "updated_at %v, was %v", after, before)
+	require.Regexp(t, `"level":"info"[^\n]*"message":"connecting"`, stderr.String())
 }
