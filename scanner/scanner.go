@@ -65,8 +65,9 @@ type Config struct {
 	BatchPause time.Duration
 	// Repair options; Now, UpdatedAt and Force are set per session and run.
 	Repair repair.Options
-	// Retries bounds how often an unavailable database is retried, with exponential
-	// backoff from RetryBase (defaults 6 and 500ms: about 30s in all).
+	// Retries bounds the attempts at an operation while the database is unavailable,
+	// with jittered exponential backoff from RetryBase between them (defaults 7 and 500ms:
+	// six waits of 0.5s to 16s, about 30s in all, as README.md says).
 	Retries   int
 	RetryBase time.Duration
 }
@@ -93,7 +94,7 @@ func (c *Config) defaults() {
 	}
 	c.Overlap = max(c.Overlap, q)
 	if c.Retries < 1 {
-		c.Retries = 6
+		c.Retries = 7
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = 500 * time.Millisecond

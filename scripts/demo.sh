@@ -32,20 +32,29 @@ echo
 echo "== tmend scan again: incremental, nothing changed since"
 $tmend scan
 
-id=$(psql "$TMEND_DATABASE_URL" -Atc "SELECT session_id FROM tmend.repair_reports WHERE status = 'repaired' ORDER BY id LIMIT 1")
+# A session the scan repaired by answering a call that had no result, from the audit rows.
+id=$($tmend report --status repaired --issue tool_call_without_result --limit 1 --json |
+  sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
+[ -n "$id" ] || { echo "demo: tmend report found no repaired session" >&2; exit 1; }
 echo
-echo "== what happened to session $id (the audit table)"
-psql "$TMEND_DATABASE_URL" -c "SELECT run_id, status, dialect, issue_codes, stage_counts, from_version, to_version
-  FROM tmend.repair_reports WHERE session_id = '$id'"
-psql "$TMEND_DATABASE_URL" -c "SELECT version, kind, size_bytes, left(content_hash, 12) AS hash
-  FROM tmend.session_versions WHERE session_id = '$id' ORDER BY version"
+echo "== tmend report --session $id: what tmend did to one session"
+$tmend report --session "$id"
+
+echo
+echo "== tmend report --session $id --diff: what the repair changed"
+$tmend report --session "$id" --diff
+
+echo
+echo "== tmend rollback --session $id: undo it (the session still holds what tmend wrote)"
+$tmend rollback --session "$id"
 
 if [ "${KEEP:-}" = 1 ]; then
   cat <<TXT
 
 The cluster keeps running. Look around with
   export TMEND_DATABASE_URL='$TMEND_DATABASE_URL'
-  psql "\$TMEND_DATABASE_URL" -c 'SELECT id, trigger, mode, status, num_scanned, num_repaired FROM tmend.repair_runs'
+  bin/tmend report
+  bin/tmend report --session $id
   bin/tmend repair --session $id --dry-run
 and stop it with
   $TMEND_PG_BINDIR/pg_ctl -D $TMEND_PG_DIR/data stop$( [ "$(id -u)" = 0 ] && echo " (as the postgres user: runuser -u postgres -- ...)")

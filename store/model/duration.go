@@ -2,26 +2,23 @@ package model
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	prommodel "github.com/prometheus/common/model"
 )
 
-// ParseDuration is time.ParseDuration with days: "7d", "1d12h".
+// ParseDuration reads a duration in Prometheus's units, y (365d), w, d, h, m, s and ms,
+// largest first ("1y", "2w", "1d12h", "720h"), or as time.ParseDuration does, so that
+// fractions ("1.5h") keep working.
 func ParseDuration(v string) (time.Duration, error) {
-	if days, rest, ok := strings.Cut(v, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil {
-			return 0, fmt.Errorf("bad duration %q", v)
-		}
-		d := time.Duration(n) * 24 * time.Hour
-		if rest == "" {
-			return d, nil
-		}
-		r, err := time.ParseDuration(rest)
-		return d + r, err
+	d, err := prommodel.ParseDuration(v)
+	if err == nil {
+		return time.Duration(d), nil
 	}
-	return time.ParseDuration(v)
+	if d, terr := time.ParseDuration(v); terr == nil {
+		return d, nil
+	}
+	return 0, fmt.Errorf("bad duration %q: want a number and a unit (y, w, d, h, m, s), like 90d, 2w or 1y", v)
 }
 
 // ParseSince reads a time filter: an RFC 3339 time, or a duration back from now (90m,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -98,7 +99,7 @@ tables. Colour only on a terminal.
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
-	registerSourceFlags(fl)
+	registerSourceFlags(fl, false)
 	fl.Int64Var(&o.runID, "run", 0, "one run's totals; with filters, its audit rows")
 	fl.StringVar(&o.session, "session", "", "one session's history")
 	fl.BoolVar(&o.diff, "diff", false, "with --session: what a repair or rollback changed, message by message")
@@ -238,7 +239,7 @@ Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
-	registerSourceFlags(fl)
+	registerSourceFlags(fl, true)
 	fl.StringVar(&o.session, "session", "", "the session to restore")
 	fl.Int64Var(&o.runID, "run", 0, "restore every session this run repaired")
 	fl.IntVar(&o.to, "to-version", 0, "the version to restore (default: the one tmend's latest write replaced)")
@@ -291,16 +292,19 @@ func (o *pruneOptions) load(s *settings, _ []string) error {
 	if err := o.db.load(s); err != nil {
 		return err
 	}
+	// Prune deletes old rows of every source; the store opens on tmend's own table,
+	// which every migrated schema has.
+	o.db.source = store.DefaultSource
 	var err error
 	if o.age, err = model.ParseDuration(o.olderThan); err != nil {
-		return fmt.Errorf("--older-than must be a duration like 30d or 720h, got %q", o.olderThan)
+		return fmt.Errorf("--older-than must be a positive duration like 90d, 2w or 1y, got %q", o.olderThan)
 	}
 	return nil
 }
 
 func (o *pruneOptions) Validate() error {
 	if o.age <= 0 {
-		return fmt.Errorf("--older-than must be a duration like 30d or 720h, got %q", o.olderThan)
+		return fmt.Errorf("--older-than must be a positive duration like 90d, 2w or 1y, got %q", o.olderThan)
 	}
 	return o.db.Validate()
 }
@@ -317,14 +321,14 @@ its own schedule.
 
 ` + configHelp,
 		Example: `  tmend prune --older-than 90d --dry-run
-  tmend prune --older-than 30d`,
+  tmend prune --older-than 2w
+  tmend prune --older-than 1y --all`,
 		Args: noArgs,
 		RunE: runE(e, o, runPrune),
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
-	registerSourceFlags(fl)
-	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete (30d, 720h, ...)")
+	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: a number and a unit, y (365d), w, d, h or m (90d, 2w, 1y, 720h)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	fl.BoolVar(&o.all, "all", false, "also delete the versions that rolling back the latest repairs needs")
 	return cmd

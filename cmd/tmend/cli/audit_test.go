@@ -153,6 +153,13 @@ UPDATE repair_reports SET created_at = now() - interval '100 days'`)
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would delete 2 versions and 3 reports")
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM session_versions"))
+	// Weeks and years, in Prometheus's units: 100 days is over 2w and under 1y.
+	r = runCLI(t, "", b.env, "prune", "--older-than", "2w", "--dry-run")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would delete 2 versions and 3 reports")
+	r = runCLI(t, "", b.env, "prune", "--older-than", "1y", "--dry-run")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would delete 0 versions and 0 reports")
 
 	r = runCLI(t, "", b.env, "prune", "--older-than", "30d")
 	require.Equal(t, ExitOK, r.code, r.stderr)

@@ -31,6 +31,7 @@ type fileOptions struct {
 func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
 	fs := cmd.Flags()
 	o.engine.register(fs)
+	o.engine.registerForce(fs)
 	o.engine.registerNow(fs)
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
@@ -43,10 +44,23 @@ func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
 	o.files.Fix = fix
 }
 
-func (o *fileOptions) load(_ *settings, args []string) error {
+// load takes each option from its flag, else TMEND_<OPTION>, as every command does
+// (check and fix read no config file).
+func (o *fileOptions) load(s *settings, args []string) error {
 	o.inputs = args
 	if len(args) == 1 {
 		o.input = args[0]
+	}
+	if err := o.engine.loadSettings(s); err != nil {
+		return err
+	}
+	maxBytes, err := s.int("max-bytes")
+	if err != nil {
+		return err
+	}
+	o.files.MaxBytes = int64(maxBytes)
+	if o.files.Workers, err = s.int("workers"); err != nil {
+		return err
 	}
 	if err := o.engine.load(); err != nil {
 		return err
@@ -94,7 +108,10 @@ starts the session's quiet period.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is. -o and --report must name
-different files. A failed write to a file, stdout or stderr exits 1.`
+different files. A failed write to a file, stdout or stderr exits 1.
+
+Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
+TMEND_QUIET_PERIOD, ...); a flag beats it.`
 
 func newCheckCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
@@ -107,7 +124,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
-  pg_dump ... | tmend check --dialect anthropic -`,
+  psql "$DATABASE_URL" -AtXc "SELECT jsonb_build_object('id', id, 'updated_at', updated_at, 'messages', messages) FROM sessions" | tmend check -`,
 		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, false)

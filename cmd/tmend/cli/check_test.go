@@ -87,6 +87,28 @@ func TestQuietPeriodFlags(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 }
 
+// TestCheckAndFixReadTheEnvironment: check and fix take TMEND_<OPTION> like every other
+// command, and a flag still beats it.
+func TestCheckAndFixReadTheEnvironment(t *testing.T) {
+	t.Parallel()
+	line := `{"id":"s1","updated_at":"2026-11-21T10:00:00Z","messages":[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
+	at := "2026-11-21T10:05:00Z" // 5 minutes after: pending under the default quiet period
+
+	r := runCLI(t, line, map[string]string{"TMEND_QUIET_PERIOD": "1m"}, "fix", "--now", at)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, repair.SyntheticResultText)
+	r = runCLI(t, line, map[string]string{"TMEND_QUIET_PERIOD": "1m"}, "fix", "--now", at, "--quiet-period", "10m")
+	require.Equal(t, line, r.stdout, "the flag beats the environment")
+
+	r = runCLI(t, line, map[string]string{"TMEND_MAX_BYTES": "10"}, "check", "--json")
+	require.Equal(t, "too_large", jsonLines(t, r.stdout)[0]["status"], r.stdout)
+
+	for k, v := range map[string]string{"TMEND_DIALECT": "klingon", "TMEND_WORKERS": "0", "TMEND_FAILED_TURNS": "drop", "TMEND_MAX_BYTES": "big"} {
+		r = runCLI(t, line, map[string]string{k: v}, "check")
+		require.Equal(t, ExitUsage, r.code, "%s=%s: %s", k, v, r.stderr)
+	}
+}
+
 func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

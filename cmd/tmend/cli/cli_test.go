@@ -225,3 +225,30 @@ func TestDatabasePasswordNeverPrinted(t *testing.T) {
 		check(t, runCLI(t, "", nil, "migrate", "version", "postgres://u:SECRET@h/db"), ExitUsage)
 	})
 }
+
+// TestFlagsMeanSomething: a command lists only the flags it uses; the write settings are
+// on every command that writes sessions.
+func TestFlagsMeanSomething(t *testing.T) {
+	t.Parallel()
+	root := NewRootCommand("dev", &Env{Getenv: noEnv})
+	for cmd, tt := range map[string]struct{ has, hasNot []string }{
+		"scan":       {has: []string{"touch-updated-at", "notify-channel", "force", "workers", "overlap", "dialect"}},
+		"repair":     {has: []string{"touch-updated-at", "notify-channel", "force", "max-bytes"}, hasNot: []string{"workers", "batch-size", "max-inflight-bytes", "overlap", "batch-pause"}},
+		"rollback":   {has: []string{"touch-updated-at", "notify-channel"}},
+		"serve":      {has: []string{"touch-updated-at", "notify-channel", "quiet-period"}, hasNot: []string{"force"}},
+		"worker":     {has: []string{"touch-updated-at", "notify-channel", "workers"}, hasNot: []string{"force", "dialect", "target", "failed-turns", "quiet-period", "max-bytes"}},
+		"report":     {hasNot: []string{"touch-updated-at", "notify-channel"}},
+		"prune":      {hasNot: []string{"table", "id-column", "messages-column", "updated-at-column", "touch-updated-at"}},
+		"migrate up": {hasNot: []string{"log-level"}},
+	} {
+		c, _, err := root.Find(strings.Fields(cmd))
+		require.NoError(t, err)
+		for _, f := range tt.has {
+			require.NotNil(t, c.Flags().Lookup(f), "%s --%s", cmd, f)
+		}
+		for _, f := range tt.hasNot {
+			require.Nil(t, c.Flags().Lookup(f), "%s --%s", cmd, f)
+			require.Nil(t, c.InheritedFlags().Lookup(f), "%s --%s", cmd, f)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -30,10 +31,15 @@ func newImportCmd(e *Env) *cobra.Command {
 		Short: "Load JSON Lines sessions into tmend's own sessions table (for trials and demos)",
 		Long: `Load sessions, one JSON object per line with "id", "updated_at" (optional) and
 "messages" ("input", "contents"), into tmend's own sessions table, replacing sessions
-with the same id. Output of 'tmend gen' fits. A user's own table is never written here.`,
-		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -`,
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    runE(e, o, runImport),
+with the same id. Output of 'tmend gen' fits. A user's own table is never written here.
+
+The import is all or nothing: a line that is not a session object (a JSON array of
+sessions included: convert it with jq -c '.[]') or an id given on two lines is an error
+naming the lines, and nothing is imported. Blank lines are skipped.`,
+		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -
+  jq -c '.[]' sessions.json | tmend import -`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: runE(e, o, runImport),
 	}
 	registerDBFlags(cmd.Flags())
 	return cmd
@@ -52,7 +58,7 @@ func runImport(ctx context.Context, e *Env, o *importOptions) error {
 	defer pool.Close()
 	total, err := store.ImportJSONLines(ctx, pool, in)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; nothing was imported", err)
 	}
 	e.printf("imported %d sessions\n", total)
 	return nil

@@ -83,7 +83,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
   tmend migrate down 1
   tmend migrate force 1`,
 	}
-	registerDBFlags(cmd.PersistentFlags())
+	registerConnFlags(cmd.PersistentFlags())
 
 	up := &migrateOptions{}
 	ver := &migrateOptions{}

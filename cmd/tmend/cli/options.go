@@ -53,16 +53,37 @@ func usageError(err error) error {
 type connOptions struct {
 	databaseURL string
 	schema      string
+	// configured is false when neither a URL nor a libpq variable names a database:
+	// pgx would then try the local socket as the OS user, which is rarely meant.
+	configured bool
 	// poolSize, if larger than pgx's default, sizes the pool (see queueOptions).
 	poolSize int
+	// connectLevel is the level of the "connecting" line: debug for commands, info for
+	// the daemon and workers, whose logs are read later.
+	connectLevel zerolog.Level
 }
+
+// libpqLocators are the libpq variables that say where or as whom to connect; any of
+// them set counts as a configured database (pgx reads them all).
+var libpqLocators = []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"}
 
 func (o *connOptions) load(s *settings) {
 	o.databaseURL, o.schema = s.get("database-url"), s.get("schema")
+	o.configured = o.databaseURL != ""
+	for _, v := range libpqLocators {
+		o.configured = o.configured || s.e.Getenv(v) != ""
+	}
 }
+
+const noDatabaseHelp = "no database configured: give --database-url postgres://USER:PASSWORD@HOST:5432/DBNAME, " +
+	"or set TMEND_DATABASE_URL (or DATABASE_URL) to such a URL, or database_url in a --config file, " +
+	"or the libpq variables PGHOST, PGPORT, PGDATABASE, PGUSER and PGPASSWORD"
 
 // Validate parses the URL; its error never shows the password.
 func (o *connOptions) Validate() error {
+	if !o.configured {
+		return errors.New(noDatabaseHelp)
+	}
 	_, err := store.ParseConfig(o.databaseURL, o.schema)
 	return err
 }
@@ -77,7 +98,10 @@ type dbOptions struct {
 
 func (o *dbOptions) load(s *settings) error {
 	o.connOptions.load(s)
-	o.source = s.source()
+	var err error
+	if o.source, err = s.source(); err != nil {
+		return err
+	}
 	level, err := zerolog.ParseLevel(s.get("log-level"))
 	if err != nil || level == zerolog.NoLevel {
 		return fmt.Errorf("--log-level must be debug, info, warn or error, got %q", s.get("log-level"))
@@ -87,7 +111,7 @@ func (o *dbOptions) load(s *settings) error {
 }
 
 // engineOptions are the repair engine's options, shared by check, fix, repair, scan and
-// serve. check and fix take them from flags only; the others also from the settings.
+// serve, from the settings (check and fix have no config file).
 type engineOptions struct {
 	dialect     string
 	target      string
@@ -104,6 +128,11 @@ func (o *engineOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.target, "target", "", "rewrite call ids the provider rejects: anthropic, openai, openai-responses, gemini, bedrock, mistral")
 	fs.StringVar(&o.failedTurns, "failed-turns", "keep", "calls of failed or aborted turns that have results: keep, or strip them too")
 	fs.DurationVar(&o.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
+}
+
+// registerForce adds --force, for commands that repair on demand (the daemon's scheduled
+// runs never force).
+func (o *engineOptions) registerForce(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.force, "force", false, "repair pending calls within the quiet period too")
 }
 
@@ -154,50 +183,87 @@ func (o *engineOptions) load() error {
 	return nil
 }
 
-// runOptions are how the runs of scan, repair and serve go: the engine's options and
-// the scanner's configuration.
+// runOptions are how the runs of scan, repair, serve and worker go: the engine's options
+// and the scanner's configuration.
 type runOptions struct {
 	engine engineOptions
 	config scanner.Config
 }
 
-func (o *runOptions) register(fs *pflag.FlagSet) {
-	o.engine.register(fs)
-	fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
-	fs.Int("batch-size", 500, "sessions read per page")
-	fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
-	fs.Int("max-inflight-bytes", scanner.DefaultMaxInflightBytes, "content read and not yet repaired, across pages and workers (a larger session goes alone); memory use is a few times this")
-	fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
-	fs.Duration("batch-pause", 0, "pause between pages, to go easy on a busy database")
+// runFlags are the groups of run options a command has; each lists only those that mean
+// something for it.
+type runFlags int
+
+const (
+	// repairFlags say how sessions are repaired: the engine's options and --max-bytes.
+	// A worker has none: a run's partitions repair as the run was started.
+	repairFlags runFlags = 1 << iota
+	forceFlag
+	// pageFlags say how pages of many sessions are read and written, and how far an
+	// incremental run looks back; a single session (repair) has none.
+	pageFlags
+)
+
+func (o *runOptions) register(fs *pflag.FlagSet, use runFlags) {
+	if use&repairFlags != 0 {
+		o.engine.register(fs)
+		fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
+	}
+	if use&forceFlag != 0 {
+		o.engine.registerForce(fs)
+	}
+	if use&pageFlags != 0 {
+		fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
+		fs.Int("batch-size", 500, "sessions read per page")
+		fs.Int("max-inflight-bytes", scanner.DefaultMaxInflightBytes, "content read and not yet repaired, across pages and workers (a larger session goes alone); memory use is a few times this")
+		fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
+		fs.Duration("batch-pause", 0, "pause between pages, to go easy on a busy database")
+	}
 }
 
+// load reads the options the command has; the scanner's defaults stand for the others.
 func (o *runOptions) load(s *settings, src store.Source) error {
-	if err := o.engine.loadSettings(s); err != nil {
-		return err
-	}
-	if err := o.engine.load(); err != nil {
-		return err
-	}
 	c := &o.config
-	c.Source, c.Repair = src.Name(), o.engine.repair
+	c.Source = src.Name()
+	if s.fs.Lookup("dialect") != nil {
+		if err := o.engine.loadSettings(s); err != nil {
+			return err
+		}
+		if err := o.engine.load(); err != nil {
+			return err
+		}
+		c.Repair = o.engine.repair
+	}
 	var err error
 	ints := []struct {
 		name string
 		dst  *int
 	}{{"workers", &c.Workers}, {"batch-size", &c.BatchSize}, {"max-bytes", &c.MaxBytes}, {"max-inflight-bytes", &c.MaxInflightBytes}}
 	for _, v := range ints {
+		if s.fs.Lookup(v.name) == nil {
+			continue
+		}
 		if *v.dst, err = s.int(v.name); err != nil {
 			return err
 		}
 	}
-	if c.Overlap, err = s.duration("overlap"); err != nil {
-		return err
-	}
-	if c.BatchPause, err = s.duration("batch-pause"); err != nil {
-		return err
+	durations := []struct {
+		name string
+		dst  *time.Duration
+	}{{"overlap", &c.Overlap}, {"batch-pause", &c.BatchPause}}
+	for _, v := range durations {
+		if s.fs.Lookup(v.name) == nil {
+			continue
+		}
+		if *v.dst, err = s.duration(v.name); err != nil {
+			return err
+		}
 	}
 	if c.Workers < 1 {
 		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if s.fs.Lookup("max-inflight-bytes") == nil {
+		c.MaxInflightBytes = scanner.DefaultMaxInflightBytes
 	}
 	return nil
 }

@@ -125,8 +125,8 @@ Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, repairFlags|forceFlag|pageFlags)
 	f.BoolVar(&o.full, "full", false, "scan every session, not only those changed since the last run")
 	f.StringVar(&o.session, "session", "", "scan this one session")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
@@ -281,8 +281,8 @@ last turn that may still be running (the quiet period).
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, repairFlags|forceFlag)
 	f.StringVar(&o.session, "session", "", "the session's id")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing but the report")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
@@ -39,6 +40,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 		return err
 	}
 	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.db.connectLevel = zerolog.InfoLevel
 	o.scanSpec = s.get("schedule")
 	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}
 	var err error
@@ -51,7 +53,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	if o.schedule.Prune != "" {
 		age, err := model.ParseDuration(s.get("prune-older-than"))
 		if err != nil || age <= 0 {
-			return fmt.Errorf("--prune-older-than must be a duration like 90d, got %q", s.get("prune-older-than"))
+			return fmt.Errorf("--prune-older-than must be a positive duration like 90d, 2w or 1y, got %q", s.get("prune-older-than"))
 		}
 		o.schedule.PruneOlderThan = age
 	}
@@ -115,8 +117,8 @@ whole or not at all.
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, repairFlags|pageFlags)
 	f.String("schedule", "0 3 * * *", "when to scan, in cron syntax (5 fields or @every 1h, @daily, ...)")
 	f.String("time-zone", "UTC", "time zone of the schedule (IANA name)")
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")

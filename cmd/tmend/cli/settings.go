@@ -33,20 +33,30 @@ const configHelp = `Every option can also come from the environment as TMEND_<OP
 TMEND_QUIET_PERIOD, ...) or from a YAML config file (--config or TMEND_CONFIG) with keys
 like table: or quiet_period:. A flag beats the environment, which beats the file.`
 
-// registerDBFlags adds the options of every command that opens the database.
-func registerDBFlags(fs *pflag.FlagSet) {
+// registerConnFlags adds the options of every command that opens the database.
+func registerConnFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML file with options (keys are option names with _ for -)")
 	fs.String("database-url", "", "Postgres URL (default: TMEND_DATABASE_URL, DATABASE_URL, the config file, then PG* variables)")
 	fs.String("schema", store.DefaultSchema, "schema of tmend's own tables")
+}
+
+// registerDBFlags adds the options of the commands that open the database and log.
+func registerDBFlags(fs *pflag.FlagSet) {
+	registerConnFlags(fs)
 	fs.String("log-level", "info", "debug, info, warn or error")
 }
 
-// registerSourceFlags adds where the sessions are.
-func registerSourceFlags(fs *pflag.FlagSet) {
+// registerSourceFlags adds where the sessions are and, for commands that write them, who
+// hears of a write.
+func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
 	fs.String("table", store.DefaultSource.Table, "table holding the sessions (table or schema.table)")
 	fs.String("id-column", store.DefaultSource.IDColumn, "its id column (text, uuid or integer)")
 	fs.String("messages-column", store.DefaultSource.MessagesColumn, "its transcript column (jsonb, json or text)")
 	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full)")
+	if writes {
+		fs.Bool("touch-updated-at", false, "also set the updated-at column to now() when a session is repaired or rolled back (needs UPDATE on it)")
+		fs.String("notify-channel", "", "pg_notify this channel for every session repaired or rolled back, on commit (e.g. "+store.DefaultNotifyChannel+")")
+	}
 }
 
 // loadSettings reads the config file (--config or TMEND_CONFIG) of a command that has
@@ -88,7 +98,8 @@ func knownSetting(name string) bool {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
-		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after":
+		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after",
+		"touch-updated-at", "notify-channel":
 		return true
 	}
 	return false
@@ -146,9 +157,24 @@ func (s *settings) duration(name string) (time.Duration, error) {
 	return v, nil
 }
 
-func (s *settings) source() store.Source {
-	return store.Source{Table: s.get("table"), IDColumn: s.get("id-column"),
+func (s *settings) bool(name string) (bool, error) {
+	v, err := strconv.ParseBool(s.get(name))
+	if err != nil {
+		return false, fmt.Errorf("--%s must be true or false, got %q", name, s.get(name))
+	}
+	return v, nil
+}
+
+func (s *settings) source() (store.Source, error) {
+	src := store.Source{Table: s.get("table"), IDColumn: s.get("id-column"),
 		MessagesColumn: s.get("messages-column"), UpdatedAtColumn: s.get("updated-at-column")}
+	if s.fs.Lookup("touch-updated-at") == nil {
+		return src, nil // a command that writes no sessions
+	}
+	var err error
+	src.TouchUpdatedAt, err = s.bool("touch-updated-at")
+	src.NotifyChannel = s.get("notify-channel")
+	return src, err
 }
 
 // newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
@@ -175,7 +201,9 @@ func connect(ctx context.Context, log zerolog.Logger, o connOptions) (*pgxpool.P
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("database", store.Describe(cfg)).Str("schema", o.schema).Msg("connecting")
+	c := cfg.ConnConfig
+	log.WithLevel(o.connectLevel).Str("database", c.Database).Str("host", c.Host).Uint16("port", c.Port).
+		Str("user", c.User).Str("schema", o.schema).Msg("connecting")
 	pool, err := store.ConnectSized(ctx, o.databaseURL, o.schema, o.poolSize)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -91,6 +92,7 @@ func (o *workerOptions) load(s *settings, _ []string) error {
 		return err
 	}
 	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.db.connectLevel = zerolog.InfoLevel
 	var err error
 	o.shutdownTimeout, err = s.duration("shutdown-timeout")
 	return err
@@ -124,8 +126,8 @@ from their last checkpoint elsewhere).
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
-	registerSourceFlags(f)
-	o.run.register(f)
+	registerSourceFlags(f, true)
+	o.run.register(f, pageFlags)
 	o.queue.register(f, false)
 	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping worker lets its partitions reach a checkpoint")
 	return cmd
