@@ -153,11 +153,11 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	var res model.RunResult
 	if mode == model.ModeSession {
 		onProgress, done := r.progress(e)
-		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
+		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, SessionID: o.session,
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
 	} else {
-		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, DryRun: o.dryRun,
+		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
 			Limit: o.limit, Force: o.run.engine.force})
 	}
 	if res.RunID != 0 {
@@ -295,7 +295,7 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 		return err
 	}
 	defer r.close()
-	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession,
+	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: model.ModeSession,
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
 	if res.RunID != 0 {
 		if werr := printRun(e, &res, o.json); werr != nil {

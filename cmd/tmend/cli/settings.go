@@ -202,5 +202,6 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 		}
 		return nil, nil, err
 	}
+	st.SetOrigin(origin())
 	return st, pool.Close, nil
 }

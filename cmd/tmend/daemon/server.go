@@ -404,7 +404,7 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true})
 	if err != nil {
 		s.fail(w, r, err)
@@ -437,7 +437,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	id, err := s.queue.StartRun(r.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode,
+	id, err := s.queue.StartRun(r.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: body.Mode,
 		DryRun: body.DryRun, Limit: body.Limit}, body.Partitions)
 	switch {
 	case errors.Is(err, model.ErrBusy):
@@ -587,11 +587,16 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	res, err := s.cfg.Store.Rollback(s.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
-		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
-	switch {
-	case err != nil:
+	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
+		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI, Actor: model.ActorAPI})
+	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	// One session was tried; the scanner has logged a failure's details.
+	switch res := out.Sessions[0]; {
+	case out.Failed > 0:
+		writeError(w, http.StatusInternalServerError, "internal error; see the daemon's log")
 	case !res.Restored:
 		writeJSON(w, http.StatusConflict, res)
 	default:
@@ -672,7 +677,7 @@ func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
-		Trigger: model.TriggerAPI})
+		Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	switch {
 	case errors.Is(err, store.ErrSource):
 		writeError(w, http.StatusConflict, "%v", err)

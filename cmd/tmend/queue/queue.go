@@ -284,7 +284,8 @@ type scheduledWorker struct {
 }
 
 func (w *scheduledWorker) Work(ctx context.Context, job *river.Job[ScheduledArgs]) error {
-	id, err := w.q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, 0)
+	id, err := w.q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Actor: model.ActorCron,
+		Mode: model.ModeIncremental}, 0)
 	if w.q.cfg.OnScheduled != nil {
 		w.q.cfg.OnScheduled(id, err)
 	}
