@@ -61,6 +61,9 @@ const (
 	ModeRollback    Mode = "rollback"
 )
 
+// Modes lists the run modes.
+func Modes() []Mode { return []Mode{ModeIncremental, ModeFull, ModeSession, ModeRollback} }
+
 // Trigger is who started a run.
 type Trigger string
 
@@ -70,6 +73,9 @@ const (
 	TriggerCLI  Trigger = "cli"
 	TriggerAPI  Trigger = "api"
 )
+
+// Triggers lists the triggers.
+func Triggers() []Trigger { return []Trigger{TriggerCron, TriggerCLI, TriggerAPI} }
 
 // The actors of runs started by the daemon; the CLI's actor is the OS user. Writes
 // through the API and the console need the write token, hence ":write".

@@ -49,6 +49,9 @@ type Config struct {
 	// ShutdownTimeout is how long a stopping Serve lets running scans finish the
 	// sessions they hold.
 	ShutdownTimeout time.Duration
+	// ProgressEvery spaces the progress lines of running runs and the updates of the
+	// running-run gauges (default DefaultProgressEvery).
+	ProgressEvery time.Duration
 }
 
 // Schedule says when the daemon prunes, in cron syntax (see ParseSpec). The scan
@@ -84,11 +87,16 @@ type Server struct {
 	stop     chan struct{}
 	// runs counts the writes and runs under way, which a stopping server waits for.
 	runs sync.WaitGroup
+	// watching is watchRuns, which ends with the hard stop.
+	watching sync.WaitGroup
 }
 
 // New returns a Server; it does nothing until it is installed on a mux or served.
 func New(cfg Config) (*Server, error) {
 	work, hardStop := context.WithCancel(context.Background())
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = DefaultProgressEvery
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
 		stop: make(chan struct{})}
 	if cfg.Store != nil {
@@ -211,13 +219,18 @@ func (s *Server) runEnded(runID int64) {
 		return
 	}
 	res := run.Result()
-	s.cfg.Metrics.observe(&res)
+	s.cfg.Metrics.Observe(&res)
 }
 
 // Start starts working the queue's partitions (and, on River's leader, the schedule).
 // Serve calls it; a Server only installed on a mux calls it to work runs.
 func (s *Server) Start() error {
-	return s.queue.Start(s.work)
+	if err := s.queue.Start(s.work); err != nil {
+		return err
+	}
+	s.watching.Add(1)
+	go s.watchRuns()
+	return nil
 }
 
 // Shutdown stops softly: no new writes or runs (they are answered 503), the running
@@ -242,6 +255,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.hardStop()
+	s.watching.Wait()
 }
 
 // begin counts in a write or run, unless the server is stopping.
@@ -288,7 +302,7 @@ func (s *Server) repair(o scanner.RunOptions) (model.RunResult, error) {
 	o.Stop = s.stop
 	res, err := s.cfg.Scanner.Run(s.work, o)
 	if res.RunID != 0 {
-		s.cfg.Metrics.observe(&res)
+		s.cfg.Metrics.Observe(&res)
 	}
 	return res, err
 }
