@@ -10,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/daemon"
 	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
@@ -65,6 +66,10 @@ type scanOptions struct {
 	session            string
 	limit              int
 	cancel             int64
+	// scheduled records the run as the schedule's (trigger cron), for the CronJob and
+	// timer; metricsTextfile is where its metrics go for node-exporter.
+	scheduled       bool
+	metricsTextfile string
 }
 
 func (o *scanOptions) load(s *settings, _ []string) error {
@@ -78,6 +83,7 @@ func (o *scanOptions) load(s *settings, _ []string) error {
 		return err
 	}
 	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.metricsTextfile = s.get("metrics-textfile")
 	return nil
 }
 
@@ -89,8 +95,10 @@ func (o *scanOptions) Validate() error {
 		return errors.New("--limit must not be negative")
 	case o.cancel < 0:
 		return errors.New("--cancel takes a run id")
-	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0):
+	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0 || o.scheduled):
 		return errors.New("--cancel takes no other scan options")
+	case o.scheduled && o.session != "":
+		return errors.New("--scheduled is for incremental and full scans, not --session")
 	}
 	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())
 }
@@ -114,11 +122,15 @@ works them (--concurrency at once) and waits for the run to end, while any 'tmen
 or 'tmend worker' running on the database helps. One scan of a source runs at a time.
 Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 
+--metrics-textfile writes the run's metrics (those 'tmend serve' exports at /metrics) to a
+file, atomically, added to what it held, for runs without a daemon (a CronJob, a timer).
+
 ` + configHelp,
 		Example: `  tmend scan --dry-run
   tmend scan --full --json
   tmend scan --full --partitions 16 --concurrency 2
   tmend scan --cancel 42
+  tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
 		Args: noArgs,
 		RunE: runE(e, o, runScan),
@@ -133,6 +145,8 @@ Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
 	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
 	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
+	f.String("metrics-textfile", "", "after the run, add its metrics to this file (Prometheus text format, for node-exporter's textfile collector)")
 	o.queue.register(f, true)
 	return cmd
 }
@@ -150,6 +164,10 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 		return err
 	}
 	defer r.close()
+	trigger := model.TriggerCLI
+	if o.scheduled {
+		trigger = model.TriggerCron
+	}
 	var res model.RunResult
 	if mode == model.ModeSession {
 		onProgress, done := r.progress(e)
@@ -157,12 +175,20 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
 	} else {
-		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
+		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: trigger, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
 			Limit: o.limit, Force: o.run.engine.force})
 	}
 	if res.RunID != 0 {
 		if werr := printRun(e, &res, o.json); werr != nil {
 			return werr
+		}
+		// A run cancelled with --cancel is counted where it ran.
+		if o.metricsTextfile != "" && o.cancel == 0 {
+			m := daemon.NewRunMetrics()
+			m.Observe(&res)
+			if werr := m.WriteTextfile(o.metricsTextfile); werr != nil {
+				return werr
+			}
 		}
 	}
 	switch {

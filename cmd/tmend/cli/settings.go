@@ -88,7 +88,8 @@ func knownSetting(name string) bool {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
-		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after":
+		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after",
+		"metrics-textfile":
 		return true
 	}
 	return false
