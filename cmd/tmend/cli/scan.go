@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
@@ -24,10 +23,11 @@ type runner struct {
 	store *store.Store
 	log   zerolog.Logger
 	close func()
+	tp    *termProgress // on a terminal
 }
 
 func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
-	log := newLogger(e, db.logLevel)
+	log, tp := progressLogger(e, db.logLevel)
 	st, closeDB, err := openStore(ctx, log, db, readOnly)
 	if err != nil {
 		return nil, err
@@ -35,16 +35,15 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 	cfg := run.config
 	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
 		Str("target", string(cfg.Repair.Target)).Msg("configured")
-	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB}, nil
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB, tp: tp}, nil
 }
 
-// progress shows a bar on a terminal and a log line every 10s otherwise.
-func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
-	if isTerminal(e.Stderr) {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(e.Stderr), progressbar.OptionSetDescription("scanning"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("sessions"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		return func(p scanner.Progress) { _ = bar.Set(p.Counts.Scanned) }, func() { _ = bar.Finish() }
+// progress shows a bar on a terminal, of total sessions when known (total <= 0: a
+// spinner), and a log line every 10s otherwise. done clears the bar.
+func (r *runner) progress(total int64) (func(scanner.Progress), func()) {
+	if r.tp != nil {
+		r.tp.start("scanning", total, true, "sessions")
+		return func(p scanner.Progress) { r.tp.set(int64(p.Counts.Scanned)) }, r.tp.stop
 	}
 	var last time.Duration
 	return func(p scanner.Progress) {
@@ -55,6 +54,27 @@ func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
 				Int64("elapsed_ms", p.Elapsed.Milliseconds()).Msg("scan progress")
 		}
 	}, func() {}
+}
+
+// total estimates how many sessions run id scans, for the bar: the table's size by its
+// statistics for a full scan (at most limit), else unknown (0): an incremental scan
+// reads only the sessions changed in its window.
+func (r *runner) total(ctx context.Context, id int64, limit int) int64 {
+	if r.tp == nil {
+		return 0
+	}
+	run, err := r.store.Run(ctx, id)
+	if err != nil || run.Mode != model.ModeFull {
+		return 0
+	}
+	n, err := r.store.EstimateSessions(ctx)
+	if err != nil {
+		return 0
+	}
+	if limit > 0 {
+		n = min(n, int64(limit))
+	}
+	return n
 }
 
 // scanOptions are the options of scan.
@@ -170,7 +190,7 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	}
 	var res model.RunResult
 	if mode == model.ModeSession {
-		onProgress, done := r.progress(e)
+		onProgress, done := r.progress(1)
 		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, SessionID: o.session,
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
@@ -226,7 +246,7 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
-	onProgress, done := r.progress(e)
+	onProgress, done := r.progress(r.total(ctx, id, o.limit))
 	start := time.Now()
 	run, err := q.Wait(ctx, id, func(run model.RunRow) {
 		onProgress(scanner.Progress{Counts: run.Counts, Elapsed: time.Since(start)})

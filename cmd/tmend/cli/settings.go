@@ -154,9 +154,13 @@ func (s *settings) source() store.Source {
 
 // newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
 func newLogger(e *Env, level zerolog.Level) zerolog.Logger {
-	w := e.Stderr
-	if isTerminal(e.Stderr) {
-		w = zerolog.ConsoleWriter{Out: e.Stderr, TimeFormat: time.TimeOnly}
+	return loggerTo(e.Stderr, isTerminal(e.Stderr), level)
+}
+
+// loggerTo writes zerolog JSON to w, or readable lines when w is a terminal.
+func loggerTo(w io.Writer, terminal bool, level zerolog.Level) zerolog.Logger {
+	if terminal {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
