@@ -28,6 +28,7 @@ func TestRunsRecordWhoDidIt(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	rollbackLine := r.stdout
 
 	r = runCLI(t, "", b.env, "report", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
@@ -40,6 +41,7 @@ func TestRunsRecordWhoDidIt(t *testing.T) {
 	require.Len(t, runs, 2, "the repair and the rollback")
 	rollback, repair := runs[0], runs[1]
 	require.Equal(t, model.ModeRollback, rollback.Mode)
+	require.Contains(t, rollbackLine, "restored 1, refused 0, failed 0 (rollback run "+jsonNumber(rollback.ID)+")")
 	require.Equal(t, "a", rollback.Options["session_id"])
 	for _, run := range runs {
 		require.Equal(t, want.Actor, run.Actor, run.ID)
