@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,3 +83,33 @@ func TestRunsRecordWhoDidIt(t *testing.T) {
 }
 
 func jsonNumber(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestReportShowsARunningRunsCounts: while a scan runs, 'report --run' shows its counts
+// as its partitions checkpoint, not zero until it ends.
+func TestReportShowsARunningRunsCounts(t *testing.T) {
+	t.Parallel()
+	const sessions = 400
+	b := setupDB(t, sessions, "0.1")
+	done := make(chan result, 1)
+	go func() {
+		// Small, slow pages: the scan takes a few seconds, over several checkpoints.
+		done <- runCLI(t, "", b.env, "scan", "--full", "--batch-size", "10", "--batch-pause", "60ms")
+	}()
+	var live model.RunRow
+	for live.Counts.Scanned == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("the scan ended before its counts were seen moving: %d\n%s", r.code, r.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		r := runCLI(t, "", b.env, "report", "--run", "1", "--json")
+		if r.code != ExitOK {
+			continue // not recorded yet
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &live), r.stdout)
+		require.Equal(t, model.RunRunning, live.Status)
+	}
+	require.Less(t, live.Counts.Scanned, sessions)
+	r := <-done
+	require.Equal(t, ExitOK, r.code, r.stderr)
+}
