@@ -40,4 +40,7 @@ func TestAPIRecordsItsActor(t *testing.T) {
 	require.Equal(t, 200, code, m)
 	require.Equal(t, string(model.ModeRollback), m["mode"])
 	require.Equal(t, model.ActorAPI, m["actor"])
+
+	_, metrics := call(t, "GET", b.base+"/metrics", "", "")
+	require.Contains(t, metrics, `tmend_runs_total{mode="rollback",status="completed",trigger="api"} 1`, "the rollback's run is counted")
 }

@@ -151,7 +151,16 @@ func (c consoleRollback) Rollback(ctx context.Context, o model.RollbackOptions) 
 		return model.RollbackOutcome{}, fmt.Errorf("%w: the daemon is stopping", model.ErrUnavailable)
 	}
 	defer c.s.runs.Done()
-	return c.s.cfg.Scanner.Rollback(ctx, o)
+	return c.s.rollback(ctx, o)
+}
+
+// rollback rolls back and counts the rollback's run in the metrics.
+func (s *Server) rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
+	out, err := s.cfg.Scanner.Rollback(ctx, o)
+	if out.RunID != 0 {
+		s.runEnded(out.RunID)
+	}
+	return out, err
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
@@ -601,7 +610,7 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
+	out, err := s.rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	if err != nil {
 		s.fail(w, r, err)
@@ -690,7 +699,7 @@ func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
+	out, err := s.rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
 		Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	switch {
 	case errors.Is(err, store.ErrSource):
