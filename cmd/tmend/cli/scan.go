@@ -190,7 +190,7 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	}
 	var res model.RunResult
 	if mode == model.ModeSession {
-		onProgress, done := r.progress(1)
+		onProgress, done := r.progress(0)
 		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, SessionID: o.session,
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
