@@ -129,6 +129,16 @@ func (m *Metrics) Observe(r *model.RunResult) {
 	m.lastRun.WithLabelValues(string(r.Trigger), string(r.Mode), strconv.FormatBool(r.DryRun), string(r.Status)).SetToCurrentTime()
 }
 
+// setRunning sets the running-run gauges from the runs recorded as running.
+func (m *Metrics) setRunning(runs []model.RunRow) {
+	scanned := 0
+	for _, r := range runs {
+		scanned += r.Counts.Scanned
+	}
+	m.running.Set(float64(len(runs)))
+	m.runningScanned.Set(float64(scanned))
+}
+
 // WriteTextfile writes the metrics to path in Prometheus' text format, atomically, for
 // node-exporter's textfile collector, added to what the file held: counters and
 // histograms go on counting across the runs that write it, and the last-run timestamps

@@ -50,7 +50,7 @@ type Config struct {
 	// sessions they hold.
 	ShutdownTimeout time.Duration
 	// ProgressEvery spaces the progress lines of running runs and the updates of the
-	// running-run gauges (default DefaultProgressEvery).
+	// running-run gauges (default queue.DefaultProgressEvery).
 	ProgressEvery time.Duration
 }
 
@@ -87,7 +87,7 @@ type Server struct {
 	stop     chan struct{}
 	// runs counts the writes and runs under way, which a stopping server waits for.
 	runs sync.WaitGroup
-	// watching is watchRuns, which ends with the hard stop.
+	// watching is the queue's Watch, which ends with the hard stop.
 	watching sync.WaitGroup
 }
 
@@ -95,7 +95,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	work, hardStop := context.WithCancel(context.Background())
 	if cfg.ProgressEvery <= 0 {
-		cfg.ProgressEvery = DefaultProgressEvery
+		cfg.ProgressEvery = queue.DefaultProgressEvery
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
 		stop: make(chan struct{})}
@@ -238,7 +238,10 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.watching.Add(1)
-	go s.watchRuns()
+	go func() {
+		defer s.watching.Done()
+		s.queue.Watch(s.work, s.cfg.ProgressEvery, s.cfg.Metrics.setRunning)
+	}()
 	return nil
 }
 

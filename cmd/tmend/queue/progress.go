@@ -1,4 +1,4 @@
-package daemon
+package queue
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// DefaultProgressEvery is Config.ProgressEvery's default.
+// DefaultProgressEvery is how often a daemon or worker reports on running runs.
 const DefaultProgressEvery = 30 * time.Second
 
 // runSample is a running run's count at a time, and its estimated total (0: unknown).
@@ -18,41 +18,38 @@ type runSample struct {
 	total   int64
 }
 
-// watchRuns sets the running-run gauges and logs the progress of each run this process
-// works a partition of, every ProgressEvery, until the hard stop.
-func (s *Server) watchRuns() {
-	defer s.watching.Done()
-	t := time.NewTicker(s.cfg.ProgressEvery)
+// Watch reads the running runs every interval until ctx ends: running, if set, gets
+// them all, and each run this process works a partition of gets an info line with its
+// counts, its rate and, for a full scan, the table's estimated size and the time left.
+func (q *Queue) Watch(ctx context.Context, every time.Duration, running func([]model.RunRow)) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	seen := map[int64]runSample{}
 	for {
 		select {
-		case <-s.work.Done():
+		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			seen = s.progress(seen, now)
+			seen = q.progress(ctx, seen, now, every, running)
 		}
 	}
 }
 
 // progress reads the running runs once; seen holds the samples of the last tick, and the
 // new ones are returned.
-func (s *Server) progress(seen map[int64]runSample, now time.Time) map[int64]runSample {
-	ctx, cancel := context.WithTimeout(s.work, 5*time.Second)
+func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time.Time, every time.Duration,
+	running func([]model.RunRow)) map[int64]runSample {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	runs, err := s.cfg.Store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: 1000})
+	runs, err := q.store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: 1000})
 	if err != nil {
-		s.log.Debug().Err(err).Msg("reading the running runs")
+		q.log.Debug().Err(err).Msg("reading the running runs")
 		return seen
 	}
-	scanned := 0
-	for _, r := range runs {
-		scanned += r.Counts.Scanned
+	if running != nil {
+		running(runs)
 	}
-	s.cfg.Metrics.running.Set(float64(len(runs)))
-	s.cfg.Metrics.runningScanned.Set(float64(scanned))
-
-	here := s.queue.WorkedSince(now.Add(-s.cfg.ProgressEvery))
+	here := q.WorkedSince(now.Add(-every))
 	next := map[int64]runSample{}
 	for _, r := range runs {
 		if !here[r.ID] {
@@ -60,10 +57,10 @@ func (s *Server) progress(seen map[int64]runSample, now time.Time) map[int64]run
 		}
 		prev, ok := seen[r.ID]
 		if !ok {
-			prev = runSample{at: r.StartedAt, total: s.estimate(ctx, r)}
+			prev = runSample{at: r.StartedAt, total: q.estimate(ctx, r)}
 		}
 		c := r.Counts
-		ev := s.log.Info().Int64("run_id", r.ID).Str("mode", string(r.Mode)).Bool("dry_run", r.DryRun).
+		ev := q.log.Info().Int64("run_id", r.ID).Str("mode", string(r.Mode)).Bool("dry_run", r.DryRun).
 			Int("num_scanned", c.Scanned).Int("num_repaired", c.Repaired).Int("num_failed", c.Failed)
 		rate := 0.0
 		if d := now.Sub(prev.at).Seconds(); d > 0 {
@@ -85,11 +82,11 @@ func (s *Server) progress(seen map[int64]runSample, now time.Time) map[int64]run
 // estimate is how many sessions a run scans, by the table's statistics: known for full
 // scans only (an incremental scan reads the sessions changed in its window); 0 when not
 // known.
-func (s *Server) estimate(ctx context.Context, r model.RunRow) int64 {
+func (q *Queue) estimate(ctx context.Context, r model.RunRow) int64 {
 	if r.Mode != model.ModeFull {
 		return 0
 	}
-	n, err := s.cfg.Store.EstimateSessions(ctx)
+	n, err := q.store.EstimateSessions(ctx)
 	if err != nil {
 		return 0
 	}
