@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tmend/tmend/repair"
 	tmodel "github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
 )
@@ -162,9 +163,22 @@ func waitFor(t *testing.T, exited <-chan error, logs *bytes.Buffer, cond func() 
 
 // labelValues are the values a label of a tmend series can take.
 var labelValues = map[string]map[string][]string{
-	"tmend_sessions_total":             {"status": strs(tmodel.SessionStatuses())},
-	"tmend_runs_total":                 {"status": strs(tmodel.RunStatuses())},
-	"tmend_last_run_timestamp_seconds": {"status": strs(tmodel.RunStatuses())},
+	"tmend_sessions_total": {"status": strs(tmodel.SessionStatuses())},
+	"tmend_runs_total": {"status": strs(tmodel.RunStatuses()), "trigger": strs(tmodel.Triggers()),
+		"mode": strs(tmodel.Modes())},
+	"tmend_last_run_timestamp_seconds": {"status": strs(tmodel.RunStatuses()), "trigger": strs(tmodel.Triggers()),
+		"mode": strs(tmodel.Modes()), "dry_run": {"true", "false"}},
+	"tmend_run_duration_seconds_bucket": {"trigger": strs(tmodel.Triggers())},
+	"tmend_issues_total":                {"code": issueCodes()},
+	"tmend_sessions_by_dialect_total":   {"dialect": strs(repair.Dialects())},
+}
+
+func issueCodes() []string {
+	var out []string
+	for _, ic := range repair.IssueCodes() {
+		out = append(out, string(ic.Code))
+	}
+	return out
 }
 
 func strs[T ~string](vs []T) []string {
@@ -175,7 +189,7 @@ func strs[T ~string](vs []T) []string {
 	return out
 }
 
-var alternation = regexp.MustCompile(`^[a-z_]+(\|[a-z_]+)*$`)
+var alternation = regexp.MustCompile(`^[a-z_-]+(\|[a-z_-]+)*$`)
 
 // checkExpr parses a PromQL expression and checks every series it selects against the
 // daemon's registry: the series exists, its label matchers and groupings name labels it
@@ -271,6 +285,43 @@ func TestPrometheusRules(t *testing.T) {
 	}
 	// The runbook lists exactly these alerts.
 	require.ElementsMatch(t, runbookAlerts(t), names, "deploy/README.md's alert table and prometheusrule.yaml disagree")
+}
+
+// TestNoRecentRunWatchesTheSchedule: on-demand runs, runs by hand and dry runs do not
+// keep TmendNoRecentRun quiet; it selects completed scheduled scans only.
+func TestNoRecentRunWatchesTheSchedule(t *testing.T) {
+	t.Parallel()
+	rules := objectsOf[monitoringv1.PrometheusRule](loadKubernetes(t))
+	require.Len(t, rules, 1)
+	var expr string
+	for _, g := range rules[0].Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "TmendNoRecentRun" {
+				expr = r.Expr.String()
+			}
+		}
+	}
+	require.NotEmpty(t, expr)
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	require.NoError(t, err)
+	want := map[string]string{"trigger": "cron", "dry_run": "false", "status": "completed", "mode": "incremental|full"}
+	selectors := 0
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || vs.Name != "tmend_last_run_timestamp_seconds" {
+			return nil
+		}
+		selectors++
+		got := map[string]string{}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != plabels.MetricName {
+				got[m.Name] = m.Value
+			}
+		}
+		require.Equal(t, want, got, vs.String())
+		return nil
+	})
+	require.Positive(t, selectors)
 }
 
 func TestServiceMonitor(t *testing.T) {

@@ -30,7 +30,7 @@ func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 func RunsText(w io.Writer, runs []model.RunRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := &errWriter{w: tw}
-	p.println("RUN\tSTARTED (UTC)\tTRIGGER\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
+	p.println("RUN\tSTARTED (UTC)\tTRIGGER\tACTOR\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
 	for _, r := range runs {
 		mode := string(r.Mode)
 		if r.DryRun {
@@ -40,7 +40,8 @@ func RunsText(w io.Writer, runs []model.RunRow) error {
 		if r.FinishedAt != nil {
 			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 		}
-		p.printf("%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)), Escape(mode), Escape(r.Status),
+		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)),
+			Escape(dash(r.Actor)), Escape(mode), Escape(r.Status),
 			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur)
 	}
 	return p.flush(tw)
@@ -52,12 +53,23 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 	p := &errWriter{w: tw}
 	p.printf("run\t%d\n", r.ID)
 	p.printf("trigger\t%s\n", Escape(string(r.Trigger)))
+	p.printf("actor\t%s\n", Escape(dash(r.Actor)))
 	p.printf("mode\t%s%s\n", Escape(string(r.Mode)), map[bool]string{true: " (dry run)"}[r.DryRun])
+	if r.Mode == model.ModeRollback {
+		if of, ok := r.Options["rollback_of_run"].(float64); ok {
+			p.printf("rolls back\trun %d\n", int64(of))
+		} else if id, ok := r.Options["session_id"].(string); ok {
+			p.printf("rolls back\tsession %s\n", Escape(id))
+		}
+	}
 	p.printf("status\t%s\n", Escape(r.Status))
 	if r.Error != "" {
 		p.printf("error\t%s\n", Escape(r.Error))
 	}
 	p.printf("started\t%s UTC\n", ts(r.StartedAt))
+	if r.TmendVersion != "" || r.Host != "" {
+		p.printf("by\ttmend %s on %s\n", Escape(dash(r.TmendVersion)), Escape(dash(r.Host)))
+	}
 	if r.FinishedAt != nil {
 		p.printf("duration\t%s\n", r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 	}
@@ -102,7 +114,7 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 func ReportsText(w io.Writer, rows []model.ReportRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := &errWriter{w: tw}
-	p.println("ID\tTIME (UTC)\tRUN\tSESSION\tSTATUS\tDIALECT\tISSUES\tVERSIONS\tREASON")
+	p.println("ID\tTIME (UTC)\tRUN\tACTOR\tSESSION\tSTATUS\tDIALECT\tISSUES\tVERSIONS\tREASON")
 	for _, r := range rows {
 		run := "-"
 		if r.RunID != nil {
@@ -112,7 +124,7 @@ func ReportsText(w io.Writer, rows []model.ReportRow) error {
 		if r.ToVersion > 0 {
 			vers = fmt.Sprintf("%d→%d", r.FromVersion, r.ToVersion)
 		}
-		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, Escape(r.SessionID), Escape(r.Status),
+		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, ts(r.CreatedAt), run, Escape(dash(r.Actor)), Escape(r.SessionID), Escape(r.Status),
 			Escape(dash(r.Dialect)), Escape(dash(strings.Join(r.IssueCodes, ","))), vers, Escape(r.Reason))
 	}
 	return p.flush(tw)
@@ -137,6 +149,9 @@ func HistoryText(w io.Writer, sessionID string, reports []model.ReportRow, versi
 			run = fmt.Sprintf("run %d", *r.RunID)
 		}
 		p.printf("  %s UTC  %-16s %s, %s", ts(r.CreatedAt), Escape(r.Status), run, Escape(string(r.Trigger)))
+		if r.Actor != "" {
+			p.printf(" by %s", Escape(r.Actor))
+		}
 		if r.ToVersion > 0 {
 			p.printf(", versions %d→%d", r.FromVersion, r.ToVersion)
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 // RollbackText writes a line per session of a rollback (restored, would restore, or
-// refused with the reason), then the totals.
+// refused with the reason), then the totals and the run that recorded the rollback.
 func RollbackText(w io.Writer, out model.RollbackOutcome, dryRun bool) error {
 	p := &errWriter{w: w}
 	verb := "restored"
@@ -29,6 +29,10 @@ func RollbackText(w io.Writer, out model.RollbackOutcome, dryRun bool) error {
 			p.printf("%s: refused: %s\n", id, Escape(r.Reason))
 		}
 	}
-	p.printf("%s %d, refused %d, failed %d\n", verb, out.Restored, out.Refused, out.Failed)
+	p.printf("%s %d, refused %d, failed %d", verb, out.Restored, out.Refused, out.Failed)
+	if out.RunID != 0 {
+		p.printf(" (rollback run %d)", out.RunID)
+	}
+	p.println()
 	return p.err
 }

@@ -41,7 +41,7 @@ func (s *Scanner) Plan(ctx context.Context, o RunOptions, partitions int) (model
 	if o.Mode != model.ModeIncremental && o.Mode != model.ModeFull {
 		return model.NewRun{}, fmt.Errorf("a scan is incremental or full, not %q", o.Mode)
 	}
-	n := model.NewRun{Run: model.Run{Trigger: o.Trigger, Mode: o.Mode, DryRun: o.DryRun, Source: s.cfg.Source,
+	n := model.NewRun{Run: model.Run{Trigger: o.Trigger, Actor: o.Actor, Mode: o.Mode, DryRun: o.DryRun, Source: s.cfg.Source,
 		Options: s.options(o)}, Partitions: partitions}
 	if o.Mode == model.ModeIncremental && !s.store.HasUpdatedAt() {
 		s.log.Info().Msg("source has no updated-at column; running a full scan")
@@ -163,7 +163,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	cp := func(after model.Cursor, soFar model.RunResult) model.Checkpoint {
 		return model.Checkpoint{RunID: runID, Partition: partition, Attempt: c.Attempt, After: after, SoFar: soFar}
 	}
-	o := RunOptions{Trigger: c.Run.Trigger, Mode: c.Run.Mode, DryRun: c.Run.DryRun, Limit: c.Run.Options.Limit,
+	o := RunOptions{Trigger: c.Run.Trigger, Actor: c.Run.Actor, Mode: c.Run.Mode, DryRun: c.Run.DryRun, Limit: c.Run.Options.Limit,
 		Force: c.Run.Options.Force, part: partScan{
 			slice: c.Slice, after: c.After, resumed: c.Resumed, yield: yield,
 			checkpoint: func(ctx context.Context, after model.Cursor, soFar model.RunResult) error {

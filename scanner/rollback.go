@@ -6,15 +6,20 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// Rollback restores what tmend replaced: one session, or every session a run repaired
-// (then recorded as a rollback run with restored, refused and failed counts). A session
-// that cannot be restored is counted and the rollback goes on. The error is for the
-// rollback as a whole: the run or session does not exist, or the database failed
-// before any session was tried.
+// Rollback restores what tmend replaced: one session, or every session a run repaired.
+// Either is recorded as a rollback run of its own, with restored, refused and failed
+// counts, which the rollback's reports and versions name. A session that cannot be
+// restored is counted and the rollback goes on. The error is for the rollback as a
+// whole: the run or session does not exist, or the database failed before any session
+// was tried.
 func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
 	var out model.RollbackOutcome
 	var reqs []model.RollbackRequest
 	if o.RunID == 0 {
+		// A session that does not exist is the caller's mistake, not a failed rollback.
+		if err := s.exists(ctx, o.SessionID); err != nil {
+			return out, err
+		}
 		reqs = append(reqs, model.RollbackRequest{SessionID: o.SessionID, To: o.To})
 	} else {
 		sessions, err := s.store.RunSessions(ctx, o.RunID)
@@ -28,12 +33,18 @@ func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.
 		for _, r := range sessions {
 			reqs = append(reqs, model.RollbackRequest{SessionID: r.SessionID, Written: r.ToVersion, To: r.FromVersion})
 		}
-		if out.RunID, err = s.store.StartRollbackRun(ctx, o.Trigger, o.RunID, o.DryRun); err != nil {
-			return out, err
-		}
+	}
+	err := s.retry(ctx, "start run", func() error {
+		var err error
+		out.RunID, _, err = s.store.StartRun(ctx, model.Run{Trigger: o.Trigger, Actor: o.Actor, Mode: model.ModeRollback,
+			DryRun: o.DryRun, Source: s.cfg.Source, Options: model.RunOptions{RollbackOf: o.RunID, SessionID: o.SessionID}})
+		return err
+	})
+	if err != nil {
+		return out, err
 	}
 	for _, req := range reqs {
-		req.Force, req.DryRun, req.Trigger, req.RunID = o.Force, o.DryRun, o.Trigger, out.RunID
+		req.Force, req.DryRun, req.Trigger, req.Actor, req.RunID = o.Force, o.DryRun, o.Trigger, o.Actor, out.RunID
 		res, err := s.store.Rollback(ctx, req)
 		switch {
 		case err != nil:
@@ -47,16 +58,14 @@ func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.
 		}
 		out.Sessions = append(out.Sessions, res)
 	}
-	if out.RunID != 0 {
-		status := model.RunCompleted
-		if out.Failed > 0 {
-			status = model.RunFailed
-		}
-		counts := model.RunCounts{Scanned: len(reqs), Restored: out.Restored, Refused: out.Refused, Failed: out.Failed}
-		if err := s.store.FinishRun(context.WithoutCancel(ctx), model.Finish{RunID: out.RunID, Status: status,
-			Counts: counts, Source: s.cfg.Source}); err != nil {
-			return out, err
-		}
+	status := model.RunCompleted
+	if out.Failed > 0 {
+		status = model.RunFailed
+	}
+	counts := model.RunCounts{Scanned: len(reqs), Restored: out.Restored, Refused: out.Refused, Failed: out.Failed}
+	if err := s.store.FinishRun(context.WithoutCancel(ctx), model.Finish{RunID: out.RunID, Status: status,
+		Counts: counts, Source: s.cfg.Source}); err != nil {
+		return out, err
 	}
 	return out, nil
 }

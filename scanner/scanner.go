@@ -39,10 +39,9 @@ type Store interface {
 	RunReports(ctx context.Context, runID int64, ids []string) (map[string]model.ReportRow, error)
 
 	// Rollback restores one session; RunSessions lists the reports of the sessions a run
-	// repaired, and StartRollbackRun records the rollback of a run as a run of its own.
+	// repaired; a rollback is recorded as a run of its own (StartRun).
 	Rollback(ctx context.Context, req model.RollbackRequest) (model.RollbackResult, error)
 	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
-	StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error)
 	Run(ctx context.Context, id int64) (model.RunRow, error)
 }
 
@@ -120,7 +119,9 @@ func New(store Store, log zerolog.Logger, cfg Config) *Scanner {
 
 // RunOptions say what one run does.
 type RunOptions struct {
-	Trigger   model.Trigger
+	Trigger model.Trigger
+	// Actor is who started the run (model.Run.Actor); its reports record it too.
+	Actor     string
 	Mode      model.Mode
 	SessionID string // ModeSession
 	DryRun    bool   // report what would change; write no content
@@ -183,7 +184,7 @@ func (s *Scanner) Run(ctx context.Context, o RunOptions) (model.RunResult, error
 
 	err := s.retry(ctx, "start run", func() error {
 		var err error
-		res.RunID, res.StartedAt, err = s.store.StartRun(ctx, model.Run{Trigger: o.Trigger, Mode: o.Mode,
+		res.RunID, res.StartedAt, err = s.store.StartRun(ctx, model.Run{Trigger: o.Trigger, Actor: o.Actor, Mode: o.Mode,
 			DryRun: o.DryRun, Source: s.cfg.Source, Options: s.options(o)})
 		return err
 	})
@@ -608,7 +609,7 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 // a database that stayed unavailable, which ends the run.
 func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, error) {
 	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
-	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, BeforeBytes: sess.Size}
+	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size}
 	if sess.Null {
 		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"

@@ -66,14 +66,15 @@ func (c *conds) newestFirst(base string, limit int) (string, []any) {
 
 const reportSelect = `SELECT id, run_id, session_id, status, trigger, coalesce(dialect, ''), coalesce(reason, ''),
   issue_codes, stage_counts, actions, coalesce(before_hash, ''), coalesce(after_hash, ''),
-  coalesce(before_bytes, 0), coalesce(after_bytes, 0), coalesce(from_version, 0), coalesce(to_version, 0), created_at
+  coalesce(before_bytes, 0), coalesce(after_bytes, 0), coalesce(from_version, 0), coalesce(to_version, 0), created_at,
+  coalesce(actor, ''), coalesce(tmend_version, ''), coalesce(host, '')
 FROM repair_reports`
 
 func scanReport(row pgx.CollectableRow) (model.ReportRow, error) {
 	var r model.ReportRow
 	err := row.Scan(&r.ID, &r.RunID, &r.SessionID, &r.Status, &r.Trigger, &r.Dialect, &r.Reason, &r.IssueCodes,
 		&r.StageCounts, &r.Actions, &r.BeforeHash, &r.AfterHash, &r.BeforeBytes, &r.AfterBytes, &r.FromVersion,
-		&r.ToVersion, &r.CreatedAt)
+		&r.ToVersion, &r.CreatedAt, &r.Actor, &r.TmendVersion, &r.Host)
 	return r, err
 }
 

@@ -115,8 +115,8 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 			return fmt.Errorf("hold session: %w", err)
 		}
 		res.Restored, res.Reason = true, fmt.Sprintf("restored version %d", res.To)
-		if err := insertReport(ctx, tx, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
-			Trigger: req.Trigger, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
+		if err := s.insertReport(ctx, tx, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
+			Trigger: req.Trigger, Actor: req.Actor, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
 			FromVersion: written, ToVersion: next}); err != nil {
 			return err
 		}
@@ -130,8 +130,8 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 	})
 	if errors.Is(err, ErrRefused) {
 		if !req.DryRun {
-			if rerr := insertReport(ctx, s.pool, s.key, model.Report{RunID: req.RunID, SessionID: req.SessionID,
-				Status: model.StatusRefused, Trigger: req.Trigger, Reason: res.Reason, FromVersion: res.From}); rerr != nil {
+			if rerr := s.insertReport(ctx, s.pool, model.Report{RunID: req.RunID, SessionID: req.SessionID,
+				Status: model.StatusRefused, Trigger: req.Trigger, Actor: req.Actor, Reason: res.Reason, FromVersion: res.From}); rerr != nil {
 				return res, classify(rerr)
 			}
 		}
@@ -174,11 +174,4 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 	}
 	out, err := pgx.CollectRows(rows, scanReport)
 	return out, classify(err)
-}
-
-// StartRollbackRun records a rollback of many sessions as a run of its own.
-func (s *Store) StartRollbackRun(ctx context.Context, trigger model.Trigger, of int64, dryRun bool) (int64, error) {
-	id, _, err := s.StartRun(ctx, model.Run{Trigger: trigger, Mode: model.ModeRollback, DryRun: dryRun,
-		Source: s.src.Name(), Options: model.RunOptions{RollbackOf: of}})
-	return id, err
 }

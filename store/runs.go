@@ -23,8 +23,10 @@ func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, er
 	}
 	var id int64
 	var started time.Time
-	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, started_at`, r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key).Scan(&id, &started)
+	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key,
+  actor, tmend_version, host)
+VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, '')) RETURNING id, started_at`,
+		r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key, r.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
 	if err != nil {
 		return 0, time.Time{}, classify(fmt.Errorf("start run: %w", err))
 	}
@@ -87,11 +89,11 @@ func (s *Store) ScanPosition(ctx context.Context, source string) (time.Time, boo
 // InsertReport records one audit row outside any repair transaction (dry runs, pending,
 // skipped and failed sessions).
 func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
-	return classify(insertReport(ctx, s.pool, s.key, r))
+	return classify(s.insertReport(ctx, s.pool, r))
 }
 
-func insertReport(ctx context.Context, q querier, key string, r model.Report) error {
-	sql, args, err := reportInsert(key, r)
+func (s *Store) insertReport(ctx context.Context, q querier, r model.Report) error {
+	sql, args, err := s.reportInsert(r)
 	if err != nil {
 		return err
 	}
@@ -101,10 +103,10 @@ func insertReport(ctx context.Context, q querier, key string, r model.Report) er
 	return nil
 }
 
-// reportInsert is the INSERT of one report row of source key and its arguments; Apply
-// reuses the first nine arguments in a variant that takes hashes and sizes from saved
-// versions.
-func reportInsert(key string, r model.Report) (string, []any, error) {
+// reportInsert is the INSERT of one report row and its arguments; Apply reuses the
+// first nine arguments and the last three in a variant that takes hashes and sizes from
+// saved versions.
+func (s *Store) reportInsert(r model.Report) (string, []any, error) {
 	actions := r.Actions
 	if actions == nil {
 		actions = []repair.Action{}
@@ -126,11 +128,13 @@ func reportInsert(key string, r model.Report) (string, []any, error) {
 		codes = []string{}
 	}
 	const sql = `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
-  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version, source_key)
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version, source_key,
+  actor, tmend_version, host)
 VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
-  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0), $16)`
+  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0), $16, nullif($17, ''), nullif($18, ''), nullif($19, ''))`
 	return sql, []any{nilIfZero(r.RunID), r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
-		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, key}, nil
+		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, s.key,
+		r.Actor, s.origin.Version, s.origin.Host}, nil
 }
 
 // TryLock takes a session-level advisory lock that lets one replica at a time do a
@@ -177,7 +181,8 @@ func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
 
 const runSelect = `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
   scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
-  num_failed, coalesce(error, ''), summary, num_restored, num_refused, partitions
+  num_failed, coalesce(error, ''), summary, num_restored, num_refused, partitions,
+  coalesce(actor, ''), coalesce(tmend_version, ''), coalesce(host, '')
 FROM repair_runs`
 
 func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
@@ -185,6 +190,6 @@ func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
 	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
 		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
 		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary,
-		&r.Counts.Restored, &r.Counts.Refused, &r.Partitions)
+		&r.Counts.Restored, &r.Counts.Refused, &r.Partitions, &r.Actor, &r.TmendVersion, &r.Host)
 	return r, err
 }

@@ -127,8 +127,10 @@ FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, 
   DELETE FROM session_holds WHERE source_key = $16 AND session_id = $1
 )
 INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
-  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version)
-SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
+  actor, tmend_version, host)
+SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8,
+  nullif($17, ''), nullif($18, ''), nullif($19, '')
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs, touchSQL(src))
 	// $1 is compared with session_versions' text column and with the id column, so it is
 	// typed text and cast to the id column's type there.
@@ -224,7 +226,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	want := model.ContentHash(a.Session.Messages)
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
-	_, args, err := reportInsert(s.key, r)
+	_, args, err := s.reportInsert(r)
 	if err != nil {
 		return out, err
 	}
@@ -237,7 +239,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	if errors.As(err, &ce) {
 		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
 		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
-		if err := insertReport(ctx, s.pool, s.key, r); err != nil {
+		if err := s.insertReport(ctx, s.pool, r); err != nil {
 			return model.Outcome{}, classify(err)
 		}
 		return model.Outcome{Conflict: true}, nil
@@ -307,7 +309,8 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key)
+		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key,
+		report[16], report[17], report[18])
 	notify := s.src.NotifyChannel != ""
 	if notify {
 		b.Queue(notifySQL, s.src.NotifyChannel, s.notifyPayload(a.Session.ID, out.ToVersion, actionRepair))

@@ -28,6 +28,8 @@ type Store struct {
 	src  Source
 	key  string // the source's key in tmend's tables (see checkSource)
 	sql  sessionSQL
+	// origin stamps the run and report rows this store writes.
+	origin model.Origin
 }
 
 // Open checks the source mapping against the database (table, column types and
@@ -39,6 +41,10 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 	}
 	return &Store{pool: pool, src: src, key: t.key, sql: buildSessionSQL(src, t)}, nil
 }
+
+// SetOrigin sets the binary's version and the host that the run and report rows this
+// store writes record. Call it before the store is used.
+func (s *Store) SetOrigin(o model.Origin) { s.origin = o }
 
 // Source returns the store's source.
 func (s *Store) Source() Source { return s.src }

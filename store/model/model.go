@@ -61,6 +61,9 @@ const (
 	ModeRollback    Mode = "rollback"
 )
 
+// Modes lists the run modes.
+func Modes() []Mode { return []Mode{ModeIncremental, ModeFull, ModeSession, ModeRollback} }
+
 // Trigger is who started a run.
 type Trigger string
 
@@ -70,6 +73,24 @@ const (
 	TriggerCLI  Trigger = "cli"
 	TriggerAPI  Trigger = "api"
 )
+
+// Triggers lists the triggers.
+func Triggers() []Trigger { return []Trigger{TriggerCron, TriggerCLI, TriggerAPI} }
+
+// The actors of runs started by the daemon; the CLI's actor is the OS user. Writes
+// through the API and the console need the write token, hence ":write".
+const (
+	ActorCron    = "cron"
+	ActorAPI     = "api:write"
+	ActorConsole = "console:write"
+)
+
+// Origin is which tmend binary, on which host, wrote a run or report row; the store
+// stamps every row it writes with its own.
+type Origin struct {
+	Version string
+	Host    string
+}
 
 // Cursor is a keyset position: after (UpdatedAt, ID) in incremental runs, after ID in
 // full runs. The zero Cursor is the start.
@@ -106,6 +127,7 @@ type Report struct {
 	SessionID   string
 	Status      SessionStatus
 	Trigger     Trigger
+	Actor       string // who started the run (see Run.Actor)
 	Dialect     string
 	Reason      string
 	IssueCodes  []string
@@ -140,6 +162,8 @@ type Outcome struct {
 // Run is a repair_runs row being started.
 type Run struct {
 	Trigger Trigger
+	// Actor is who started it: the OS user for the CLI, ActorAPI, ActorConsole, ActorCron.
+	Actor   string
 	Mode    Mode
 	DryRun  bool
 	Source  string
@@ -187,6 +211,9 @@ type Summary struct {
 type RunRow struct {
 	ID             int64          `json:"id"`
 	Trigger        Trigger        `json:"trigger"`
+	Actor          string         `json:"actor,omitempty"`
+	TmendVersion   string         `json:"tmend_version,omitempty"`
+	Host           string         `json:"host,omitempty"`
 	Mode           Mode           `json:"mode"`
 	DryRun         bool           `json:"dry_run"`
 	Source         string         `json:"source"`
@@ -205,23 +232,28 @@ type RunRow struct {
 
 // ReportRow is a recorded audit row.
 type ReportRow struct {
-	ID          int64           `json:"id"`
-	RunID       *int64          `json:"run_id"`
-	SessionID   string          `json:"session_id"`
-	Status      SessionStatus   `json:"status"`
-	Trigger     Trigger         `json:"trigger"`
-	Dialect     string          `json:"dialect,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	IssueCodes  []string        `json:"issue_codes"`
-	StageCounts map[string]int  `json:"stage_counts"`
-	Actions     []repair.Action `json:"actions"`
-	BeforeHash  string          `json:"before_hash,omitempty"`
-	AfterHash   string          `json:"after_hash,omitempty"`
-	BeforeBytes int             `json:"before_bytes,omitempty"`
-	AfterBytes  int             `json:"after_bytes,omitempty"`
-	FromVersion int             `json:"from_version,omitempty"`
-	ToVersion   int             `json:"to_version,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
+	ID        int64         `json:"id"`
+	RunID     *int64        `json:"run_id"`
+	SessionID string        `json:"session_id"`
+	Status    SessionStatus `json:"status"`
+	Trigger   Trigger       `json:"trigger"`
+	Actor     string        `json:"actor,omitempty"`
+	// TmendVersion and Host are the binary that wrote the row, and where it ran: for a
+	// scan worked by several processes, the one that handled the session.
+	TmendVersion string          `json:"tmend_version,omitempty"`
+	Host         string          `json:"host,omitempty"`
+	Dialect      string          `json:"dialect,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	IssueCodes   []string        `json:"issue_codes"`
+	StageCounts  map[string]int  `json:"stage_counts"`
+	Actions      []repair.Action `json:"actions"`
+	BeforeHash   string          `json:"before_hash,omitempty"`
+	AfterHash    string          `json:"after_hash,omitempty"`
+	BeforeBytes  int             `json:"before_bytes,omitempty"`
+	AfterBytes   int             `json:"after_bytes,omitempty"`
+	FromVersion  int             `json:"from_version,omitempty"`
+	ToVersion    int             `json:"to_version,omitempty"`
+	CreatedAt    time.Time       `json:"created_at"`
 }
 
 // VersionRow is a saved content; Content is empty in listings.

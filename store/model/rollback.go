@@ -14,6 +14,7 @@ type RollbackRequest struct {
 	DryRun  bool
 	RunID   int64
 	Trigger Trigger
+	Actor   string
 }
 
 // RollbackResult says what happened to one session.
@@ -37,11 +38,12 @@ type RollbackOptions struct {
 	Force     bool
 	DryRun    bool
 	Trigger   Trigger
+	Actor     string
 }
 
 // RollbackOutcome sums up a rollback.
 type RollbackOutcome struct {
-	RunID    int64 `json:"run_id,omitempty"` // the rollback run, for a run's rollback
+	RunID    int64 `json:"run_id,omitempty"` // the rollback run
 	Restored int   `json:"restored"`
 	Refused  int   `json:"refused"`
 	Failed   int   `json:"failed"`

@@ -258,7 +258,7 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	defer closeDB()
 	sc := scanner.New(st, log, scanner.Config{Source: st.Source().Name()})
 	out, err := sc.Rollback(ctx, model.RollbackOptions{SessionID: o.session, To: o.to, RunID: o.runID,
-		Force: o.force, DryRun: o.dryRun, Trigger: model.TriggerCLI})
+		Force: o.force, DryRun: o.dryRun, Trigger: model.TriggerCLI, Actor: cliActor()})
 	if err != nil {
 		return err
 	}

@@ -51,12 +51,22 @@ func runImport(ctx context.Context, e *Env, o *importOptions) error {
 		return err
 	}
 	defer closeIn()
-	pool, err := connect(ctx, newLogger(e, o.db.logLevel), o.db.connOptions)
+	log, tp := progressLogger(e, o.db.logLevel)
+	pool, err := connect(ctx, log, o.db.connOptions)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if tp != nil {
+		// Bytes read, of the file's size when it is one: the sessions are not counted
+		// before they are read.
+		tp.start("importing", inputSize(in), false, "")
+		in = &countingReader{r: in, seen: tp.set}
+	}
 	total, err := store.ImportJSONLines(ctx, pool, in)
+	if tp != nil {
+		tp.stop()
+	}
 	if err != nil {
 		return fmt.Errorf("%w; nothing was imported", err)
 	}

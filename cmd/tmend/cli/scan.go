@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/daemon"
 	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/scanner"
@@ -23,10 +23,11 @@ type runner struct {
 	store *store.Store
 	log   zerolog.Logger
 	close func()
+	tp    *termProgress // on a terminal
 }
 
 func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readOnly bool) (*runner, error) {
-	log := newLogger(e, db.logLevel)
+	log, tp := progressLogger(e, db.logLevel)
 	st, closeDB, err := openStore(ctx, log, db, readOnly)
 	if err != nil {
 		return nil, err
@@ -34,16 +35,15 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 	cfg := run.config
 	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
 		Str("target", string(cfg.Repair.Target)).Msg("configured")
-	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB}, nil
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB, tp: tp}, nil
 }
 
-// progress shows a bar on a terminal and a log line every 10s otherwise.
-func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
-	if isTerminal(e.Stderr) {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(e.Stderr), progressbar.OptionSetDescription("scanning"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("sessions"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		return func(p scanner.Progress) { _ = bar.Set(p.Counts.Scanned) }, func() { _ = bar.Finish() }
+// progress shows a bar on a terminal, of total sessions when known (total <= 0: a
+// spinner), and a log line every 10s otherwise. done clears the bar.
+func (r *runner) progress(total int64) (func(scanner.Progress), func()) {
+	if r.tp != nil {
+		r.tp.start("scanning", total, true, "sessions")
+		return func(p scanner.Progress) { r.tp.set(int64(p.Counts.Scanned)) }, r.tp.stop
 	}
 	var last time.Duration
 	return func(p scanner.Progress) {
@@ -56,6 +56,27 @@ func (r *runner) progress(e *Env) (func(scanner.Progress), func()) {
 	}, func() {}
 }
 
+// total estimates how many sessions run id scans, for the bar: the table's size by its
+// statistics for a full scan (at most limit), else unknown (0): an incremental scan
+// reads only the sessions changed in its window.
+func (r *runner) total(ctx context.Context, id int64, limit int) int64 {
+	if r.tp == nil {
+		return 0
+	}
+	run, err := r.store.Run(ctx, id)
+	if err != nil || run.Mode != model.ModeFull {
+		return 0
+	}
+	n, err := r.store.EstimateSessions(ctx)
+	if err != nil {
+		return 0
+	}
+	if limit > 0 {
+		n = min(n, int64(limit))
+	}
+	return n
+}
+
 // scanOptions are the options of scan.
 type scanOptions struct {
 	db                 dbOptions
@@ -65,6 +86,10 @@ type scanOptions struct {
 	session            string
 	limit              int
 	cancel             int64
+	// scheduled records the run as the schedule's (trigger cron), for the CronJob and
+	// timer; metricsTextfile is where its metrics go for node-exporter.
+	scheduled       bool
+	metricsTextfile string
 }
 
 func (o *scanOptions) load(s *settings, _ []string) error {
@@ -78,6 +103,7 @@ func (o *scanOptions) load(s *settings, _ []string) error {
 		return err
 	}
 	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
+	o.metricsTextfile = s.get("metrics-textfile")
 	return nil
 }
 
@@ -89,8 +115,10 @@ func (o *scanOptions) Validate() error {
 		return errors.New("--limit must not be negative")
 	case o.cancel < 0:
 		return errors.New("--cancel takes a run id")
-	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0):
+	case o.cancel > 0 && (o.full || o.session != "" || o.dryRun || o.limit > 0 || o.scheduled):
 		return errors.New("--cancel takes no other scan options")
+	case o.scheduled && o.session != "":
+		return errors.New("--scheduled is for incremental and full scans, not --session")
 	}
 	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())
 }
@@ -114,11 +142,15 @@ works them (--concurrency at once) and waits for the run to end, while any 'tmen
 or 'tmend worker' running on the database helps. One scan of a source runs at a time.
 Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 
+--metrics-textfile writes the run's metrics (those 'tmend serve' exports at /metrics) to a
+file, atomically, added to what it held, for runs without a daemon (a CronJob, a timer).
+
 ` + configHelp,
 		Example: `  tmend scan --dry-run
   tmend scan --full --json
   tmend scan --full --partitions 16 --concurrency 2
   tmend scan --cancel 42
+  tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
 		Args: noArgs,
 		RunE: runE(e, o, runScan),
@@ -133,6 +165,8 @@ Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
 	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
 	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
+	f.String("metrics-textfile", "", "after the run, add its metrics to this file (Prometheus text format, for node-exporter's textfile collector)")
 	o.queue.register(f, true)
 	return cmd
 }
@@ -150,19 +184,31 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 		return err
 	}
 	defer r.close()
+	trigger := model.TriggerCLI
+	if o.scheduled {
+		trigger = model.TriggerCron
+	}
 	var res model.RunResult
 	if mode == model.ModeSession {
-		onProgress, done := r.progress(e)
-		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, SessionID: o.session,
+		onProgress, done := r.progress(0)
+		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, SessionID: o.session,
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
 	} else {
-		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: mode, DryRun: o.dryRun,
+		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: trigger, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
 			Limit: o.limit, Force: o.run.engine.force})
 	}
 	if res.RunID != 0 {
 		if werr := printRun(e, &res, o.json); werr != nil {
 			return werr
+		}
+		// A run cancelled with --cancel is counted where it ran.
+		if o.metricsTextfile != "" && o.cancel == 0 {
+			m := daemon.NewRunMetrics()
+			m.Observe(&res)
+			if werr := m.WriteTextfile(o.metricsTextfile); werr != nil {
+				return werr
+			}
 		}
 	}
 	switch {
@@ -200,7 +246,7 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
-	onProgress, done := r.progress(e)
+	onProgress, done := r.progress(r.total(ctx, id, o.limit))
 	start := time.Now()
 	run, err := q.Wait(ctx, id, func(run model.RunRow) {
 		onProgress(scanner.Progress{Counts: run.Counts, Elapsed: time.Since(start)})
@@ -295,7 +341,7 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 		return err
 	}
 	defer r.close()
-	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeSession,
+	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: model.ModeSession,
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
 	if res.RunID != 0 {
 		if werr := printRun(e, &res, o.json); werr != nil {

@@ -99,7 +99,7 @@ func knownSetting(name string) bool {
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
 		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after",
-		"touch-updated-at", "notify-channel":
+		"touch-updated-at", "notify-channel", "metrics-textfile":
 		return true
 	}
 	return false
@@ -179,9 +179,13 @@ func (s *settings) source() (store.Source, error) {
 
 // newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.
 func newLogger(e *Env, level zerolog.Level) zerolog.Logger {
-	w := e.Stderr
-	if isTerminal(e.Stderr) {
-		w = zerolog.ConsoleWriter{Out: e.Stderr, TimeFormat: time.TimeOnly}
+	return loggerTo(e.Stderr, isTerminal(e.Stderr), level)
+}
+
+// loggerTo writes zerolog JSON to w, or readable lines when w is a terminal.
+func loggerTo(w io.Writer, terminal bool, level zerolog.Level) zerolog.Logger {
+	if terminal {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
@@ -230,5 +234,6 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 		}
 		return nil, nil, err
 	}
+	st.SetOrigin(origin())
 	return st, pool.Close, nil
 }

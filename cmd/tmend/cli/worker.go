@@ -147,7 +147,13 @@ func runWorker(ctx context.Context, e *Env, o *workerOptions) error {
 		return err
 	}
 	r.log.Info().Int("concurrency", o.queue.concurrency).Msg("working")
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		q.Watch(ctx, queue.DefaultProgressEvery, nil)
+	}()
 	<-ctx.Done()
+	<-watched
 	r.log.Info().Msg("stopping")
 	stop, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()

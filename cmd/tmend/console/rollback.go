@@ -32,7 +32,7 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, who identi
 	}
 	body := runRollbackBody{Run: run, DryRun: r.PostFormValue("dry_run") == "1", Force: r.PostFormValue("force") == "1"}
 	body.Outcome, err = c.cfg.Rollback.Rollback(c.cfg.Work, model.RollbackOptions{RunID: id, Force: body.Force,
-		DryRun: body.DryRun, Trigger: model.TriggerAPI})
+		DryRun: body.DryRun, Trigger: model.TriggerAPI, Actor: model.ActorConsole})
 	switch {
 	case errors.Is(err, store.ErrSource):
 		c.fail(w, r, who, http.StatusConflict, badInput("%v", err))
@@ -74,7 +74,7 @@ func (c *Console) sessionRollback(w http.ResponseWriter, r *http.Request, who id
 		body.To = n
 	}
 	out, err := c.cfg.Rollback.Rollback(c.cfg.Work, model.RollbackOptions{SessionID: body.ID, To: body.To, Force: body.Force,
-		Trigger: model.TriggerAPI})
+		Trigger: model.TriggerAPI, Actor: model.ActorConsole})
 	if err != nil {
 		c.fail(w, r, who, http.StatusInternalServerError, err)
 		return

@@ -49,6 +49,9 @@ type Config struct {
 	// ShutdownTimeout is how long a stopping Serve lets running scans finish the
 	// sessions they hold.
 	ShutdownTimeout time.Duration
+	// ProgressEvery spaces the progress lines of running runs and the updates of the
+	// running-run gauges (default queue.DefaultProgressEvery).
+	ProgressEvery time.Duration
 }
 
 // Schedule says when the daemon prunes, in cron syntax (see ParseSpec). The scan
@@ -84,11 +87,16 @@ type Server struct {
 	stop     chan struct{}
 	// runs counts the writes and runs under way, which a stopping server waits for.
 	runs sync.WaitGroup
+	// watching is the queue's Watch, which ends with the hard stop.
+	watching sync.WaitGroup
 }
 
 // New returns a Server; it does nothing until it is installed on a mux or served.
 func New(cfg Config) (*Server, error) {
 	work, hardStop := context.WithCancel(context.Background())
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = queue.DefaultProgressEvery
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
 		stop: make(chan struct{})}
 	if cfg.Store != nil {
@@ -143,7 +151,16 @@ func (c consoleRollback) Rollback(ctx context.Context, o model.RollbackOptions) 
 		return model.RollbackOutcome{}, fmt.Errorf("%w: the daemon is stopping", model.ErrUnavailable)
 	}
 	defer c.s.runs.Done()
-	return c.s.cfg.Scanner.Rollback(ctx, o)
+	return c.s.rollback(ctx, o)
+}
+
+// rollback rolls back and counts the rollback's run in the metrics.
+func (s *Server) rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
+	out, err := s.cfg.Scanner.Rollback(ctx, o)
+	if out.RunID != 0 {
+		s.runEnded(out.RunID)
+	}
+	return out, err
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
@@ -211,13 +228,21 @@ func (s *Server) runEnded(runID int64) {
 		return
 	}
 	res := run.Result()
-	s.cfg.Metrics.observe(&res)
+	s.cfg.Metrics.Observe(&res)
 }
 
 // Start starts working the queue's partitions (and, on River's leader, the schedule).
 // Serve calls it; a Server only installed on a mux calls it to work runs.
 func (s *Server) Start() error {
-	return s.queue.Start(s.work)
+	if err := s.queue.Start(s.work); err != nil {
+		return err
+	}
+	s.watching.Add(1)
+	go func() {
+		defer s.watching.Done()
+		s.queue.Watch(s.work, s.cfg.ProgressEvery, s.cfg.Metrics.setRunning)
+	}()
+	return nil
 }
 
 // Shutdown stops softly: no new writes or runs (they are answered 503), the running
@@ -242,6 +267,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.hardStop()
+	s.watching.Wait()
 }
 
 // begin counts in a write or run, unless the server is stopping.
@@ -288,7 +314,7 @@ func (s *Server) repair(o scanner.RunOptions) (model.RunResult, error) {
 	o.Stop = s.stop
 	res, err := s.cfg.Scanner.Run(s.work, o)
 	if res.RunID != 0 {
-		s.cfg.Metrics.observe(&res)
+		s.cfg.Metrics.Observe(&res)
 	}
 	return res, err
 }
@@ -404,7 +430,7 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true})
 	if err != nil {
 		s.fail(w, r, err)
@@ -437,7 +463,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	id, err := s.queue.StartRun(r.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: body.Mode,
+	id, err := s.queue.StartRun(r.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: body.Mode,
 		DryRun: body.DryRun, Limit: body.Limit}, body.Partitions)
 	switch {
 	case errors.Is(err, model.ErrBusy):
@@ -587,11 +613,16 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	res, err := s.cfg.Store.Rollback(s.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
-		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
-	switch {
-	case err != nil:
+	out, err := s.rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
+		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI, Actor: model.ActorAPI})
+	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	// One session was tried; the scanner has logged a failure's details.
+	switch res := out.Sessions[0]; {
+	case out.Failed > 0:
+		writeError(w, http.StatusInternalServerError, "internal error; see the daemon's log")
 	case !res.Restored:
 		writeJSON(w, http.StatusConflict, res)
 	default:
@@ -671,8 +702,8 @@ func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
-		Trigger: model.TriggerAPI})
+	out, err := s.rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
+		Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	switch {
 	case errors.Is(err, store.ErrSource):
 		writeError(w, http.StatusConflict, "%v", err)

@@ -74,6 +74,15 @@ type Queue struct {
 	sc       *scanner.Scanner
 	log      zerolog.Logger
 	cfg      Config
+	// worked holds the runs this process works a partition of, and when it last
+	// stopped working one of each (zero while one is in hand).
+	workedMu sync.Mutex
+	worked   map[int64]worked
+}
+
+type worked struct {
+	inHand int
+	last   time.Time
 }
 
 // PartitionArgs is the job of one partition of a run.
@@ -97,7 +106,8 @@ func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
 // New returns a Queue over st's database. Work starts with Start.
 func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
 	cfg.defaults()
-	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{})}
+	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
+		worked: map[int64]worked{}}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
 		return nil, err
@@ -253,12 +263,40 @@ func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRo
 	}
 }
 
+// working counts a partition of run runID in (+1) or out (-1) of this process's hands.
+func (q *Queue) working(runID int64, delta int) {
+	q.workedMu.Lock()
+	defer q.workedMu.Unlock()
+	w := q.worked[runID]
+	w.inHand += delta
+	w.last = time.Now()
+	q.worked[runID] = w
+}
+
+// WorkedSince returns the runs this process has worked a partition of since t, and
+// forgets those it has not.
+func (q *Queue) WorkedSince(t time.Time) map[int64]bool {
+	q.workedMu.Lock()
+	defer q.workedMu.Unlock()
+	out := map[int64]bool{}
+	for id, w := range q.worked {
+		if w.inHand == 0 && w.last.Before(t) {
+			delete(q.worked, id)
+			continue
+		}
+		out[id] = true
+	}
+	return out
+}
+
 type partitionWorker struct {
 	river.WorkerDefaults[PartitionArgs]
 	q *Queue
 }
 
 func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs]) error {
+	w.q.working(job.Args.RunID, 1)
+	defer w.q.working(job.Args.RunID, -1)
 	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, scanner.PartitionOptions{
 		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts})
 	if err != nil {
@@ -279,7 +317,8 @@ type scheduledWorker struct {
 }
 
 func (w *scheduledWorker) Work(ctx context.Context, job *river.Job[ScheduledArgs]) error {
-	id, err := w.q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeIncremental}, 0)
+	id, err := w.q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Actor: model.ActorCron,
+		Mode: model.ModeIncremental}, 0)
 	if w.q.cfg.OnScheduled != nil {
 		w.q.cfg.OnScheduled(id, err)
 	}
