@@ -114,7 +114,7 @@ func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	require.NoError(t, err)
 	input := &failingInput{dir: dir, base: "out.jsonl", lines: []byte(genJSONL(t, "--sessions", "50", "--fault-rate", "1"))}
 	var stderr strings.Builder
-	code := Run(context.Background(), "dev", []string{"fix", "-o", out}, Env{Stdin: input, Stdout: io.Discard, Stderr: &stderr, Getenv: noEnv})
+	code := Run(context.Background(), []string{"fix", "-o", out}, Env{Stdin: input, Stdout: io.Discard, Stderr: &stderr, Getenv: noEnv})
 	require.Equal(t, ExitRuntime, code, stderr.String())
 	require.Contains(t, stderr.String(), "input device failed")
 	require.True(t, input.sawTemp, "the input failed before any output reached the temp file")

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/buildinfo"
+	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store"
 )
@@ -58,11 +60,11 @@ func usageErrorf(format string, args ...any) error {
 var errProblems = &exitError{code: ExitProblems, err: errors.New("problems found")}
 
 // Run runs tmend with the command line args (without the program's name) and returns
-// the exit code. version is what 'tmend version' prints.
-func Run(ctx context.Context, version string, args []string, e Env) int {
+// the exit code.
+func Run(ctx context.Context, args []string, e Env) int {
 	out, errOut := &outputStream{w: e.Stdout}, &outputStream{w: e.Stderr}
 	e.Stdout, e.Stderr = out, errOut
-	code := runCommand(ctx, version, args, &e)
+	code := runCommand(ctx, args, &e)
 	if code != ExitOK && code != ExitProblems {
 		return code
 	}
@@ -102,8 +104,8 @@ func (o *outputStream) Err() error {
 	return o.err
 }
 
-func runCommand(ctx context.Context, version string, args []string, e *Env) int {
-	root := NewRootCommand(version, e)
+func runCommand(ctx context.Context, args []string, e *Env) int {
+	root := NewRootCommand(e)
 	root.SetArgs(args)
 	root.SetIn(e.Stdin)
 	root.SetOut(e.Stdout)
@@ -180,7 +182,7 @@ database_url in the config file (--config or TMEND_CONFIG), else the standard PG
 (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
 
 // NewRootCommand returns tmend's command tree, writing to e's streams.
-func NewRootCommand(version string, e *Env) *cobra.Command {
+func NewRootCommand(e *Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tmend",
 		Short: "Repair tool-call/tool-result pairing in stored LLM transcripts",
@@ -190,7 +192,7 @@ func NewRootCommand(version string, e *Env) *cobra.Command {
   tmend migrate up --database-url postgres://tmend@db/app`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("tmend {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -209,28 +211,48 @@ func NewRootCommand(version string, e *Env) *cobra.Command {
 		newPruneCmd(e),
 		newImportCmd(e),
 		newMigrateCmd(e),
-		newVersionCmd(e, version),
+		newVersionCmd(e),
 	)
 	return root
 }
 
-// versionOptions: version has none.
-type versionOptions struct{}
+// versionOptions are the options of version.
+type versionOptions struct{ json bool }
 
 func (*versionOptions) load(*settings, []string) error { return nil }
 func (*versionOptions) Validate() error                { return nil }
 
-func newVersionCmd(e *Env, version string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print tmend's version",
-		Example: "  tmend version",
-		Args:    noArgs,
-		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *Env, _ *versionOptions) error {
-			e.printf("tmend %s\n", version)
+// versionInfo is what 'tmend version --json' prints: the build, and the schema versions
+// this binary migrates to (tmend's and River's), which no database is needed to know.
+type versionInfo struct {
+	buildinfo.Info
+	SchemaVersion      uint `json:"schema_version"`
+	RiverSchemaVersion int  `json:"river_schema_version"`
+}
+
+func newVersionCmd(e *Env) *cobra.Command {
+	o := &versionOptions{}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print tmend's version, commit, build date, Go version and schema versions",
+		Long: `Print which build of tmend this is: its version, commit and commit date (stamped by
+release builds, else what the Go toolchain recorded), the Go version that built it, and
+the versions of tmend's and River's schemas that 'tmend migrate up' brings a database to.
+'tmend --version' prints the first line.`,
+		Example: `  tmend version
+  tmend version --json`,
+		Args: noArgs,
+		RunE: runE(e, o, func(_ context.Context, e *Env, o *versionOptions) error {
+			v := versionInfo{Info: buildinfo.Get(), SchemaVersion: migrations.Latest(), RiverSchemaVersion: migrations.RiverLatest()}
+			if o.json {
+				return report.JSONLines(e.Stdout, []versionInfo{v})
+			}
+			e.printf("tmend %s\nschema version %d, River schema version %d\n", v.Info, v.SchemaVersion, v.RiverSchemaVersion)
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object")
+	return cmd
 }
 
 // noArgs is cobra.NoArgs with exit code 2.

@@ -38,7 +38,7 @@ func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) 
 	t.Helper()
 	var out, errb bytes.Buffer
 	getenv := func(k string) string { return envs[k] }
-	code := Run(context.Background(), "dev", args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
+	code := Run(context.Background(), args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
 	return result{code, out.String(), errb.String()}
 }
 
@@ -113,7 +113,7 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
 	t.Parallel()
-	root := NewRootCommand("dev", &Env{Getenv: os.Getenv})
+	root := NewRootCommand(&Env{Getenv: os.Getenv})
 	for _, c := range allCommands(root) {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
 			continue
