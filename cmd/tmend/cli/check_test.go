@@ -197,5 +197,5 @@ func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
 	}
 	r := runCLI(t, line, nil, "check", "--json")
 	require.Equal(t, ExitProblems, r.code)
-	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session"])
+	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session_id"])
 }

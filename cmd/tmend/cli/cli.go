@@ -42,10 +42,25 @@ type Env struct {
 func (e *Env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.Stdout, format, args...) }
 func (e *Env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.Stderr, format, args...) }
 
-// exitError carries an exit code other than 1 out of a command.
+// exitError carries an exit code other than 1 out of a command, or says that the
+// command's printed result already shows the failure.
 type exitError struct {
 	code int
 	err  error
+	// shown: the result printed shows this failure (a run that failed, sessions a
+	// rollback refused), so --json prints no error object after it: stdout holds
+	// one documented object. The message still goes to stderr.
+	shown bool
+}
+
+// shown marks err as one the command's printed result already shows; it keeps its exit
+// code (1 unless it carries another).
+func shown(err error) error {
+	code := ExitRuntime
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
+		code = ee.code
+	}
+	return &exitError{code: code, err: err, shown: true}
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -116,9 +131,10 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	}
 	code := ExitRuntime
 	var ee *exitError
+	printed := false
 	switch {
 	case errors.As(err, &ee):
-		code = ee.code
+		code, printed = ee.code, ee.shown
 	case strings.HasPrefix(err.Error(), "unknown command"),
 		strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
@@ -130,7 +146,7 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	if errors.Is(err, context.Canceled) {
 		err = errors.New("interrupted; the run's open transactions were rolled back")
 	}
-	if jsonOutput(root, args) {
+	if jsonOutput(root, args) && !printed {
 		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
 		to := e.Stdout
 		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
@@ -173,9 +189,9 @@ trail and an undo.
 
 Exit codes:
   0  ok
-  1  runtime error
+  1  runtime error (also: rollback refused or failed some session)
   2  usage or configuration error
-  3  problems found (check, scan --dry-run)
+  3  problems found (check, scan --dry-run, repair --dry-run)
 
 Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
 database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables
@@ -253,6 +269,16 @@ the versions of tmend's and River's schemas that 'tmend migrate up' brings a dat
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object")
 	return cmd
+}
+
+// maxArgs is cobra.MaximumNArgs with exit code 2.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErrorf("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
 }
 
 // noArgs is cobra.NoArgs with exit code 2.

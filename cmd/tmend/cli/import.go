@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store"
 )
 
@@ -12,6 +13,7 @@ import (
 type importOptions struct {
 	db    dbOptions
 	input string // a FILE; stdin when empty or -
+	json  bool
 }
 
 func (o *importOptions) load(s *settings, args []string) error {
@@ -32,10 +34,11 @@ func newImportCmd(e *Env) *cobra.Command {
 "messages" ("input", "contents"), into tmend's own sessions table, replacing sessions
 with the same id. Output of 'tmend gen' fits. A user's own table is never written here.`,
 		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -`,
-		Args:    cobra.MaximumNArgs(1),
+		Args:    maxArgs(1),
 		RunE:    runE(e, o, runImport),
 	}
 	registerDBFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.json, "json", false, `print {"imported": N} as JSON`)
 	return cmd
 }
 
@@ -53,6 +56,9 @@ func runImport(ctx context.Context, e *Env, o *importOptions) error {
 	total, err := store.ImportJSONLines(ctx, pool, in)
 	if err != nil {
 		return err
+	}
+	if o.json {
+		return report.JSONLines(e.Stdout, []map[string]int{{"imported": total}})
 	}
 	e.printf("imported %d sessions\n", total)
 	return nil

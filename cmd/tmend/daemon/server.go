@@ -283,14 +283,21 @@ func (s *Server) prune(age time.Duration) {
 	s.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// repair repairs one session in a run that stops softly with the server.
-func (s *Server) repair(o scanner.RunOptions) (model.RunResult, error) {
+// repair repairs one session in a run that stops softly with the server, and returns
+// the run as it is shown: its recorded row with the session's outcome.
+func (s *Server) repair(o scanner.RunOptions) (model.RunRow, error) {
 	o.Stop = s.stop
 	res, err := s.cfg.Scanner.Run(s.work, o)
-	if res.RunID != 0 {
-		s.cfg.Metrics.observe(&res)
+	if res.RunID == 0 {
+		return model.RunRow{}, err
 	}
-	return res, err
+	s.cfg.Metrics.observe(&res)
+	if err != nil {
+		return model.RunRow{}, err
+	}
+	run, err := s.cfg.Store.Run(s.work, res.RunID)
+	run.Outcomes = res.Outcomes
+	return run, err
 }
 
 // newHTTPServer bounds how long a client may take to send a request and how long an
@@ -359,8 +366,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// writeError answers the error object the CLI's --json prints too: the message, and the
+// code (here the HTTP status; there the exit code).
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, map[string]string{"error": fmt.Sprintf(format, args...)})
+	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...), Code: code})
+}
+
+type apiError struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
 }
 
 // ready answers the readiness probe, which needs no token: it says ready or not and a
@@ -404,13 +418,13 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
+	run, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, run)
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
@@ -445,7 +459,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.fail(w, r, err)
 	default:
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
+		run, err := s.cfg.Store.Run(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", fmt.Sprintf("/v1/runs/%d", id))
+		writeJSON(w, http.StatusAccepted, run)
 	}
 }
 
@@ -589,14 +609,19 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.cfg.Store.Rollback(s.work, model.RollbackRequest{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI})
-	switch {
-	case err != nil:
+	if err != nil {
 		s.fail(w, r, err)
-	case !res.Restored:
-		writeJSON(w, http.StatusConflict, res)
-	default:
-		writeJSON(w, http.StatusOK, res)
+		return
 	}
+	// The shape of a run's rollback and of 'tmend rollback --json', with one session.
+	out := model.RollbackOutcome{DryRun: body.DryRun, Sessions: []model.RollbackResult{res}}
+	if res.Restored() {
+		out.Restored = 1
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	out.Refused = 1
+	writeJSON(w, http.StatusConflict, out)
 }
 
 // listVersions lists a session's saved versions, without their content.

@@ -178,7 +178,8 @@ func TestServeRunsAndStops(t *testing.T) {
 
 	code, m = callJSON(t, "POST", base+"/v1/runs", w, `{"mode":"full"}`)
 	require.Equal(t, 202, code, m)
-	runPath := m["url"].(string)
+	require.Equal(t, "running", m["status"], "the run object, as GET answers it")
+	runPath := fmt.Sprintf("/v1/runs/%.0f", m["id"].(float64))
 	var run map[string]any
 	waitFor(t, func() bool { _, run = callJSON(t, "GET", base+runPath, w, ""); return run["status"] != "running" })
 	require.Equal(t, "completed", run["status"])
@@ -412,7 +413,9 @@ func TestVersionsDiffAndRunRollbackAPI(t *testing.T) {
 	require.Equal(t, 401, code, "the read token does not roll back")
 	code, m = callJSON(t, "POST", b.base+run, w, `{"dry_run":true}`)
 	require.Equal(t, 200, code, m)
-	require.Equal(t, 1.0, m["restored"])
+	require.Equal(t, 1.0, m["would_restore"])
+	require.NotContains(t, m, "restored", "a dry run restored nothing")
+	require.Equal(t, "would_restore", m["sessions"].([]any)[0].(map[string]any)["status"])
 	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"), "a dry run restores nothing")
 	code, m = callJSON(t, "POST", b.base+run, w, "")
 	require.Equal(t, 200, code, m)
@@ -576,7 +579,7 @@ func TestDatabaseOutageIs503(t *testing.T) {
 	} {
 		code, body := call(t, tt.method, b.base+tt.path, tt.auth, tt.body)
 		require.Equal(t, http.StatusServiceUnavailable, code, "%s %s: %s", tt.method, tt.path, body)
-		var m map[string]string
+		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(body), &m))
 		require.Equal(t, "database unavailable; try again later", m["error"])
 	}
