@@ -284,8 +284,8 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 
 // pruneOptions are the options of prune.
 type pruneOptions struct {
-	db          dbOptions
-	olderThan   string
+	db                dbOptions
+	olderThan         string
 	age               time.Duration
 	dryRun, all, json bool
 }
