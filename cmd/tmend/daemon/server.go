@@ -6,6 +6,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	_ "embed" // openapi.yaml
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,26 +113,51 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// OpenAPI is the OpenAPI 3 document of the API and probes, served at /v1/openapi.yaml.
+// The tests hold the routes and every answer they get to it.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
 // Install adds the API, the probes, /metrics and the audit console (at /) to mux.
 func (s *Server) Install(mux *http.ServeMux) {
 	if s.console != nil {
 		s.console.Install(mux)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession))
-	mux.HandleFunc("POST /v1/runs", s.RequireWrite(s.startRun))
-	mux.HandleFunc("GET /v1/runs", s.RequireRead(s.listRuns))
-	mux.HandleFunc("GET /v1/runs/{id}", s.RequireRead(s.getRun))
-	mux.HandleFunc("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun))
-	mux.HandleFunc("GET /v1/reports", s.RequireRead(s.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions))
-	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion))
-	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff))
-	mux.HandleFunc("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession))
-	mux.HandleFunc("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun))
+	for _, r := range s.routes() {
+		mux.Handle(r.pattern, r.handler)
+	}
+}
+
+type route struct {
+	pattern string // "METHOD /path", as http.ServeMux takes it and openapi.yaml lists it
+	handler http.Handler
+}
+
+// routes are the API's and the probes' routes, which openapi.yaml documents.
+func (s *Server) routes() []route {
+	f := func(pattern string, h http.HandlerFunc) route { return route{pattern, h} }
+	return []route{
+		f("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }),
+		f("GET /readyz", s.ready),
+		{"GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{})},
+		f("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(OpenAPI) // the client went away: nothing to tell it
+		}),
+		f("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession)),
+		f("POST /v1/runs", s.RequireWrite(s.startRun)),
+		f("GET /v1/runs", s.RequireRead(s.listRuns)),
+		f("GET /v1/runs/{id}", s.RequireRead(s.getRun)),
+		f("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun)),
+		f("GET /v1/reports", s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions)),
+		f("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion)),
+		f("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff)),
+		f("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession)),
+		f("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun)),
+	}
 }
 
 // consoleRollback lets the console roll back only while the server takes writes, which

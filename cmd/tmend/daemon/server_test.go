@@ -104,7 +104,7 @@ func (b *testBundle) repair(t *testing.T, id string) {
 }
 
 // call sends a request with the given Authorization header value (none when empty) and
-// returns the status and body.
+// returns the status and body, which must be as openapi.yaml documents them.
 func call(t *testing.T, method, url, auth, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -117,6 +117,7 @@ func call(t *testing.T, method, url, auth, body string) (int, string) {
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	checkResponse(t, req, resp, b)
 	return resp.StatusCode, string(b)
 }
 
