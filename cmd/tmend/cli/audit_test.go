@@ -70,6 +70,7 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	// --json prints the diff the API and the console serve.
 	r = runCLI(t, "", b.env, "report", "--session", "a", "--diff", "--version", "2", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	requireShape(t, "Diff", r.stdout)
 	var d report.TranscriptDiff
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
 	require.Equal(t, []int{1, 2}, []int{d.From.Version, d.To.Version})
@@ -119,6 +120,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID), "--dry-run", "--json")
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "2 of 6 sessions were not restored")
+	requireShape(t, "RollbackOutcome", r.stdout)
 	lines := jsonLines(t, r.stdout)
 	require.Len(t, lines, 1, r.stdout)
 	require.Equal(t, 4.0, lines[0]["would_restore"])
@@ -220,6 +222,7 @@ FROM generate_series(1, 3000) g`)
 		}
 		r := runCLI(t, "", b.env, args...)
 		require.Equal(t, ExitOK, r.code, r.stderr)
+		requireShape(t, "Report", r.stdout)
 		rows := jsonLines(t, r.stdout)
 		for _, row := range rows {
 			require.Equal(t, "repaired", row["status"])

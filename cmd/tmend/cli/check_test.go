@@ -154,6 +154,7 @@ func TestUsageErrorsAsJSON(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "check", "--json", "--dialect", "klingon", "x.json")
 	require.Equal(t, ExitUsage, r.code)
+	requireShape(t, "Error", r.stdout)
 	var e struct {
 		Error string `json:"error"`
 		Code  int    `json:"code"`

@@ -58,6 +58,7 @@ func TestScanAndRepairCommands(t *testing.T) {
 
 	r := runCLI(t, "", b.env, "scan", "--dry-run", "--json")
 	require.Equal(t, ExitProblems, r.code, r.stderr)
+	requireShape(t, "Run", r.stdout)
 	var dry struct {
 		ID      int64          `json:"id"`
 		Status  string         `json:"status"`
@@ -96,6 +97,7 @@ func TestScanAndRepairCommands(t *testing.T) {
 	require.Contains(t, storetest.Content(t, b.pool, "s-000003"), "ghost", "a dry run writes nothing")
 	r = runCLI(t, "", b.env, "repair", "--session", "s-000003", "--dry-run", "--json")
 	require.Equal(t, ExitProblems, r.code, r.stderr)
+	requireShape(t, "Run", r.stdout)
 	var one struct {
 		Outcomes []map[string]any `json:"outcomes"`
 	}
