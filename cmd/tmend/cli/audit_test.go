@@ -170,9 +170,13 @@ UPDATE repair_reports SET created_at = now() - interval '100 days'`)
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would delete 2 versions and 3 reports")
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM session_versions"))
-
-	r = runCLI(t, "", b.env, "prune", "--older-than", "30d")
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--dry-run", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"dry_run":true,"would_delete":{"versions":2,"reports":3}}`, r.stdout)
+
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"dry_run":false,"deleted":{"versions":2,"reports":3}}`, r.stdout)
 	require.Equal(t, []int{3, 4}, versionsOf(t, b, "a"))
 	// What the latest write replaced is still there to go back to.
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")

@@ -47,7 +47,21 @@ func TestGenIsDeterministic(t *testing.T) {
 	require.NotEqual(t, a, c)
 	require.Len(t, jsonLines(t, a), 20)
 
-	r := runCLI(t, "", nil, "gen", "--faults", "nope")
+	// --json sums up on stderr; stdout is the sessions, the same bytes.
+	r := runCLI(t, "", nil, "gen", "--sessions", "20", "--seed", "7", "--dialect", "anthropic", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, a, r.stdout)
+	var sum struct {
+		Sessions, Broken int
+		ByFault          map[string]int `json:"by_fault"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &sum), r.stderr)
+	require.Equal(t, 20, sum.Sessions)
+	require.Positive(t, sum.Broken)
+	require.Less(t, sum.Broken, 20)
+	require.NotEmpty(t, sum.ByFault)
+
+	r = runCLI(t, "", nil, "gen", "--faults", "nope")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)
 }

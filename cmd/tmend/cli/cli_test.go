@@ -52,12 +52,18 @@ func TestUsage(t *testing.T) {
 	}{
 		{"Help", []string{"--help"}, ExitOK, "Exit codes:"},
 		{"Version", []string{"version"}, ExitOK, "tmend dev"},
+		{"VersionJSON", []string{"version", "--json"}, ExitOK, fmt.Sprintf(`"schema_version":%d,"river_schema_version":%d}`,
+			migrations.Latest(), migrations.RiverLatest())},
 		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
 		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
 		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
 		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
 		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
 		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, ExitUsage, ""},
+		{"MigrateDownTwoCounts", []string{"migrate", "down", "1", "2"}, ExitUsage, ""},
+		{"MigrateUnknown", []string{"migrate", "bogus"}, ExitUsage, ""},
+		{"MigrateAlone", []string{"migrate"}, ExitOK, "Available Commands:"},
+		{"ImportTwoFiles", []string{"import", "a", "b"}, ExitUsage, ""},
 		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, ExitUsage, ""},
 		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, ExitUsage, ""},
 	}
@@ -133,6 +139,10 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	r := runCLI(t, "", envs, "migrate", "version")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "clean")
+	r = runCLI(t, "", envs, "migrate", "version", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"schema":"tmend","version":%d,"dirty":false,"latest":%[1]d,"river_version":%d,"river_latest":%[2]d}`,
+		migrations.Latest(), migrations.RiverLatest()), r.stdout)
 
 	r = runCLI(t, "", envs, "migrate", "down", "--all")
 	require.Equal(t, ExitOK, r.code, r.stderr)

@@ -119,6 +119,10 @@ func TestScanAndRepairCommands(t *testing.T) {
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `table "missing" does not exist`)
+
+	r = runCLI(t, genJSONL(t, "--sessions", "3", "--seed", "9"), b.env, "import", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"imported":3}`, r.stdout)
 }
 
 func TestSettingsPrecedence(t *testing.T) {
