@@ -1,13 +1,12 @@
 .PHONY: build install test demo bench fuzz
 
 # What `tmend version` reports (cmd/tmend/buildinfo); the commit's own date keeps builds
-# reproducible. main.version is stamped too until the version command reads buildinfo.
+# reproducible.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE     ?= $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
 MODIFIED ?= $(shell git rev-parse --git-dir >/dev/null 2>&1 && { test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true; })
-LDFLAGS  := -s -w -X main.version=$(VERSION) \
-	-X github.com/tmend/tmend/cmd/tmend/buildinfo.version=$(VERSION) \
+LDFLAGS  := -s -w -X github.com/tmend/tmend/cmd/tmend/buildinfo.version=$(VERSION) \
 	-X github.com/tmend/tmend/cmd/tmend/buildinfo.commit=$(COMMIT) \
 	-X github.com/tmend/tmend/cmd/tmend/buildinfo.date=$(DATE) \
 	-X github.com/tmend/tmend/cmd/tmend/buildinfo.modified=$(MODIFIED)

@@ -105,6 +105,6 @@ func TestJSONOutputKeepsStringsExact(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	require.NoError(t, report.NewJSON(&out).Session(&report.Session{Session: hostile[:len(hostile)-1], Status: "broken"}))
-	require.Contains(t, out.String(), `"session":"s1\nforged  repaired\r\u001b[2J\u0007`)
+	require.Contains(t, out.String(), `"session_id":"s1\nforged  repaired\r\u001b[2J\u0007`)
 	require.NotContains(t, out.String(), `\\n`)
 }

@@ -17,15 +17,15 @@ import (
 // Session is the outcome for one transcript.
 type Session struct {
 	Type         string               `json:"type"` // always "session"
-	Session      string               `json:"session,omitempty"`
+	Session      string               `json:"session_id,omitempty"`
 	Line         int                  `json:"line,omitempty"`
 	Status       model.SessionStatus  `json:"status"`
 	Dialect      repair.Dialect       `json:"dialect,omitempty"`
 	Reason       string               `json:"reason,omitempty"`
 	MessagesIn   int                  `json:"messages_in"`
 	MessagesOut  int                  `json:"messages_out"`
-	BytesIn      int                  `json:"bytes_in"`
-	BytesOut     int                  `json:"bytes_out"`
+	BytesIn      int                  `json:"before_bytes"`
+	BytesOut     int                  `json:"after_bytes"`
 	PendingCalls int                  `json:"pending_calls,omitempty"`
 	StageCounts  map[repair.Stage]int `json:"stage_counts,omitempty"`
 	Issues       []repair.Issue       `json:"issues,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,9 +27,6 @@ func TestRunTextShowsTotalsAndOutcomes(t *testing.T) {
 	for _, s := range []string{"7 (session, cli)", "drop_orphan_results", "session s1: repaired (openclaw), 100 → 80 bytes, 5 → 4 messages, versions 1 (before) and 2 (after)", "msg 3"} {
 		require.Contains(t, out.String(), s)
 	}
-	out.Reset()
-	require.NoError(t, report.RunJSON(&out, res))
-	require.True(t, strings.HasPrefix(out.String(), `{"run_id":7`))
 }
 
 // failAfter accepts n bytes, then fails every write.
@@ -76,7 +72,8 @@ func TestTextRenderersReturnWriteErrors(t *testing.T) {
 		"Summary": func(w io.Writer) error { return report.NewText(w, report.EveryAction).Summary(summary) },
 		"RollbackText": func(w io.Writer) error {
 			return report.RollbackText(w, model.RollbackOutcome{Restored: 1, Refused: 1, Sessions: []model.RollbackResult{
-				{SessionID: "s1", Restored: true, To: 1, Written: 3, Preserved: 2}, {SessionID: "s2", Reason: "changed"}}}, false)
+				{SessionID: "s1", Status: model.RollbackRestored, To: 1, Written: 3, Preserved: 2},
+				{SessionID: "s2", Status: model.RollbackRefused, Reason: "changed"}}})
 		},
 	}
 	for name, render := range renderers {

@@ -6,25 +6,28 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// RollbackText writes a line per session of a rollback (restored, would restore, or
-// refused with the reason), then the totals and the run that recorded the rollback.
-func RollbackText(w io.Writer, out model.RollbackOutcome, dryRun bool) error {
+// RollbackText writes a line per session of a rollback (restored, would restore,
+// refused with the reason, or failed with the error), then the totals and the run that
+// recorded the rollback.
+func RollbackText(w io.Writer, out model.RollbackOutcome) error {
 	p := &errWriter{w: w}
 	verb := "restored"
-	if dryRun {
+	if out.DryRun {
 		verb = "would restore"
 	}
 	for _, r := range out.Sessions {
 		id := Escape(r.SessionID)
-		switch {
-		case r.Restored && dryRun:
+		switch r.Status {
+		case model.RollbackWouldRestore:
 			p.printf("%s: %s version %d (replacing version %d)\n", id, verb, r.To, r.From)
-		case r.Restored:
+		case model.RollbackRestored:
 			p.printf("%s: restored version %d as version %d", id, r.To, r.Written)
 			if r.Preserved > 0 {
 				p.printf(" (its changed content kept as version %d)", r.Preserved)
 			}
 			p.println()
+		case model.RollbackFailed:
+			p.printf("%s: failed: %s\n", id, Escape(r.Error))
 		default:
 			p.printf("%s: refused: %s\n", id, Escape(r.Reason))
 		}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -9,11 +8,6 @@ import (
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
-
-// RunJSON writes a run's result as one JSON object.
-func RunJSON(w io.Writer, r *model.RunResult) error {
-	return json.NewEncoder(w).Encode(r)
-}
 
 // RunText writes a run's result for people: the totals, then each kept outcome with its
 // actions.

@@ -22,7 +22,8 @@ import (
 func genJSONL(t *testing.T, cfg gen.Config) string {
 	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, gen.WriteJSONLines(t.Context(), &b, cfg))
+	_, err := gen.WriteJSONLines(t.Context(), &b, cfg)
+	require.NoError(t, err)
 	return b.String()
 }
 
@@ -84,8 +85,8 @@ func TestFilesCheckAndFix(t *testing.T) {
 					require.NotEqual(t, inLines[i], outLines[i])
 					require.Equal(t, "repaired", fix.report[i]["status"])
 				}
-				require.EqualValues(t, len(inLines[i]), fix.report[i]["bytes_in"])
-				require.EqualValues(t, len(outLines[i]), fix.report[i]["bytes_out"])
+				require.EqualValues(t, len(inLines[i]), fix.report[i]["before_bytes"])
+				require.EqualValues(t, len(outLines[i]), fix.report[i]["after_bytes"])
 			}
 			again := runFiles(t, strings.NewReader(fix.out), scanner.FileOptions{})
 			require.Zero(t, again.res.Broken+again.res.Failed)
@@ -108,7 +109,7 @@ func TestFilesSingleDocuments(t *testing.T) {
 		r := runFiles(t, strings.NewReader(doc), scanner.FileOptions{Fix: true})
 		require.True(t, strings.HasPrefix(r.out, "{\n  \"model\": \"gpt-4.1\",\n  \"temperature\": 0.70,\n  \"messages\": ["))
 		require.True(t, strings.HasSuffix(r.out, "],\n  \"id\": 42\n}\n"))
-		require.Equal(t, "42", r.report[0]["session"])
+		require.Equal(t, "42", r.report[0]["session_id"])
 		require.Equal(t, "repaired", r.report[0]["status"])
 	})
 	t.Run("Empty", func(t *testing.T) {
@@ -289,7 +290,7 @@ func TestFixOverManyChunks(t *testing.T) {
 			require.Equal(t, inLines[i], outLines[i], "line %d", i+1)
 		} else {
 			repaired++
-			require.EqualValues(t, len(outLines[i]), l["bytes_out"], "line %d", i+1)
+			require.EqualValues(t, len(outLines[i]), l["after_bytes"], "line %d", i+1)
 		}
 	}
 	require.Positive(t, repaired)

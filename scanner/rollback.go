@@ -13,7 +13,7 @@ import (
 // whole: the run or session does not exist, or the database failed before any session
 // was tried.
 func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
-	var out model.RollbackOutcome
+	out := model.RollbackOutcome{DryRun: o.DryRun}
 	var reqs []model.RollbackRequest
 	if o.RunID == 0 {
 		// A session that does not exist is the caller's mistake, not a failed rollback.
@@ -49,9 +49,9 @@ func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.
 		switch {
 		case err != nil:
 			out.Failed++
-			res.SessionID, res.Reason = req.SessionID, err.Error()
+			res.SessionID, res.Status, res.Error = req.SessionID, model.RollbackFailed, err.Error()
 			s.log.Error().Err(err).Str("session_id", req.SessionID).Int64("run_id", out.RunID).Msg("session not rolled back")
-		case res.Restored:
+		case res.Restored():
 			out.Restored++
 		default:
 			out.Refused++

@@ -63,7 +63,7 @@ func TestUpdatedAt(t *testing.T) {
 			require.Equal(t, before, updatedAt(t, pool, tt.table, "untouched"))
 			rb, err := plain.Rollback(ctx, model.RollbackRequest{SessionID: "untouched", Trigger: model.TriggerCLI})
 			require.NoError(t, err)
-			require.True(t, rb.Restored, rb.Reason)
+			require.True(t, rb.Restored(), rb.Reason)
 			require.Equal(t, before, updatedAt(t, pool, tt.table, "untouched"))
 
 			// Opted in, each write sets it to the transaction's time, and only that row.
@@ -80,16 +80,16 @@ func TestUpdatedAt(t *testing.T) {
 			// A rollback that is refused or only a dry run writes nothing, so touches nothing.
 			rb, err = touching.Rollback(ctx, model.RollbackRequest{SessionID: "touched", DryRun: true, Trigger: model.TriggerCLI})
 			require.NoError(t, err)
-			require.True(t, rb.Restored)
+			require.True(t, rb.Restored())
 			require.Equal(t, repaired, updatedAt(t, pool, tt.table, "touched"))
 			rb, err = touching.Rollback(ctx, model.RollbackRequest{SessionID: "touched", To: 99, Trigger: model.TriggerCLI})
 			require.NoError(t, err)
-			require.False(t, rb.Restored)
+			require.False(t, rb.Restored())
 			require.Equal(t, repaired, updatedAt(t, pool, tt.table, "touched"))
 
 			rb, err = touching.Rollback(ctx, model.RollbackRequest{SessionID: "touched", Trigger: model.TriggerCLI})
 			require.NoError(t, err)
-			require.True(t, rb.Restored, rb.Reason)
+			require.True(t, rb.Restored(), rb.Reason)
 			require.True(t, updatedAt(t, pool, tt.table, "touched").After(repaired), "the rollback touched it again")
 		})
 	}
@@ -212,7 +212,7 @@ func TestNotify(t *testing.T) {
 
 	rb, err := st.Rollback(ctx, model.RollbackRequest{SessionID: "a", Trigger: model.TriggerCLI})
 	require.NoError(t, err)
-	require.True(t, rb.Restored, rb.Reason)
+	require.True(t, rb.Restored(), rb.Reason)
 	require.Equal(t, notification{Source: st.Key(), SessionID: "a", Version: rb.Written, Action: "rollback"}, decode(t, l.next(t)))
 	require.Equal(t, 3, rb.Written)
 

@@ -90,7 +90,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 			return s.refuse(&res, reason+"; --force keeps the current content as a new version and restores anyway")
 		}
 		if req.DryRun {
-			res.Restored, res.Reason = true, fmt.Sprintf("would restore version %d", res.To)
+			res.Status, res.Reason = model.RollbackWouldRestore, fmt.Sprintf("would restore version %d", res.To)
 			return nil
 		}
 		next := latest + 1
@@ -114,7 +114,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, afterHash, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
 			return fmt.Errorf("hold session: %w", err)
 		}
-		res.Restored, res.Reason = true, fmt.Sprintf("restored version %d", res.To)
+		res.Status, res.Reason = model.RollbackRestored, fmt.Sprintf("restored version %d", res.To)
 		if err := s.insertReport(ctx, tx, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
 			Trigger: req.Trigger, Actor: req.Actor, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
 			FromVersion: written, ToVersion: next}); err != nil {
@@ -141,7 +141,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 }
 
 func (s *Store) refuse(res *model.RollbackResult, reason string) error {
-	res.Restored, res.Reason = false, reason
+	res.Status, res.Reason = model.RollbackRefused, reason
 	return ErrRefused
 }
 

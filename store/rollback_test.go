@@ -59,20 +59,20 @@ func TestRollbackRestoresEveryColumnType(t *testing.T) {
 
 				rb, err := st.Rollback(ctx, model.RollbackRequest{SessionID: id, Trigger: model.TriggerCLI})
 				require.NoError(t, err)
-				require.True(t, rb.Restored, rb.Reason)
+				require.True(t, rb.Restored(), rb.Reason)
 				require.Equal(t, before, content(id), "restored byte for byte")
 				require.Equal(t, before, content(other), "the other row is untouched")
 
 				// Rolling back the rollback restores the repair; --force over a change too.
 				rb, err = st.Rollback(ctx, model.RollbackRequest{SessionID: id, Trigger: model.TriggerCLI})
 				require.NoError(t, err)
-				require.True(t, rb.Restored, rb.Reason)
+				require.True(t, rb.Restored(), rb.Reason)
 				require.Contains(t, content(id), repair.SyntheticResultText)
 				_, err = pool.Exec(ctx, fmt.Sprintf(`UPDATE public.convs SET payload = $2::text::%s WHERE conv_id = $1::text::%s`, msgType, idType), id, `[]`)
 				require.NoError(t, err)
 				rb, err = st.Rollback(ctx, model.RollbackRequest{SessionID: id, To: 1, Force: true, Trigger: model.TriggerCLI})
 				require.NoError(t, err)
-				require.True(t, rb.Restored, rb.Reason)
+				require.True(t, rb.Restored(), rb.Reason)
 				require.Equal(t, before, content(id))
 				require.Equal(t, before, content(other))
 			})

@@ -80,7 +80,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 
 		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Force: true, Trigger: model.TriggerCLI})
 		require.NoError(t, err)
-		require.True(t, res.Restored, res.Reason)
+		require.True(t, res.Restored(), res.Reason)
 		require.Zero(t, res.Preserved, "a's content is still what tmend wrote to a")
 		require.Equal(t, beforeA, s.content(t, "a", "x"), "a's own original, not b's")
 		require.Equal(t, repairedB, s.content(t, "b", "x"))
@@ -99,7 +99,7 @@ func TestSourcesAreKeptApart(t *testing.T) {
 		repairOne(t, s.a, 0, "x")
 		res, err := s.a.Rollback(t.Context(), model.RollbackRequest{SessionID: "x", Trigger: model.TriggerCLI})
 		require.NoError(t, err)
-		require.True(t, res.Restored, res.Reason)
+		require.True(t, res.Restored(), res.Reason)
 		held := func(st *store.Store) bool {
 			page, err := st.Sessions(t.Context(), model.Query{Mode: model.ModeSession, SessionID: "x", MaxBytes: 1 << 20})
 			require.NoError(t, err)

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
 	"github.com/tmend/tmend/scanner"
@@ -44,7 +47,8 @@ func TestMain(m *testing.M) {
 // stampedVersion is the version tmendBinary stamps.
 const stampedVersion = "v0.0.0-stamped"
 
-// makefileStamp returns the Makefile's -X flag without its value: "-X main.version".
+// makefileStamp returns the Makefile's -X flag for the version without its value:
+// "-X github.com/tmend/tmend/cmd/tmend/buildinfo.version".
 func makefileStamp() (string, error) {
 	b, err := os.ReadFile("../../Makefile")
 	if err != nil {
@@ -57,12 +61,28 @@ func makefileStamp() (string, error) {
 	return "-X " + string(m[1]), nil
 }
 
-// The Makefile's -X flag reaches the version the binary prints.
+// The Makefile's -X flag reaches the version the binary prints, in 'tmend version
+// --json' and 'tmend --version' alike, beside the schema versions it migrates to.
 func TestVersionIsStamped(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(tmendBinary(t), "version").CombinedOutput()
+	out, err := exec.Command(tmendBinary(t), "version", "--json").Output()
 	require.NoError(t, err, "%s", out)
-	require.Equal(t, "tmend "+stampedVersion+"\n", string(out))
+	var v struct {
+		Version            string `json:"version"`
+		GoVersion          string `json:"go_version"`
+		SchemaVersion      uint   `json:"schema_version"`
+		RiverSchemaVersion int    `json:"river_schema_version"`
+	}
+	require.NoError(t, json.Unmarshal(out, &v))
+	require.Equal(t, stampedVersion, v.Version)
+	require.Equal(t, runtime.Version(), v.GoVersion)
+	require.Equal(t, migrations.Latest(), v.SchemaVersion)
+	require.Equal(t, migrations.RiverLatest(), v.RiverSchemaVersion)
+	require.Positive(t, v.RiverSchemaVersion)
+
+	out, err = exec.Command(tmendBinary(t), "--version").Output()
+	require.NoError(t, err, "%s", out)
+	require.True(t, strings.HasPrefix(string(out), "tmend "+stampedVersion+" ("), "%s", out)
 }
 
 type syncBuffer struct {

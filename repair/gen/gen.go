@@ -198,24 +198,42 @@ func Generate(cfg Config, fn func(Session) error) error {
 	return nil
 }
 
+// Summary counts what WriteJSONLines wrote.
+type Summary struct {
+	Sessions int `json:"sessions"`
+	// Broken is how many sessions got at least one fault; ByFault counts the faults.
+	Broken  int           `json:"broken"`
+	ByFault map[Fault]int `json:"by_fault"`
+}
+
 // WriteJSONLines generates cfg's sessions and writes them to w as JSON Lines, stopping
-// early when ctx ends.
-func WriteJSONLines(ctx context.Context, w io.Writer, cfg Config) error {
+// early when ctx ends, and returns what it wrote.
+func WriteJSONLines(ctx context.Context, w io.Writer, cfg Config) (Summary, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var line bytes.Buffer
+	sum := Summary{ByFault: map[Fault]int{}}
 	err := Generate(cfg, func(s Session) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		line.Reset()
 		WriteJSONL(&line, cfg.Dialect, s)
-		_, err := bw.Write(line.Bytes())
-		return err
+		if _, err := bw.Write(line.Bytes()); err != nil {
+			return err
+		}
+		sum.Sessions++
+		if len(s.Faults) > 0 {
+			sum.Broken++
+		}
+		for _, f := range s.Faults {
+			sum.ByFault[f]++
+		}
+		return nil
 	})
 	if err != nil {
-		return err
+		return sum, err
 	}
-	return bw.Flush()
+	return sum, bw.Flush()
 }
 
 // WriteJSONL writes a session as one JSON Lines record.

@@ -7,6 +7,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -170,7 +171,8 @@ type Run struct {
 	Options RunOptions
 }
 
-// RunCounts are a run's totals.
+// RunCounts are a run's totals. In JSON they are part of a RunRow, whose MarshalJSON
+// names them.
 type RunCounts struct {
 	Scanned  int `json:"scanned"`
 	Clean    int `json:"clean"`
@@ -228,6 +230,47 @@ type RunRow struct {
 	Error          string         `json:"error,omitempty"`
 	// Partitions is how many partitions (jobs) a scan was split into.
 	Partitions int `json:"partitions"`
+	// Outcomes are the sessions' outcomes, which a single-session run (repair, scan
+	// --session, the API's repair) shows with its row; they are not recorded on it.
+	Outcomes []SessionOutcome `json:"outcomes,omitempty"`
+}
+
+// MarshalJSON writes the run as it is shown everywhere (the CLI's --json and the HTTP
+// API). A dry run changed nothing, so its counts say would_repair (would_restore for a
+// rollback) where a real run's say repaired (restored), as its sessions' statuses do.
+func (r RunRow) MarshalJSON() ([]byte, error) {
+	type row RunRow // without this method
+	return json.Marshal(struct {
+		row
+		Counts countsJSON `json:"counts"`
+	}{row(r), r.Counts.json(r.DryRun)})
+}
+
+// countsJSON is RunCounts as JSON: a dry run has would_repair and would_restore, a real
+// run repaired and restored (these two only in a rollback run).
+type countsJSON struct {
+	Scanned      int  `json:"scanned"`
+	Clean        int  `json:"clean"`
+	Repaired     *int `json:"repaired,omitempty"`
+	WouldRepair  *int `json:"would_repair,omitempty"`
+	Pending      int  `json:"pending"`
+	Conflict     int  `json:"conflict"`
+	Skipped      int  `json:"skipped"`
+	Failed       int  `json:"failed"`
+	Restored     int  `json:"restored,omitempty"`
+	WouldRestore int  `json:"would_restore,omitempty"`
+	Refused      int  `json:"refused,omitempty"`
+}
+
+func (c RunCounts) json(dryRun bool) countsJSON {
+	out := countsJSON{Scanned: c.Scanned, Clean: c.Clean, Pending: c.Pending, Conflict: c.Conflict, Skipped: c.Skipped,
+		Failed: c.Failed, Refused: c.Refused}
+	if dryRun {
+		out.WouldRepair, out.WouldRestore = &c.Repaired, c.Restored
+	} else {
+		out.Repaired, out.Restored = &c.Repaired, c.Restored
+	}
+	return out
 }
 
 // ReportRow is a recorded audit row.

@@ -6,36 +6,40 @@ import (
 	"github.com/tmend/tmend/repair"
 )
 
-// SessionOutcome is what happened to one session in a run.
+// SessionOutcome is what happened to one session in a run. In JSON the engine's report
+// is flattened into it, with the names a report row and 'tmend check --json' use; its
+// status and reason are the outcome's (a dry run's would_repair, not the engine's
+// repaired).
 type SessionOutcome struct {
-	SessionID   string        `json:"session_id"`
-	Status      SessionStatus `json:"status"`
-	Reason      string        `json:"reason,omitempty"`
-	Report      repair.Report `json:"report"`
-	BytesBefore int           `json:"bytes_before"`
-	BytesAfter  int           `json:"bytes_after"`
-	FromVersion int           `json:"from_version,omitempty"`
-	ToVersion   int           `json:"to_version,omitempty"`
+	SessionID     string        `json:"session_id"`
+	Status        SessionStatus `json:"status"`
+	Reason        string        `json:"reason,omitempty"`
+	repair.Report               // Status and Reason are shadowed by the outcome's
+	BytesBefore   int           `json:"before_bytes"`
+	BytesAfter    int           `json:"after_bytes"`
+	FromVersion   int           `json:"from_version,omitempty"`
+	ToVersion     int           `json:"to_version,omitempty"`
 }
 
-// RunResult sums up a run.
+// RunResult sums up a run as it goes. It has no JSON form of its own: a run is shown as
+// its recorded RunRow, everywhere.
 type RunResult struct {
-	RunID          int64                 `json:"run_id"`
-	Trigger        Trigger               `json:"trigger"`
-	Mode           Mode                  `json:"mode"`
-	DryRun         bool                  `json:"dry_run"`
-	Status         RunStatus             `json:"status"`
-	Error          string                `json:"error,omitempty"`
-	Counts         RunCounts             `json:"counts"`
-	ByStatus       map[SessionStatus]int `json:"by_status"`
-	ByStage        map[repair.Stage]int  `json:"by_stage"`
-	ByIssue        map[string]int        `json:"by_issue"`
-	ByDialect      map[string]int        `json:"by_dialect"`
-	StartedAt      time.Time             `json:"started_at"`
-	Duration       time.Duration         `json:"duration_ns"`
-	ScannedFrom    time.Time             `json:"scanned_from,omitzero"`
-	ScannedThrough time.Time             `json:"scanned_through,omitzero"`
-	Outcomes       []SessionOutcome      `json:"outcomes,omitempty"`
+	RunID          int64
+	Trigger        Trigger
+	Mode           Mode
+	DryRun         bool
+	Status         RunStatus
+	Error          string
+	Counts         RunCounts
+	ByStatus       map[SessionStatus]int
+	ByStage        map[repair.Stage]int
+	ByIssue        map[string]int
+	ByDialect      map[string]int
+	StartedAt      time.Time
+	Duration       time.Duration
+	ScannedFrom    time.Time
+	ScannedThrough time.Time
+	Outcomes       []SessionOutcome
 }
 
 // NewRunResult returns an empty result with its maps made.
@@ -155,5 +159,6 @@ func (r RunRow) Result() RunResult {
 	if r.ScannedThrough != nil {
 		res.ScannedThrough = *r.ScannedThrough
 	}
+	res.Outcomes = r.Outcomes
 	return res
 }

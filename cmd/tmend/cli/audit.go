@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -228,7 +229,10 @@ rollback_refused); rolling back a rollback restores the repair.
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.
 
-Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
+Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused or
+failed, 2 usage. --json prints one object: the counts and a line per session, each
+with its status (restored, would_restore, refused, failed) and reason or error; errors
+go to stderr.
 
 ` + configHelp,
 		Example: `  tmend rollback --session 7f3e2a
@@ -245,7 +249,7 @@ Exit codes: 0 all restored, 1 some refused or failed, 2 usage.
 	fl.IntVar(&o.to, "to-version", 0, "the version to restore (default: the one tmend's latest write replaced)")
 	fl.BoolVar(&o.force, "force", false, "restore sessions changed since tmend wrote them, keeping their current content as a version first")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "say what would be restored or refused; change nothing")
-	fl.BoolVar(&o.json, "json", false, "JSON Lines, one object per session")
+	fl.BoolVar(&o.json, "json", false, "print the outcome as one JSON object")
 	return cmd
 }
 
@@ -262,30 +266,29 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.runID != 0 && len(out.Sessions) == 0 {
+	switch {
+	case o.json:
+		err = report.JSONLines(e.Stdout, []model.RollbackOutcome{out})
+	case o.runID != 0 && len(out.Sessions) == 0:
 		e.printf("run %d repaired no sessions; nothing to roll back\n", o.runID)
-		return nil
-	}
-	if o.json {
-		err = report.JSONLines(e.Stdout, out.Sessions)
-	} else {
-		err = report.RollbackText(e.Stdout, out, o.dryRun)
+	default:
+		err = report.RollbackText(e.Stdout, out)
 	}
 	if err != nil {
 		return err
 	}
 	if n := out.Refused + out.Failed; n > 0 {
-		return fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions))
+		return shown(fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions)))
 	}
 	return nil
 }
 
 // pruneOptions are the options of prune.
 type pruneOptions struct {
-	db          dbOptions
-	olderThan   string
-	age         time.Duration
-	dryRun, all bool
+	db                dbOptions
+	olderThan         string
+	age               time.Duration
+	dryRun, all, json bool
 }
 
 func (o *pruneOptions) load(s *settings, _ []string) error {
@@ -331,6 +334,7 @@ its own schedule.
 	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: a number and a unit, y (365d), w, d, h or m (90d, 2w, 1y, 720h)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	fl.BoolVar(&o.all, "all", false, "also delete the versions that rolling back the latest repairs needs")
+	fl.BoolVar(&o.json, "json", false, `print the counts as JSON: {"dry_run", "deleted" or with --dry-run "would_delete": {"versions", "reports"}}`)
 	return cmd
 }
 
@@ -347,6 +351,10 @@ func runPrune(ctx context.Context, e *Env, o *pruneOptions) error {
 	verb := "deleted"
 	if o.dryRun {
 		verb = "would delete"
+	}
+	if o.json {
+		counts := map[string]int{"versions": versions, "reports": reports}
+		return report.JSONLines(e.Stdout, []map[string]any{{"dry_run": o.dryRun, strings.ReplaceAll(verb, " ", "_"): counts}})
 	}
 	e.printf("%s %d versions and %d reports older than %s\n", verb, versions, reports, o.olderThan)
 	return nil

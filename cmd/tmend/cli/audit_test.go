@@ -70,6 +70,7 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	// --json prints the diff the API and the console serve.
 	r = runCLI(t, "", b.env, "report", "--session", "a", "--diff", "--version", "2", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	requireShape(t, "Diff", r.stdout)
 	var d report.TranscriptDiff
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &d), r.stdout)
 	require.Equal(t, []int{1, 2}, []int{d.From.Version, d.To.Version})
@@ -109,11 +110,27 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 	r := runCLI(t, "", b.env, "scan", "--full", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	var run struct {
-		RunID int64 `json:"run_id"`
+		RunID int64 `json:"id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
 	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"later"}]'::jsonb WHERE id IN ('s1', 's4')`)
 	require.NoError(t, err)
+
+	// --json prints one object, whatever was refused; the error goes to stderr.
+	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID), "--dry-run", "--json")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "2 of 6 sessions were not restored")
+	requireShape(t, "RollbackOutcome", r.stdout)
+	lines := jsonLines(t, r.stdout)
+	require.Len(t, lines, 1, r.stdout)
+	require.Equal(t, 4.0, lines[0]["would_restore"])
+	require.NotContains(t, lines[0], "restored", "a dry run restored nothing")
+	require.Equal(t, 2.0, lines[0]["refused"])
+	statuses := map[any]int{}
+	for _, s := range lines[0]["sessions"].([]any) {
+		statuses[s.(map[string]any)["status"]]++
+	}
+	require.Equal(t, map[any]int{"would_restore": 4, "refused": 2}, statuses)
 
 	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID))
 	require.Equal(t, ExitRuntime, r.code)
@@ -127,7 +144,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 			require.NotContains(t, content, "[tmend]")
 		}
 	}
-	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND num_restored = 4 AND num_refused = 2 AND num_repaired = 0 AND num_conflict = 0"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE mode = 'rollback' AND NOT dry_run AND num_restored = 4 AND num_refused = 2 AND num_repaired = 0 AND num_conflict = 0"))
 
 	// Once the content changes again, the hold ends and the next run repairs it.
 	_, err = b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"user","content":"again"}]'::jsonb WHERE id = 's0'`)
@@ -161,8 +178,13 @@ UPDATE repair_reports SET created_at = now() - interval '100 days'`)
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would delete 0 versions and 0 reports")
 
-	r = runCLI(t, "", b.env, "prune", "--older-than", "30d")
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--dry-run", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"dry_run":true,"would_delete":{"versions":2,"reports":3}}`, r.stdout)
+
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"dry_run":false,"deleted":{"versions":2,"reports":3}}`, r.stdout)
 	require.Equal(t, []int{3, 4}, versionsOf(t, b, "a"))
 	// What the latest write replaced is still there to go back to.
 	r = runCLI(t, "", b.env, "rollback", "--session", "a")
@@ -212,6 +234,7 @@ FROM generate_series(1, 3000) g`)
 		}
 		r := runCLI(t, "", b.env, args...)
 		require.Equal(t, ExitOK, r.code, r.stderr)
+		requireShape(t, "Report", r.stdout)
 		rows := jsonLines(t, r.stdout)
 		for _, row := range rows {
 			require.Equal(t, "repaired", row["status"])

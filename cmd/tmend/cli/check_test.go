@@ -47,7 +47,21 @@ func TestGenIsDeterministic(t *testing.T) {
 	require.NotEqual(t, a, c)
 	require.Len(t, jsonLines(t, a), 20)
 
-	r := runCLI(t, "", nil, "gen", "--faults", "nope")
+	// --json sums up on stderr; stdout is the sessions, the same bytes.
+	r := runCLI(t, "", nil, "gen", "--sessions", "20", "--seed", "7", "--dialect", "anthropic", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, a, r.stdout)
+	var sum struct {
+		Sessions, Broken int
+		ByFault          map[string]int `json:"by_fault"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &sum), r.stderr)
+	require.Equal(t, 20, sum.Sessions)
+	require.Positive(t, sum.Broken)
+	require.Less(t, sum.Broken, 20)
+	require.NotEmpty(t, sum.ByFault)
+
+	r = runCLI(t, "", nil, "gen", "--faults", "nope")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)
 }
@@ -136,7 +150,7 @@ func TestOutputAndReportFilesAreAtomic(t *testing.T) {
 	require.NoError(t, err)
 	input := &failingInput{dir: dir, base: "out.jsonl", lines: []byte(genJSONL(t, "--sessions", "50", "--fault-rate", "1"))}
 	var stderr strings.Builder
-	code := Run(context.Background(), "dev", []string{"fix", "-o", out}, Env{Stdin: input, Stdout: io.Discard, Stderr: &stderr, Getenv: noEnv})
+	code := Run(context.Background(), []string{"fix", "-o", out}, Env{Stdin: input, Stdout: io.Discard, Stderr: &stderr, Getenv: noEnv})
 	require.Equal(t, ExitRuntime, code, stderr.String())
 	require.Contains(t, stderr.String(), "input device failed")
 	require.True(t, input.sawTemp, "the input failed before any output reached the temp file")
@@ -176,6 +190,7 @@ func TestUsageErrorsAsJSON(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "check", "--json", "--dialect", "klingon", "x.json")
 	require.Equal(t, ExitUsage, r.code)
+	requireShape(t, "Error", r.stdout)
 	var e struct {
 		Error string `json:"error"`
 		Code  int    `json:"code"`
@@ -219,5 +234,5 @@ func TestTextReportsEscapeTranscriptStrings(t *testing.T) {
 	}
 	r := runCLI(t, line, nil, "check", "--json")
 	require.Equal(t, ExitProblems, r.code)
-	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session"])
+	require.Equal(t, "s1\nforged  repaired\x1b[2J\u0085\u202e", jsonLines(t, r.stdout)[0]["session_id"])
 }

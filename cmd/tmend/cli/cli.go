@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/cmd/tmend/buildinfo"
+	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store"
 )
@@ -40,10 +42,25 @@ type Env struct {
 func (e *Env) printf(format string, args ...any)  { _, _ = fmt.Fprintf(e.Stdout, format, args...) }
 func (e *Env) eprintf(format string, args ...any) { _, _ = fmt.Fprintf(e.Stderr, format, args...) }
 
-// exitError carries an exit code other than 1 out of a command.
+// exitError carries an exit code other than 1 out of a command, or says that the
+// command's printed result already shows the failure.
 type exitError struct {
 	code int
 	err  error
+	// shown: the result printed shows this failure (a run that failed, sessions a
+	// rollback refused), so --json prints no error object after it: stdout holds
+	// one documented object. The message still goes to stderr.
+	shown bool
+}
+
+// shown marks err as one the command's printed result already shows; it keeps its exit
+// code (1 unless it carries another).
+func shown(err error) error {
+	code := ExitRuntime
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
+		code = ee.code
+	}
+	return &exitError{code: code, err: err, shown: true}
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -58,11 +75,11 @@ func usageErrorf(format string, args ...any) error {
 var errProblems = &exitError{code: ExitProblems, err: errors.New("problems found")}
 
 // Run runs tmend with the command line args (without the program's name) and returns
-// the exit code. version is what 'tmend version' prints.
-func Run(ctx context.Context, version string, args []string, e Env) int {
+// the exit code.
+func Run(ctx context.Context, args []string, e Env) int {
 	out, errOut := &outputStream{w: e.Stdout}, &outputStream{w: e.Stderr}
 	e.Stdout, e.Stderr = out, errOut
-	code := runCommand(ctx, version, args, &e)
+	code := runCommand(ctx, args, &e)
 	if code != ExitOK && code != ExitProblems {
 		return code
 	}
@@ -102,8 +119,8 @@ func (o *outputStream) Err() error {
 	return o.err
 }
 
-func runCommand(ctx context.Context, version string, args []string, e *Env) int {
-	root := NewRootCommand(version, e)
+func runCommand(ctx context.Context, args []string, e *Env) int {
+	root := NewRootCommand(e)
 	root.SetArgs(args)
 	root.SetIn(e.Stdin)
 	root.SetOut(e.Stdout)
@@ -114,9 +131,10 @@ func runCommand(ctx context.Context, version string, args []string, e *Env) int 
 	}
 	code := ExitRuntime
 	var ee *exitError
+	printed := false
 	switch {
 	case errors.As(err, &ee):
-		code = ee.code
+		code, printed = ee.code, ee.shown
 	case strings.HasPrefix(err.Error(), "unknown command"),
 		strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
@@ -128,7 +146,7 @@ func runCommand(ctx context.Context, version string, args []string, e *Env) int 
 	if errors.Is(err, context.Canceled) {
 		err = errors.New("interrupted; the run's open transactions were rolled back")
 	}
-	if jsonOutput(root, args) {
+	if jsonOutput(root, args) && !printed {
 		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
 		to := e.Stdout
 		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
@@ -171,16 +189,16 @@ trail and an undo.
 
 Exit codes:
   0  ok
-  1  runtime error
+  1  runtime error (also: rollback refused or failed some session)
   2  usage or configuration error
-  3  problems found (check, scan --dry-run)
+  3  problems found (check, scan --dry-run, repair --dry-run)
 
 Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
 database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables
 (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...).`
 
 // NewRootCommand returns tmend's command tree, writing to e's streams.
-func NewRootCommand(version string, e *Env) *cobra.Command {
+func NewRootCommand(e *Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tmend",
 		Short: "Repair tool-call/tool-result pairing in stored LLM transcripts",
@@ -190,7 +208,7 @@ func NewRootCommand(version string, e *Env) *cobra.Command {
   tmend migrate up --database-url postgres://tmend@db/app`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("tmend {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -209,27 +227,57 @@ func NewRootCommand(version string, e *Env) *cobra.Command {
 		newPruneCmd(e),
 		newImportCmd(e),
 		newMigrateCmd(e),
-		newVersionCmd(e, version),
+		newVersionCmd(e),
 	)
 	return root
 }
 
-// versionOptions: version has none.
-type versionOptions struct{}
+// versionOptions are the options of version.
+type versionOptions struct{ json bool }
 
 func (*versionOptions) load(*settings, []string) error { return nil }
 func (*versionOptions) Validate() error                { return nil }
 
-func newVersionCmd(e *Env, version string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print tmend's version",
-		Example: "  tmend version",
-		Args:    noArgs,
-		RunE: runE(e, &versionOptions{}, func(_ context.Context, e *Env, _ *versionOptions) error {
-			e.printf("tmend %s\n", version)
+// versionInfo is what 'tmend version --json' prints: the build, and the schema versions
+// this binary migrates to (tmend's and River's), which no database is needed to know.
+type versionInfo struct {
+	buildinfo.Info
+	SchemaVersion      uint `json:"schema_version"`
+	RiverSchemaVersion int  `json:"river_schema_version"`
+}
+
+func newVersionCmd(e *Env) *cobra.Command {
+	o := &versionOptions{}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print tmend's version, commit, build date, Go version and schema versions",
+		Long: `Print which build of tmend this is: its version, commit and commit date (stamped by
+release builds, else what the Go toolchain recorded), the Go version that built it, and
+the versions of tmend's and River's schemas that 'tmend migrate up' brings a database to.
+'tmend --version' prints the first line.`,
+		Example: `  tmend version
+  tmend version --json`,
+		Args: noArgs,
+		RunE: runE(e, o, func(_ context.Context, e *Env, o *versionOptions) error {
+			v := versionInfo{Info: buildinfo.Get(), SchemaVersion: migrations.Latest(), RiverSchemaVersion: migrations.RiverLatest()}
+			if o.json {
+				return report.JSONLines(e.Stdout, []versionInfo{v})
+			}
+			e.printf("tmend %s\nschema version %d, River schema version %d\n", v.Info, v.SchemaVersion, v.RiverSchemaVersion)
 			return nil
 		}),
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object")
+	return cmd
+}
+
+// maxArgs is cobra.MaximumNArgs with exit code 2.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErrorf("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
 	}
 }
 

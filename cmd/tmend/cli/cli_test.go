@@ -38,7 +38,7 @@ func runCLI(t *testing.T, stdin string, envs map[string]string, args ...string) 
 	t.Helper()
 	var out, errb bytes.Buffer
 	getenv := func(k string) string { return envs[k] }
-	code := Run(context.Background(), "dev", args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
+	code := Run(context.Background(), args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: getenv})
 	return result{code, out.String(), errb.String()}
 }
 
@@ -52,12 +52,18 @@ func TestUsage(t *testing.T) {
 	}{
 		{"Help", []string{"--help"}, ExitOK, "Exit codes:"},
 		{"Version", []string{"version"}, ExitOK, "tmend dev"},
+		{"VersionJSON", []string{"version", "--json"}, ExitOK, fmt.Sprintf(`"schema_version":%d,"river_schema_version":%d}`,
+			migrations.Latest(), migrations.RiverLatest())},
 		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
 		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
 		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
 		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
 		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
 		{"MigrateDownBadCount", []string{"migrate", "down", "zero"}, ExitUsage, ""},
+		{"MigrateDownTwoCounts", []string{"migrate", "down", "1", "2"}, ExitUsage, ""},
+		{"MigrateUnknown", []string{"migrate", "bogus"}, ExitUsage, ""},
+		{"MigrateAlone", []string{"migrate"}, ExitOK, "Available Commands:"},
+		{"ImportTwoFiles", []string{"import", "a", "b"}, ExitUsage, ""},
 		{"MigrateForceNeedsVersion", []string{"migrate", "force"}, ExitUsage, ""},
 		{"BadDatabaseURL", []string{"migrate", "version", "--database-url", "postgres://a b@:x"}, ExitUsage, ""},
 	}
@@ -113,7 +119,7 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
 	t.Parallel()
-	root := NewRootCommand("dev", &Env{Getenv: os.Getenv})
+	root := NewRootCommand(&Env{Getenv: os.Getenv})
 	for _, c := range allCommands(root) {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion" {
 			continue
@@ -133,6 +139,10 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	r := runCLI(t, "", envs, "migrate", "version")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "clean")
+	r = runCLI(t, "", envs, "migrate", "version", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"schema":"tmend","version":%d,"dirty":false,"latest":%[1]d,"river_version":%d,"river_latest":%[2]d}`,
+		migrations.Latest(), migrations.RiverLatest()), r.stdout)
 
 	r = runCLI(t, "", envs, "migrate", "down", "--all")
 	require.Equal(t, ExitOK, r.code, r.stderr)
@@ -230,7 +240,7 @@ func TestDatabasePasswordNeverPrinted(t *testing.T) {
 // on every command that writes sessions.
 func TestFlagsMeanSomething(t *testing.T) {
 	t.Parallel()
-	root := NewRootCommand("dev", &Env{Getenv: noEnv})
+	root := NewRootCommand(&Env{Getenv: noEnv})
 	for cmd, tt := range map[string]struct{ has, hasNot []string }{
 		"scan":       {has: []string{"touch-updated-at", "notify-channel", "force", "workers", "overlap", "dialect"}},
 		"repair":     {has: []string{"touch-updated-at", "notify-channel", "force", "max-bytes"}, hasNot: []string{"workers", "batch-size", "max-inflight-bytes", "overlap", "batch-pause"}},

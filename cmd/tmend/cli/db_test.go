@@ -58,14 +58,29 @@ func TestScanAndRepairCommands(t *testing.T) {
 
 	r := runCLI(t, "", b.env, "scan", "--dry-run", "--json")
 	require.Equal(t, ExitProblems, r.code, r.stderr)
+	requireShape(t, "Run", r.stdout)
 	var dry struct {
-		Status string         `json:"status"`
-		Counts map[string]int `json:"counts"`
+		ID      int64          `json:"id"`
+		Status  string         `json:"status"`
+		DryRun  bool           `json:"dry_run"`
+		Counts  map[string]int `json:"counts"`
+		Summary struct {
+			ByStatus map[string]int `json:"by_status"`
+		} `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry))
 	require.Equal(t, "completed", dry.Status)
-	broken := dry.Counts["repaired"]
+	require.True(t, dry.DryRun)
+	require.Positive(t, dry.ID)
+	// A dry run repaired nothing: its counts and statuses say would_repair.
+	broken := dry.Counts["would_repair"]
 	require.Positive(t, broken)
+	require.NotContains(t, dry.Counts, "repaired")
+	require.Equal(t, broken, dry.Summary.ByStatus["would_repair"])
+	// The same run, as 'report --run' and the API show it: one shape.
+	rr := runCLI(t, "", b.env, "report", "--run", fmt.Sprint(dry.ID), "--json")
+	require.Equal(t, ExitOK, rr.code, rr.stderr)
+	require.JSONEq(t, r.stdout, rr.stdout)
 	require.Zero(t, b.count(t, "SELECT count(*) FROM session_versions"))
 
 	r = runCLI(t, "", b.env, "scan")
@@ -77,9 +92,20 @@ func TestScanAndRepairCommands(t *testing.T) {
 	_, err := b.pool.Exec(context.Background(), `UPDATE sessions SET messages = messages || '[{"role":"toolResult","toolCallId":"ghost","toolName":"bash","content":[],"isError":false}]'::jsonb WHERE id = 's-000003'`)
 	require.NoError(t, err)
 	r = runCLI(t, "", b.env, "repair", "--session", "s-000003", "--dry-run")
-	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, ExitProblems, r.code, "a dry run that finds work exits 3, as scan's does: %s", r.stderr)
 	require.Contains(t, r.stdout, "drop_orphan_results")
 	require.Contains(t, storetest.Content(t, b.pool, "s-000003"), "ghost", "a dry run writes nothing")
+	r = runCLI(t, "", b.env, "repair", "--session", "s-000003", "--dry-run", "--json")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	requireShape(t, "Run", r.stdout)
+	var one struct {
+		Outcomes []map[string]any `json:"outcomes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &one))
+	require.Len(t, one.Outcomes, 1)
+	require.Equal(t, "would_repair", one.Outcomes[0]["status"])
+	require.Equal(t, "s-000003", one.Outcomes[0]["session_id"])
+	require.NotContains(t, one.Outcomes[0], "report", "the engine's report is flattened, its status not shown")
 	r = runCLI(t, "", b.env, "repair", "--session", "s-000003")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "session s-000003: repaired")
@@ -93,6 +119,10 @@ func TestScanAndRepairCommands(t *testing.T) {
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `table "missing" does not exist`)
+
+	r = runCLI(t, genJSONL(t, "--sessions", "3", "--seed", "9"), b.env, "import", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"imported":3}`, r.stdout)
 }
 
 func TestSettingsPrecedence(t *testing.T) {
@@ -170,7 +200,7 @@ func TestServeCommand(t *testing.T) {
 	done := make(chan int)
 	var stderr syncBuffer
 	go func() {
-		done <- Run(ctx, "dev", []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
+		done <- Run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
 			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
 	}()
 	base := "http://" + addr

@@ -9,12 +9,14 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/report"
 )
 
 // genOptions are the options of gen.
 type genOptions struct {
 	dialect, faults, text string
 	output                string
+	json                  bool
 	cfg                   gen.Config
 }
 
@@ -54,7 +56,9 @@ func newGenCmd(e *Env) *cobra.Command {
 		Short: "Generate realistic sessions with injected faults, as JSON Lines",
 		Long: `Generate agent sessions (user asks, assistant calls tools, results come back) in any
 dialect, with the faults tmend repairs injected into a share of them. The output depends
-only on the flags: the same --seed gives the same bytes.
+only on the flags: the same --seed gives the same bytes. --json writes a summary
+object (sessions, broken, by_fault) to stderr, as fix does with its report, since
+stdout may be the sessions.
 
 Faults: ` + fmt.Sprint(gen.Faults()),
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
@@ -73,6 +77,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
 	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
+	f.BoolVar(&o.json, "json", false, "write a summary of what was generated to stderr as a JSON object")
 	return cmd
 }
 
@@ -87,12 +92,16 @@ func runGen(ctx context.Context, e *Env, o *genOptions) error {
 		defer af.abort()
 		w = af.f
 	}
-	err := gen.WriteJSONLines(ctx, w, o.cfg)
+	sum, err := gen.WriteJSONLines(ctx, w, o.cfg)
 	if err == nil && af != nil {
 		err = af.commit()
 	}
 	if err != nil {
 		return fmt.Errorf("write sessions: %w", err)
+	}
+	if o.json {
+		// On stderr, as fix's report: stdout may be the sessions.
+		return report.JSONLines(e.Stderr, []gen.Summary{sum})
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store"
 )
 
@@ -13,6 +14,7 @@ import (
 type importOptions struct {
 	db    dbOptions
 	input string // a FILE; stdin when empty or -
+	json  bool
 }
 
 func (o *importOptions) load(s *settings, args []string) error {
@@ -38,10 +40,11 @@ sessions included: convert it with jq -c '.[]') or an id given on two lines is a
 naming the lines, and nothing is imported. Blank lines are skipped.`,
 		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -
   jq -c '.[]' sessions.json | tmend import -`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: runE(e, o, runImport),
 	}
 	registerDBFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.json, "json", false, `print {"imported": N} as JSON`)
 	return cmd
 }
 
@@ -69,6 +72,9 @@ func runImport(ctx context.Context, e *Env, o *importOptions) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w; nothing was imported", err)
+	}
+	if o.json {
+		return report.JSONLines(e.Stdout, []map[string]int{{"imported": total}})
 	}
 	e.printf("imported %d sessions\n", total)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store"
 )
 
@@ -84,6 +85,16 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
   tmend migrate force 1`,
 	}
 	registerConnFlags(cmd.PersistentFlags())
+	var asJSON bool
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the schema's version afterwards as a JSON object")
+	// Without a subcommand it shows its help; anything else is a usage error.
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 	up := &migrateOptions{}
 	ver := &migrateOptions{}
@@ -94,9 +105,9 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 		Short: "Revert the last N migrations (all with --all)",
 		Example: `  tmend migrate down 1
   tmend migrate down --all`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: runE(e, down, func(ctx context.Context, e *Env, o *migrateDownOptions) error {
-			return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
+			return withPool(ctx, e, o.conn, asJSON, func(pool *pgxpool.Pool) error {
 				if err := migrations.Down(ctx, pool, o.conn.schema, o.steps); err != nil {
 					return fmt.Errorf("migrate down: %w", err)
 				}
@@ -112,7 +123,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 			Example: "  tmend migrate up",
 			Args:    noArgs,
 			RunE: runE(e, up, func(ctx context.Context, e *Env, o *migrateOptions) error {
-				return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
+				return withPool(ctx, e, o.conn, asJSON, func(pool *pgxpool.Pool) error {
 					if err := migrations.Up(ctx, pool, o.conn.schema); err != nil {
 						return fmt.Errorf("migrate up: %w", err)
 					}
@@ -127,7 +138,7 @@ a failed migration needs 'tmend migrate force VERSION' after you have fixed it b
 			Example: "  tmend migrate version",
 			Args:    noArgs,
 			RunE: runE(e, ver, func(ctx context.Context, e *Env, o *migrateOptions) error {
-				return withPool(ctx, e, o.conn, func(*pgxpool.Pool) error { return nil })
+				return withPool(ctx, e, o.conn, asJSON, func(*pgxpool.Pool) error { return nil })
 			}),
 		},
 		&cobra.Command{
@@ -138,7 +149,7 @@ migration. Use it only after repairing by hand a schema that a failed migration 
 dirty.`,
 			Example: "  tmend migrate force 1",
 			RunE: runE(e, force, func(ctx context.Context, e *Env, o *migrateForceOptions) error {
-				return withPool(ctx, e, o.conn, func(pool *pgxpool.Pool) error {
+				return withPool(ctx, e, o.conn, asJSON, func(pool *pgxpool.Pool) error {
 					if err := migrations.Force(ctx, pool, o.conn.schema, o.version); err != nil {
 						return fmt.Errorf("migrate force: %w", err)
 					}
@@ -152,7 +163,7 @@ dirty.`,
 
 // withPool connects (without checking the schema's version, which migrate changes), runs
 // fn and prints the schema's version after it.
-func withPool(ctx context.Context, e *Env, o connOptions, fn func(*pgxpool.Pool) error) error {
+func withPool(ctx context.Context, e *Env, o connOptions, asJSON bool, fn func(*pgxpool.Pool) error) error {
 	pool, err := store.Connect(ctx, o.databaseURL, o.schema)
 	if err != nil {
 		return err
@@ -161,24 +172,40 @@ func withPool(ctx context.Context, e *Env, o connOptions, fn func(*pgxpool.Pool)
 	if err := fn(pool); err != nil {
 		return err
 	}
-	return printVersion(ctx, e, pool, o.schema)
+	return printVersion(ctx, e, pool, o.schema, asJSON)
 }
 
-func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string) error {
+// schemaVersion is what migrate prints after it: tmend's and River's schema versions,
+// and those this binary brings them to.
+type schemaVersion struct {
+	Schema       string `json:"schema"`
+	Version      uint   `json:"version"`
+	Dirty        bool   `json:"dirty"`
+	Latest       uint   `json:"latest"`
+	RiverVersion int    `json:"river_version"`
+	RiverLatest  int    `json:"river_latest"`
+}
+
+func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string, asJSON bool) error {
 	v, dirty, err := migrations.Version(ctx, pool, schema)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
+	}
+	rv, err := migrations.RiverVersion(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	sv := schemaVersion{Schema: schema, Version: v, Dirty: dirty, Latest: migrations.Latest(), RiverVersion: rv,
+		RiverLatest: migrations.RiverLatest()}
+	if asJSON {
+		return report.JSONLines(e.Stdout, []schemaVersion{sv})
 	}
 	state := "clean"
 	if dirty {
 		state = "dirty"
 	}
 	e.printf("schema %s at version %d (%s; this binary knows up to %d)\n",
-		pgx.Identifier{schema}.Sanitize(), v, state, migrations.Latest())
-	rv, err := migrations.RiverVersion(ctx, pool, schema)
-	if err != nil {
-		return err
-	}
-	e.printf("River's tables at version %d (this binary needs %d)\n", rv, migrations.RiverLatest())
+		pgx.Identifier{schema}.Sanitize(), sv.Version, state, sv.Latest)
+	e.printf("River's tables at version %d (this binary needs %d)\n", sv.RiverVersion, sv.RiverLatest)
 	return nil
 }

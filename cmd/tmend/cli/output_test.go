@@ -199,12 +199,12 @@ func TestFailedWritesToStdoutOrStderrExit1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			code := Run(context.Background(), "dev", tt.args, Env{Stdin: strings.NewReader(tt.in), Stdout: tt.stdout, Stderr: tt.stderr, Getenv: noEnv})
+			code := Run(context.Background(), tt.args, Env{Stdin: strings.NewReader(tt.in), Stdout: tt.stdout, Stderr: tt.stderr, Getenv: noEnv})
 			require.Equal(t, ExitRuntime, code)
 		})
 	}
 	var stderr strings.Builder
-	code := Run(context.Background(), "dev", []string{"check"}, Env{Stdin: strings.NewReader(clean), Stdout: failingWriter{}, Stderr: &stderr, Getenv: noEnv})
+	code := Run(context.Background(), []string{"check"}, Env{Stdin: strings.NewReader(clean), Stdout: failingWriter{}, Stderr: &stderr, Getenv: noEnv})
 	require.Equal(t, ExitRuntime, code)
 	require.Contains(t, stderr.String(), "no space left on device")
 }

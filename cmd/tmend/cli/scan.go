@@ -163,7 +163,7 @@ file, atomically, added to what it held, for runs without a daemon (a CronJob, a
 	f.StringVar(&o.session, "session", "", "scan this one session")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
-	f.BoolVar(&o.json, "json", false, "print the run summary as JSON")
+	f.BoolVar(&o.json, "json", false, "print the run as a JSON object (the API's shape)")
 	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
 	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
 	f.String("metrics-textfile", "", "after the run, add its metrics to this file (Prometheus text format, for node-exporter's textfile collector)")
@@ -188,33 +188,63 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	if o.scheduled {
 		trigger = model.TriggerCron
 	}
-	var res model.RunResult
+	var run model.RunRow
 	if mode == model.ModeSession {
 		onProgress, done := r.progress(0)
+		var res model.RunResult
 		res, err = r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: mode, SessionID: o.session,
 			DryRun: o.dryRun, Force: o.run.engine.force, Progress: onProgress, KeepOutcomes: true})
 		done()
+		run, err = r.recorded(ctx, res, err)
 	} else {
-		res, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: trigger, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
+		run, err = scanShared(ctx, e, r, o, scanner.RunOptions{Trigger: trigger, Actor: cliActor(), Mode: mode, DryRun: o.dryRun,
 			Limit: o.limit, Force: o.run.engine.force})
 	}
-	if res.RunID != 0 {
-		if werr := printRun(e, &res, o.json); werr != nil {
+	err = endRun(e, run, err, o.json, o.dryRun)
+	// A run cancelled with --cancel is counted where it ran.
+	if run.ID != 0 && o.metricsTextfile != "" && o.cancel == 0 {
+		res := run.Result()
+		m := daemon.NewRunMetrics()
+		m.Observe(&res)
+		if werr := m.WriteTextfile(o.metricsTextfile); werr != nil {
+			if err != nil {
+				e.eprintf("tmend: %v\n", werr)
+				return err
+			}
 			return werr
 		}
-		// A run cancelled with --cancel is counted where it ran.
-		if o.metricsTextfile != "" && o.cancel == 0 {
-			m := daemon.NewRunMetrics()
-			m.Observe(&res)
-			if werr := m.WriteTextfile(o.metricsTextfile); werr != nil {
-				return werr
-			}
-		}
 	}
+	return err
+}
+
+// recorded returns a single-session run as it is shown: its recorded row, with the
+// session's outcome. err is the run's error, joined with any reading the row.
+func (r *runner) recorded(ctx context.Context, res model.RunResult, err error) (model.RunRow, error) {
+	if res.RunID == 0 {
+		return model.RunRow{}, err
+	}
+	run, rerr := r.store.Run(context.WithoutCancel(ctx), res.RunID)
+	if rerr != nil {
+		return model.RunRow{}, errors.Join(err, rerr)
+	}
+	run.Outcomes = res.Outcomes
+	return run, err
+}
+
+// endRun prints a run (if one started) and returns the command's error: the run's, which
+// the printed run shows, or, for a dry run that found work, exit 3.
+func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
+	if run.ID == 0 {
+		return err
+	}
+	if werr := printRun(e, run, asJSON); werr != nil {
+		return errors.Join(err, werr)
+	}
+	res := run.Result()
 	switch {
 	case err != nil:
-		return err
-	case o.dryRun && res.Problems():
+		return shown(err)
+	case dryRun && res.Problems():
 		return errProblems
 	}
 	return nil
@@ -223,21 +253,20 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 // scanShared starts a scan on the queue (or, with --cancel, cancels one), works its
 // partitions here while others may help, and waits for it to end. Interrupted, it
 // cancels the run.
-func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunResult, error) {
+func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunRow, error) {
 	q, err := queue.New(r.store, r.sc, r.log, o.queue.config(o.db.schema, nil))
 	if err != nil {
-		return model.RunResult{}, err
+		return model.RunRow{}, err
 	}
 	if o.cancel > 0 {
-		run, err := q.Cancel(ctx, o.cancel)
-		return run.Result(), err
+		return q.Cancel(ctx, o.cancel)
 	}
 	id, err := q.StartRun(ctx, ro, o.queue.partitions)
 	if err != nil {
-		return model.RunResult{}, err
+		return model.RunRow{}, err
 	}
 	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
-		return model.RunResult{}, err
+		return model.RunRow{}, err
 	}
 	defer func() {
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -258,25 +287,25 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if run, cerr := q.Cancel(cctx, id); cerr == nil {
-			return run.Result(), err
+			return run, err
 		}
 	}
 	if err != nil {
-		return run.Result(), err
+		return run, err
 	}
-	res := run.Result()
 	if run.Status != model.RunCompleted {
-		return res, fmt.Errorf("run %d %s: %s", id, run.Status, run.Error)
+		return run, fmt.Errorf("run %d %s: %s", id, run.Status, run.Error)
 	}
-	return res, nil
+	return run, nil
 }
 
-func printRun(e *Env, res *model.RunResult, asJSON bool) error {
+func printRun(e *Env, run model.RunRow, asJSON bool) error {
 	var err error
 	if asJSON {
-		err = report.RunJSON(e.Stdout, res)
+		err = report.JSONLines(e.Stdout, []model.RunRow{run})
 	} else {
-		err = report.RunText(e.Stdout, res)
+		res := run.Result()
+		err = report.RunText(e.Stdout, &res)
 	}
 	if err != nil {
 		return fmt.Errorf("print run: %w", err)
@@ -317,7 +346,8 @@ func newRepairCmd(e *Env) *cobra.Command {
 		Long: `Repair one session now, whatever its age, and print each action with the sizes before
 and after. The prior content is kept as a version, so 'tmend rollback --session ID'
 undoes it. --dry-run shows the same without writing; --force also answers calls of the
-last turn that may still be running (the quiet period).
+last turn that may still be running (the quiet period). Like 'scan --dry-run', a dry
+run exits 3 when the session needs repair (or cannot be handled).
 
 ` + configHelp,
 		Example: `  tmend repair --session 7f3e2a
@@ -343,12 +373,9 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 	defer r.close()
 	res, err := r.sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Actor: cliActor(), Mode: model.ModeSession,
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
-	if res.RunID != 0 {
-		if werr := printRun(e, &res, o.json); werr != nil {
-			return werr
-		}
-	}
-	if err == nil && res.Counts.Clean == 1 && !o.json {
+	run, err := r.recorded(ctx, res, err)
+	err = endRun(e, run, err, o.json, o.dryRun)
+	if err == nil && run.Counts.Clean == 1 && !o.json {
 		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
 	}
 	return err

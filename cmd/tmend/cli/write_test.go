@@ -121,7 +121,7 @@ func TestServeTouchesAndNotifies(t *testing.T) {
 	done := make(chan int)
 	var stderr syncBuffer
 	go func() {
-		done <- Run(ctx, "dev", []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
+		done <- Run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
 			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
 	}()
 	t.Cleanup(func() {

@@ -85,7 +85,7 @@ func (c *Console) sessionRollback(w http.ResponseWriter, r *http.Request, who id
 	switch {
 	case body.Failed:
 		status = http.StatusInternalServerError
-	case !body.Result.Restored:
+	case !body.Result.Restored():
 		status = http.StatusConflict
 	default:
 		c.log.Info().Str("session_id", body.ID).Int("to_version", body.Result.To).Int("written_version", body.Result.Written).

@@ -115,7 +115,7 @@ func TestRunProgressIsLive(t *testing.T) {
 
 	code, m := callJSON(t, "POST", b.base+"/v1/runs", w, `{"mode":"full"}`)
 	require.Equal(t, 202, code, m)
-	runPath := m["url"].(string)
+	runPath := fmt.Sprintf("/v1/runs/%d", int64(m["id"].(float64)))
 	var live float64
 	waitFor(t, func() bool {
 		_, run := callJSON(t, "GET", b.base+runPath, rd, "")

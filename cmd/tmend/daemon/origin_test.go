@@ -18,7 +18,7 @@ func TestAPIRecordsItsActor(t *testing.T) {
 
 	code, m := callJSON(t, "POST", b.base+"/v1/sessions/a/repair", w, "")
 	require.Equal(t, 200, code, m)
-	repairRun := int64(m["run_id"].(float64))
+	repairRun := int64(m["id"].(float64))
 	code, m = callJSON(t, "POST", b.base+"/v1/sessions/a/rollback", w, "{}")
 	require.Equal(t, 200, code, m)
 

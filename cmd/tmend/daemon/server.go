@@ -6,6 +6,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	_ "embed" // openapi.yaml
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,26 +121,51 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// OpenAPI is the OpenAPI 3 document of the API and probes, served at /v1/openapi.yaml.
+// The tests hold the routes and every answer they get to it.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
 // Install adds the API, the probes, /metrics and the audit console (at /) to mux.
 func (s *Server) Install(mux *http.ServeMux) {
 	if s.console != nil {
 		s.console.Install(mux)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession))
-	mux.HandleFunc("POST /v1/runs", s.RequireWrite(s.startRun))
-	mux.HandleFunc("GET /v1/runs", s.RequireRead(s.listRuns))
-	mux.HandleFunc("GET /v1/runs/{id}", s.RequireRead(s.getRun))
-	mux.HandleFunc("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun))
-	mux.HandleFunc("GET /v1/reports", s.RequireRead(s.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports))
-	mux.HandleFunc("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions))
-	mux.HandleFunc("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion))
-	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff))
-	mux.HandleFunc("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession))
-	mux.HandleFunc("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun))
+	for _, r := range s.routes() {
+		mux.Handle(r.pattern, r.handler)
+	}
+}
+
+type route struct {
+	pattern string // "METHOD /path", as http.ServeMux takes it and openapi.yaml lists it
+	handler http.Handler
+}
+
+// routes are the API's and the probes' routes, which openapi.yaml documents.
+func (s *Server) routes() []route {
+	f := func(pattern string, h http.HandlerFunc) route { return route{pattern, h} }
+	return []route{
+		f("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }),
+		f("GET /readyz", s.ready),
+		{"GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{})},
+		f("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(OpenAPI) // the client went away: nothing to tell it
+		}),
+		f("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession)),
+		f("POST /v1/runs", s.RequireWrite(s.startRun)),
+		f("GET /v1/runs", s.RequireRead(s.listRuns)),
+		f("GET /v1/runs/{id}", s.RequireRead(s.getRun)),
+		f("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun)),
+		f("GET /v1/reports", s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions)),
+		f("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion)),
+		f("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff)),
+		f("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession)),
+		f("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun)),
+	}
 }
 
 // consoleRollback lets the console roll back only while the server takes writes, which
@@ -309,14 +335,21 @@ func (s *Server) prune(age time.Duration) {
 	s.log.Info().Int("num_versions", versions).Int("num_reports", reports).Msg("pruned")
 }
 
-// repair repairs one session in a run that stops softly with the server.
-func (s *Server) repair(o scanner.RunOptions) (model.RunResult, error) {
+// repair repairs one session in a run that stops softly with the server, and returns
+// the run as it is shown: its recorded row with the session's outcome.
+func (s *Server) repair(o scanner.RunOptions) (model.RunRow, error) {
 	o.Stop = s.stop
 	res, err := s.cfg.Scanner.Run(s.work, o)
-	if res.RunID != 0 {
-		s.cfg.Metrics.Observe(&res)
+	if res.RunID == 0 {
+		return model.RunRow{}, err
 	}
-	return res, err
+	s.cfg.Metrics.Observe(&res)
+	if err != nil {
+		return model.RunRow{}, err
+	}
+	run, err := s.cfg.Store.Run(s.work, res.RunID)
+	run.Outcomes = res.Outcomes
+	return run, err
 }
 
 // newHTTPServer bounds how long a client may take to send a request and how long an
@@ -385,8 +418,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// writeError answers the error object the CLI's --json prints too: the message, and the
+// code (here the HTTP status; there the exit code).
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, map[string]string{"error": fmt.Sprintf(format, args...)})
+	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...), Code: code})
+}
+
+type apiError struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
 }
 
 // ready answers the readiness probe, which needs no token: it says ready or not and a
@@ -430,13 +470,13 @@ func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.runs.Done()
-	res, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: model.ModeSession,
+	run, err := s.repair(scanner.RunOptions{Trigger: model.TriggerAPI, Actor: model.ActorAPI, Mode: model.ModeSession,
 		SessionID: r.PathValue("id"), DryRun: dry, Force: force, KeepOutcomes: true})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, run)
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
@@ -471,7 +511,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.fail(w, r, err)
 	default:
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": id, "status": model.RunRunning, "url": fmt.Sprintf("/v1/runs/%d", id)})
+		run, err := s.cfg.Store.Run(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", fmt.Sprintf("/v1/runs/%d", id))
+		writeJSON(w, http.StatusAccepted, run)
 	}
 }
 
@@ -619,14 +665,15 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// One session was tried; the scanner has logged a failure's details.
-	switch res := out.Sessions[0]; {
+	// One session was tried, in the shape of a run's rollback and of 'tmend rollback
+	// --json'; the scanner has logged a failure's details.
+	switch {
 	case out.Failed > 0:
 		writeError(w, http.StatusInternalServerError, "internal error; see the daemon's log")
-	case !res.Restored:
-		writeJSON(w, http.StatusConflict, res)
+	case out.Refused > 0:
+		writeJSON(w, http.StatusConflict, out)
 	default:
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 

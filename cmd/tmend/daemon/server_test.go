@@ -104,7 +104,7 @@ func (b *testBundle) repair(t *testing.T, id string) {
 }
 
 // call sends a request with the given Authorization header value (none when empty) and
-// returns the status and body.
+// returns the status and body, which must be as openapi.yaml documents them.
 func call(t *testing.T, method, url, auth, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -117,6 +117,7 @@ func call(t *testing.T, method, url, auth, body string) (int, string) {
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	checkResponse(t, req, resp, b)
 	return resp.StatusCode, string(b)
 }
 
@@ -178,7 +179,8 @@ func TestServeRunsAndStops(t *testing.T) {
 
 	code, m = callJSON(t, "POST", base+"/v1/runs", w, `{"mode":"full"}`)
 	require.Equal(t, 202, code, m)
-	runPath := m["url"].(string)
+	require.Equal(t, "running", m["status"], "the run object, as GET answers it")
+	runPath := fmt.Sprintf("/v1/runs/%.0f", m["id"].(float64))
 	var run map[string]any
 	waitFor(t, func() bool { _, run = callJSON(t, "GET", base+runPath, w, ""); return run["status"] != "running" })
 	require.Equal(t, "completed", run["status"])
@@ -188,6 +190,8 @@ func TestServeRunsAndStops(t *testing.T) {
 	code, m = callJSON(t, "POST", base+"/v1/sessions/s-000001/repair?dry_run=true", w, "")
 	require.Equal(t, 200, code, m)
 	require.Equal(t, "completed", m["status"])
+	require.NotContains(t, m["counts"], "repaired", "a dry run repaired nothing")
+	require.Contains(t, m["counts"], "would_repair")
 	code, _ = call(t, "POST", base+"/v1/sessions/nope/repair", w, "")
 	require.Equal(t, 404, code)
 	code, _ = call(t, "GET", base+"/v1/runs/99999", w, "")
@@ -360,8 +364,15 @@ func TestAuditAPI(t *testing.T) {
 
 	code, _ = call(t, "POST", b.base+"/v1/sessions/a/rollback", "Bearer nope", "{}")
 	require.Equal(t, 401, code)
-	code, _ = call(t, "POST", b.base+"/v1/sessions/a/rollback", w, "{}")
+	code, m = callJSON(t, "POST", b.base+"/v1/sessions/a/rollback", w, `{"dry_run":true}`)
 	require.Equal(t, 200, code)
+	require.Equal(t, 1.0, m["would_restore"])
+	require.NotContains(t, m, "restored", "a dry run restored nothing")
+	require.Equal(t, "would_restore", m["sessions"].([]any)[0].(map[string]any)["status"])
+	require.Contains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
+	code, m = callJSON(t, "POST", b.base+"/v1/sessions/a/rollback", w, "{}")
+	require.Equal(t, 200, code)
+	require.Equal(t, 1.0, m["restored"])
 	require.NotContains(t, storetest.Content(t, b.pool, "a"), "[tmend]")
 	code, _ = call(t, "POST", b.base+"/v1/sessions/ghost/rollback", w, "{}")
 	require.Equal(t, 404, code)
@@ -412,7 +423,9 @@ func TestVersionsDiffAndRunRollbackAPI(t *testing.T) {
 	require.Equal(t, 401, code, "the read token does not roll back")
 	code, m = callJSON(t, "POST", b.base+run, w, `{"dry_run":true}`)
 	require.Equal(t, 200, code, m)
-	require.Equal(t, 1.0, m["restored"])
+	require.Equal(t, 1.0, m["would_restore"])
+	require.NotContains(t, m, "restored", "a dry run restored nothing")
+	require.Equal(t, "would_restore", m["sessions"].([]any)[0].(map[string]any)["status"])
 	require.Equal(t, repaired, storetest.Content(t, b.pool, "a"), "a dry run restores nothing")
 	code, m = callJSON(t, "POST", b.base+run, w, "")
 	require.Equal(t, 200, code, m)
@@ -576,7 +589,7 @@ func TestDatabaseOutageIs503(t *testing.T) {
 	} {
 		code, body := call(t, tt.method, b.base+tt.path, tt.auth, tt.body)
 		require.Equal(t, http.StatusServiceUnavailable, code, "%s %s: %s", tt.method, tt.path, body)
-		var m map[string]string
+		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(body), &m))
 		require.Equal(t, "database unavailable; try again later", m["error"])
 	}
