@@ -43,6 +43,24 @@ func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, er
 	return int64(plan[0].Plan.Rows), nil
 }
 
+// EstimateRun returns how many sessions a scan reads, by the table's statistics: the
+// table for a full scan, the sessions changed since its window's start for an
+// incremental one, at most its limit; 0 for other runs.
+func (s *Store) EstimateRun(ctx context.Context, r model.RunRow) (int64, error) {
+	var n int64
+	var err error
+	switch {
+	case r.Mode == model.ModeFull:
+		n, err = s.EstimateSessions(ctx)
+	case r.Mode == model.ModeIncremental && r.ScannedFrom != nil:
+		n, err = s.EstimateChanged(ctx, *r.ScannedFrom)
+	}
+	if limit, ok := r.Options["limit"].(float64); ok && limit > 0 {
+		n = min(n, int64(limit))
+	}
+	return n, err
+}
+
 func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 	var n float64
 	err := q.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,

@@ -66,6 +66,20 @@ func TestPartitionsAreRangesOfIds(t *testing.T) {
 	none, err := b.store.EstimateChanged(ctx, time.Now())
 	require.NoError(t, err)
 	require.Less(t, none, int64(n/100))
+	since := time.Now().Add(-2 * time.Hour)
+	for _, tt := range []struct {
+		run     model.RunRow
+		atLeast int64
+	}{
+		{model.RunRow{Mode: model.ModeFull}, n * 9 / 10},
+		{model.RunRow{Mode: model.ModeIncremental, ScannedFrom: &since}, n * 9 / 10},
+		{model.RunRow{Mode: model.ModeFull, Options: map[string]any{"limit": 100.0}}, 100},
+	} {
+		est, err := b.store.EstimateRun(ctx, tt.run)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, est, tt.atLeast, "%+v", tt.run)
+		require.LessOrEqual(t, est, max(tt.atLeast*12/10, 100), "%+v", tt.run)
+	}
 
 	convs, err := store.Open(ctx, b.pool, store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "payload",
 		UpdatedAtColumn: "modified"}, false)

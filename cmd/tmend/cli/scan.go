@@ -56,23 +56,19 @@ func (r *runner) progress(total int64) (func(scanner.Progress), func()) {
 	}, func() {}
 }
 
-// total estimates how many sessions run id scans, for the bar: the table's size by its
-// statistics for a full scan (at most limit), else unknown (0): an incremental scan
-// reads only the sessions changed in its window.
-func (r *runner) total(ctx context.Context, id int64, limit int) int64 {
+// total estimates how many sessions run id scans, for the bar, by the table's
+// statistics (store.EstimateRun); 0 when unknown.
+func (r *runner) total(ctx context.Context, id int64) int64 {
 	if r.tp == nil {
 		return 0
 	}
 	run, err := r.store.Run(ctx, id)
-	if err != nil || run.Mode != model.ModeFull {
-		return 0
-	}
-	n, err := r.store.EstimateSessions(ctx)
 	if err != nil {
 		return 0
 	}
-	if limit > 0 {
-		n = min(n, int64(limit))
+	n, err := r.store.EstimateRun(ctx, run)
+	if err != nil {
+		return 0
 	}
 	return n
 }
@@ -275,7 +271,7 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
-	onProgress, done := r.progress(r.total(ctx, id, o.limit))
+	onProgress, done := r.progress(r.total(ctx, id))
 	start := time.Now()
 	run, err := q.Wait(ctx, id, func(run model.RunRow) {
 		onProgress(scanner.Progress{Counts: run.Counts, Elapsed: time.Since(start)})

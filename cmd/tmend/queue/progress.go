@@ -79,19 +79,12 @@ func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time
 	return next
 }
 
-// estimate is how many sessions a run scans, by the table's statistics: known for full
-// scans only (an incremental scan reads the sessions changed in its window); 0 when not
+// estimate is how many sessions a run scans, by the table's statistics; 0 when not
 // known.
 func (q *Queue) estimate(ctx context.Context, r model.RunRow) int64 {
-	if r.Mode != model.ModeFull {
-		return 0
-	}
-	n, err := q.store.EstimateSessions(ctx)
+	n, err := q.store.EstimateRun(ctx, r)
 	if err != nil {
 		return 0
-	}
-	if limit, ok := r.Options["limit"].(float64); ok && limit > 0 {
-		n = min(n, int64(limit))
 	}
 	return n
 }
