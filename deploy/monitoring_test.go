@@ -84,10 +84,11 @@ func scrapeDaemon(t *testing.T) registry {
 	defer func() {
 		_ = daemon.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case err := <-exited:
+			t.Logf("tmend serve ended: %v", err)
 		case <-time.After(30 * time.Second):
 			_ = daemon.Process.Kill()
-			<-exited
+			t.Logf("tmend serve killed: %v", <-exited)
 		}
 	}()
 
@@ -202,7 +203,7 @@ func checkExpr(t *testing.T, where, expr string, reg registry) {
 	labelsOf := func(vs *parser.VectorSelector) map[string]bool {
 		name := vs.Name
 		for _, m := range vs.LabelMatchers {
-			if m.Name == plabels.MetricName && m.Type == plabels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == plabels.MatchEqual {
 				name = m.Value
 			}
 		}
@@ -220,7 +221,7 @@ func checkExpr(t *testing.T, where, expr string, reg registry) {
 			ls := labelsOf(n)
 			name := n.Name
 			for _, m := range n.LabelMatchers {
-				if m.Name == plabels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					continue
 				}
 				require.True(t, ls[m.Name] || slices.Contains(targetLabels, m.Name), "%s: %s has no label %q: %s", where, name, m.Name, expr)
@@ -314,7 +315,7 @@ func TestNoRecentRunWatchesTheSchedule(t *testing.T) {
 		selectors++
 		got := map[string]string{}
 		for _, m := range vs.LabelMatchers {
-			if m.Name != plabels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				got[m.Name] = m.Value
 			}
 		}

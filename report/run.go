@@ -59,10 +59,10 @@ func RunText(w io.Writer, r *model.RunResult) error {
 	p = &errWriter{w: w}
 	for _, o := range r.Outcomes {
 		p.printf("\nsession %s: %s", Escape(o.SessionID), Escape(o.Status))
-		if o.Report.Dialect != "" {
-			p.printf(" (%s)", Escape(string(o.Report.Dialect)))
+		if o.Dialect != "" {
+			p.printf(" (%s)", Escape(string(o.Dialect)))
 		}
-		p.printf(", %d → %d bytes, %d → %d messages", o.BytesBefore, o.BytesAfter, o.Report.MessagesIn, o.Report.MessagesOut)
+		p.printf(", %d → %d bytes, %d → %d messages", o.BytesBefore, o.BytesAfter, o.MessagesIn, o.MessagesOut)
 		if o.ToVersion > 0 {
 			p.printf(", versions %d (before) and %d (after)", o.FromVersion, o.ToVersion)
 		}
@@ -70,7 +70,7 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		if o.Reason != "" {
 			p.printf("  %s\n", Escape(o.Reason))
 		}
-		for _, a := range o.Report.Actions {
+		for _, a := range o.Actions {
 			p.print(actionLine("  ", a))
 		}
 	}

@@ -50,7 +50,7 @@ func NewRunResult() RunResult {
 
 // Add counts one session's outcome.
 func (r *RunResult) Add(out SessionOutcome) {
-	r.Count(out.Status, out.Report.StageCounts, out.Report.IssueCodeSet(), string(out.Report.Dialect))
+	r.Count(out.Status, out.StageCounts, out.IssueCodeSet(), string(out.Dialect))
 }
 
 // Count counts one session by its status, the stages that changed it, its issue codes
