@@ -89,16 +89,9 @@ type scanOptions struct {
 }
 
 func (o *scanOptions) load(s *settings, _ []string) error {
-	if err := o.db.load(s); err != nil {
+	if err := loadQueued(s, &o.db, &o.run, &o.queue); err != nil {
 		return err
 	}
-	if err := o.run.load(s, o.db.source); err != nil {
-		return err
-	}
-	if err := o.queue.load(s); err != nil {
-		return err
-	}
-	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
 	o.metricsTextfile = s.get("metrics-textfile")
 	return nil
 }

@@ -30,16 +30,9 @@ type serveOptions struct {
 }
 
 func (o *serveOptions) load(s *settings, _ []string) error {
-	if err := o.db.load(s); err != nil {
+	if err := loadQueued(s, &o.db, &o.run, &o.queue); err != nil {
 		return err
 	}
-	if err := o.run.load(s, o.db.source); err != nil {
-		return err
-	}
-	if err := o.queue.load(s); err != nil {
-		return err
-	}
-	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
 	o.db.connectLevel = zerolog.InfoLevel
 	o.scanSpec = s.get("schedule")
 	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}

@@ -69,6 +69,22 @@ func (o *queueOptions) poolSize(workers int) int {
 	return o.concurrency*(workers+2) + 6
 }
 
+// loadQueued loads the options of a command that works the queue's partitions (scan,
+// worker, serve), its database pool sized for them.
+func loadQueued(s *settings, db *dbOptions, run *runOptions, q *queueOptions) error {
+	if err := db.load(s); err != nil {
+		return err
+	}
+	if err := run.load(s, db.source); err != nil {
+		return err
+	}
+	if err := q.load(s); err != nil {
+		return err
+	}
+	db.poolSize = q.poolSize(run.config.Workers)
+	return nil
+}
+
 func (o *queueOptions) config(schema string, schedule cron.Schedule) queue.Config {
 	return queue.Config{Schema: schema, Concurrency: o.concurrency, Slice: o.slice, RescueAfter: o.rescueAfter, Schedule: schedule}
 }
@@ -82,16 +98,9 @@ type workerOptions struct {
 }
 
 func (o *workerOptions) load(s *settings, _ []string) error {
-	if err := o.db.load(s); err != nil {
+	if err := loadQueued(s, &o.db, &o.run, &o.queue); err != nil {
 		return err
 	}
-	if err := o.run.load(s, o.db.source); err != nil {
-		return err
-	}
-	if err := o.queue.load(s); err != nil {
-		return err
-	}
-	o.db.poolSize = o.queue.poolSize(o.run.config.Workers)
 	o.db.connectLevel = zerolog.InfoLevel
 	var err error
 	o.shutdownTimeout, err = s.duration("shutdown-timeout")
