@@ -85,19 +85,6 @@ func TestVersionIsStamped(t *testing.T) {
 	require.True(t, strings.HasPrefix(string(out), "tmend "+stampedVersion+" ("), "%s", out)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // waitFor polls cond every 20ms for up to 30s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -188,14 +175,14 @@ func tmendBinary(t *testing.T) string {
 	return binaryPath
 }
 
-func startTmend(t *testing.T, env map[string]string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startTmend(t *testing.T, env map[string]string, args ...string) (*exec.Cmd, *storetest.Logs) {
 	t.Helper()
 	cmd := exec.Command(tmendBinary(t), args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var out syncBuffer
+	var out storetest.Logs
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -263,7 +250,7 @@ func TestKilledWorkerIsRescued(t *testing.T) {
 	require.NoError(t, err)
 	args := []string{"worker", "--workers", "2", "--batch-size", "100", "--partition-slice", "2s", "--rescue-after", "6s", "--log-level", "debug"}
 	var workers []*exec.Cmd
-	var outs []*syncBuffer
+	var outs []*storetest.Logs
 	for range 3 {
 		w, out := startTmend(t, b.env, args...)
 		workers, outs = append(workers, w), append(outs, out)

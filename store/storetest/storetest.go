@@ -1,5 +1,5 @@
 // Package storetest gives each test its own real Postgres database, cloned from a
-// template that is migrated once per migration set.
+// template that is migrated once per migration set, and the fixtures tests share.
 package storetest
 
 import (

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,7 +197,7 @@ func TestServeCommand(t *testing.T) {
 	env := map[string]string{"TMEND_DATABASE_URL": b.url, "TMEND_READ_TOKEN": "reader", "TMEND_LOG_LEVEL": "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	var stderr syncBuffer
+	var stderr storetest.Logs
 	go func() {
 		done <- Run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
 			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
@@ -225,19 +224,6 @@ func TestServeCommand(t *testing.T) {
 	}
 	require.Contains(t, stderr.String(), "no API token set")
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // waitFor polls cond every 20ms for up to 30s.
 func waitFor(t *testing.T, cond func() bool) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"github.com/tmend/tmend/store/storetest"
 )
 
 // TestTouchAndNotifyThroughTheCLI: --notify-channel / TMEND_NOTIFY_CHANNEL send one
@@ -119,7 +120,7 @@ func TestServeTouchesAndNotifies(t *testing.T) {
 		"TMEND_TOUCH_UPDATED_AT": "true"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	var stderr syncBuffer
+	var stderr storetest.Logs
 	go func() {
 		done <- Run(ctx, []string{"serve", "--listen", addr, "--schedule", "0 0 1 1 *"},
 			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})

@@ -1,13 +1,11 @@
 package daemon_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,24 +71,6 @@ func TestMetricsSeriesExistFromStart(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that a logger and a test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunProgressIsLive: while a scan runs, GET /v1/runs/{id} shows its counts as its
 // partitions checkpoint, /metrics has the running-run gauges, and the daemon logs its
 // progress with the table's estimated size; after, the gauges go back to zero.
@@ -101,7 +81,7 @@ func TestRunProgressIsLive(t *testing.T) {
 	storetest.Generated(t, pool, gen.Config{Dialect: repair.OpenAIChat, Sessions: sessions, Messages: 4, FaultRate: 0.2, Seed: 3})
 	_, err := pool.Exec(t.Context(), "ANALYZE sessions")
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs storetest.Logs
 	b := serveFrom(t, pool, pool, func(c *daemon.Config) {
 		// Small, slow pages: the run takes a few seconds, over several checkpoints.
 		st, err := store.Open(t.Context(), pool, store.DefaultSource, false)

@@ -1,11 +1,9 @@
 package queue_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +41,7 @@ type bundle struct {
 	pool  *pgxpool.Pool
 	store *store.Store
 	sc    *scanner.Scanner
-	log   *syncBuffer
+	log   *storetest.Logs
 }
 
 func setup(t *testing.T, data []model.Session, cfg scanner.Config) *bundle {
@@ -56,7 +54,7 @@ func setup(t *testing.T, data []model.Session, cfg scanner.Config) *bundle {
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 40
 	}
-	b := &bundle{pool: pool, store: st, log: &syncBuffer{}}
+	b := &bundle{pool: pool, store: st, log: &storetest.Logs{}}
 	b.sc = scanner.New(st, zerolog.New(b.log), cfg)
 	return b
 }
@@ -80,24 +78,6 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), sql, args...).Scan(&n))
 	return n
-}
-
-// syncBuffer is a log sink that workers write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func wait(t *testing.T, q *queue.Queue, runID int64) model.RunRow {
