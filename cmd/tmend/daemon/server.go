@@ -521,11 +521,20 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// cancelRun cancels a running scan's remaining partitions; 409 when it is not running.
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+// runID reads the run id in the path, answering 400 when it is not a number.
+func runID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "run id must be a number")
+		return 0, false
+	}
+	return id, true
+}
+
+// cancelRun cancels a running scan's remaining partitions; 409 when it is not running.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
 		return
 	}
 	before, err := s.cfg.Store.Run(r.Context(), id)
@@ -546,9 +555,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "run id must be a number")
+	id, ok := runID(w, r)
+	if !ok {
 		return
 	}
 	run, err := s.cfg.Store.Run(r.Context(), id)
@@ -737,9 +745,8 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 // rollbackRun restores every session a run repaired, as 'tmend rollback --run' does;
 // with dry_run it says what would be restored and refused, recorded as a dry run.
 func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "run id must be a number")
+	id, ok := runID(w, r)
+	if !ok {
 		return
 	}
 	var body struct {
