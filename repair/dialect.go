@@ -114,7 +114,7 @@ type part struct {
 	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
 	idRaw []byte // the id's JSON text, which synthetic results copy
 	// idPath leads from raw to the id member, for rewriting it.
-	idPath    []string
+	idPath    []keyCode
 	hasID     bool
 	name      string
 	callType  string // Responses item type of a call, for the matching output type
@@ -132,7 +132,7 @@ type message struct {
 	ms       []member
 	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
 	kind     msgKind
-	partsKey string // member holding the parts; "" for whole messages
+	partsKey keyCode // member holding the parts; keyOther for whole messages
 	parts    []part
 	// otherContent: the message has content outside its parts (OpenAI chat and LangChain
 	// assistant text beside tool_calls), so it survives losing every part.
@@ -143,16 +143,16 @@ type message struct {
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
 
-func wrapUser(key string, parts [][]byte) []byte {
-	out := []byte(`{"role":"user","` + key + `":`)
+func wrapUser(key keyCode, parts [][]byte) []byte {
+	out := []byte(`{"role":"user","` + keyNames[key] + `":`)
 	out = append(out, joinArray(parts)...)
 	return append(out, '}')
 }
 
 // --- helpers shared by the parsers ---
 
-func (m *message) get(key string) []byte {
-	if mb, ok := findMember(m.raw, m.ms, key); ok {
+func (m *message) get(key keyCode) []byte {
+	if mb, ok := findCode(m.ms, key); ok {
 		return mb.val(m.raw)
 	}
 	return nil
@@ -166,8 +166,8 @@ func (ps *parser) one(p part) []part {
 }
 
 // word returns a string member's text without allocating when it has no escapes, for
-// comparisons like switch string(m.word("role")); nil when it is not a string.
-func (m *message) word(key string) []byte { return wordOf(m.get(key)) }
+// comparisons like switch string(m.word(keyRole)); nil when it is not a string.
+func (m *message) word(key keyCode) []byte { return wordOf(m.get(key)) }
 
 // wordOf is word for a member's value v.
 func wordOf(v []byte) []byte {
@@ -209,24 +209,24 @@ func (ps *parser) obj(raw []byte) (obj, bool, error) {
 	return obj{raw, ms, ps}, err == nil, err
 }
 
-func (o obj) get(key string) []byte {
-	if mb, ok := findMember(o.raw, o.ms, key); ok {
+func (o obj) get(key keyCode) []byte {
+	if mb, ok := findCode(o.ms, key); ok {
 		return mb.val(o.raw)
 	}
 	return nil
 }
 
-func (o obj) has(key string) bool { _, ok := findMember(o.raw, o.ms, key); return ok }
+func (o obj) has(key keyCode) bool { _, ok := findCode(o.ms, key); return ok }
 
-func (o obj) lookup(key string) ([]byte, bool) {
-	m, ok := findMember(o.raw, o.ms, key)
+func (o obj) lookup(key keyCode) ([]byte, bool) {
+	m, ok := findCode(o.ms, key)
 	if !ok {
 		return nil, false
 	}
 	return m.val(o.raw), true
 }
 
-func (o obj) sub(key string) obj {
+func (o obj) sub(key keyCode) obj {
 	sub, _, _ := o.ps.obj(o.get(key))
 	return sub
 }
@@ -234,7 +234,7 @@ func (o obj) sub(key string) obj {
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
 	for _, mb := range m.ms { // one pass for both spellings: this runs for every assistant message
-		if mb.is(m.raw, "stopReason") || mb.is(m.raw, "stop_reason") {
+		if mb.code == keyStopReason || mb.code == keyStopReasonSnake {
 			switch string(wordOf(mb.val(m.raw))) {
 			case "error", "aborted":
 				return true
@@ -246,38 +246,38 @@ func failedTurn(m *message) bool {
 
 // Paths from a part to its id member, shared by every part of that shape.
 var (
-	pathID         = []string{"id"}
-	pathCallID     = []string{"call_id"}
-	pathToolCallID = []string{"tool_call_id"}
+	pathID         = []keyCode{keyID}
+	pathCallID     = []keyCode{keyCallID}
+	pathToolCallID = []keyCode{keyToolCallID}
 )
 
 // callShape fills a call part's id and name and says why it is malformed, if it is.
 // The id, the partial markers and status are members of o; the name is in nameObj and
 // the arguments member argsKey in args (either may be o itself). idPath leads from the
 // part to o's id member.
-func callShape(p *part, o obj, idPath []string, nameObj obj, args obj, argsKey string, idOptional bool) {
+func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey keyCode, idOptional bool) {
 	p.kind = partCall
 	p.idPath = idPath
 	idKey := idPath[len(idPath)-1]
-	partial, incomplete, hasArgs := false, false, argsKey == ""
+	partial, incomplete, hasArgs := false, false, argsKey == keyOther
 	for _, m := range o.ms {
 		v := m.val(o.raw)
-		switch key := o.raw[m.keyStart+1 : m.keyEnd-1]; string(key) {
+		switch m.code {
 		case idKey:
 			if string(v) != "null" {
 				p.id, _ = idString(v)
 				p.idRaw = v
 				p.hasID = true
 			}
-		case "partialJson", "partialArgs":
+		case keyPartialJSON, keyPartialArgs:
 			partial = true
-		case "partial", "incomplete":
+		case keyPartial, keyIncomplete:
 			partial = partial || isTrue(v)
-		case "status":
+		case keyStatus:
 			incomplete = isString(v, "incomplete")
 		}
 	}
-	if nv, ok := nameObj.lookup("name"); ok {
+	if nv, ok := nameObj.lookup(keyName); ok {
 		p.name, _ = inputString(nv)
 	}
 	if !hasArgs {
@@ -301,19 +301,19 @@ func callShape(p *part, o obj, idPath []string, nameObj obj, args obj, argsKey s
 
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in
 // nameKey, its text in content.
-func parseResultMessage(m *message, ps *parser, idPath []string, nameKey string) {
+func parseResultMessage(m *message, ps *parser, idPath []keyCode, nameKey keyCode) {
 	m.kind = msgResult
 	p := part{raw: m.raw}
 	resultShape(&p, obj{m.raw, m.ms, ps}, idPath)
 	p.name, _ = inputString(m.get(nameKey))
-	p.synthetic = isSyntheticText(m.get("content"), m.contentBlocks())
+	p.synthetic = isSyntheticText(m.get(keyContent), m.contentBlocks())
 	m.parts = ps.one(p)
 }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // resultShape fills a result part's id from o's member at the end of idPath.
-func resultShape(p *part, o obj, idPath []string) {
+func resultShape(p *part, o obj, idPath []keyCode) {
 	p.kind = partResult
 	p.idPath = idPath
 	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
@@ -325,9 +325,9 @@ func resultShape(p *part, o obj, idPath []string) {
 
 // blocks returns the blocks of the array member key (one of blockArrays), or nil when
 // the member is not an array.
-func (m *message) blocks(key string) ([]block, bool) {
-	for k, name := range blockArrays {
-		if name == key {
+func (m *message) blocks(key keyCode) ([]block, bool) {
+	for k, c := range blockArrays {
+		if c == key {
 			if m.arrays[k] != nil {
 				return m.arrays[k], true // only an array's blocks are collected
 			}
@@ -338,11 +338,11 @@ func (m *message) blocks(key string) ([]block, bool) {
 	return nil, false
 }
 
-func (m *message) contentBlocks() []block { b, _ := m.blocks("content"); return b }
+func (m *message) contentBlocks() []block { b, _ := m.blocks(keyContent); return b }
 
 // parseBlocks makes a part of each element of the array member key, classifying object
 // elements with fn.
-func parseBlocks(m *message, ps *parser, key string, fn func(p *part, o obj)) error {
+func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) error {
 	blks, ok := m.blocks(key)
 	if !ok {
 		return nil
@@ -431,17 +431,17 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 func messageSignal(m *message) int {
 	var f msgFacts
 	for _, mb := range m.ms {
-		switch string(m.raw[mb.keyStart+1 : mb.keyEnd-1]) {
-		case "role":
+		switch mb.code {
+		case keyRole:
 			f.hasRole = true
 			f.role = wordOf(mb.val(m.raw))
-		case "type":
+		case keyType:
 			f.typ = wordOf(mb.val(m.raw))
-		case "parts":
+		case keyParts:
 			f.hasParts = true
-		case "tool_call_id":
+		case keyToolCallID:
 			f.hasToolCallID = true
-		case "tool_calls":
+		case keyToolCalls:
 			f.hasToolCalls = true
 		}
 	}
@@ -454,7 +454,7 @@ func messageSignal(m *message) int {
 }
 
 func blocksSignal(m *message, ps *parser) Dialect {
-	blks, _ := m.blocks("content")
+	blks, _ := m.blocks(keyContent)
 	for _, blk := range blks {
 		if blk.raw[0] == '{' {
 			if d := blockSignal(obj{blk.raw, blk.ms, ps}); d != "" {
@@ -467,7 +467,7 @@ func blocksSignal(m *message, ps *parser) Dialect {
 
 // blockSignal names the dialect a content block's shape belongs to, if only one uses it.
 func blockSignal(o obj) Dialect {
-	typ := o.get("type")
+	typ := o.get(keyType)
 	for _, s := range registry {
 		if s.blockSignal != nil && s.blockSignal(o, typ) {
 			return s.name

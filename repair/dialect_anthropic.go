@@ -24,27 +24,27 @@ var anthropicSpec = &spec{
 		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", c.idRaw).str("content", text).
 			raw("is_error", []byte("true")).done()
 	},
-	wrap: func(p [][]byte) []byte { return wrapUser("content", p) },
+	wrap: func(p [][]byte) []byte { return wrapUser(keyContent, p) },
 }
 
-var pathToolUseID = []string{"tool_use_id"}
+var pathToolUseID = []keyCode{keyToolUseID}
 
 func parseAnthropic(m *message, ps *parser) error {
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if isString(o.get("type"), "tool_use") {
-				callShape(p, o, pathID, o, o, "input", false)
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			if isString(o.get(keyType), "tool_use") {
+				callShape(p, o, pathID, o, o, keyInput, false)
 			}
 		})
 	case "user":
 		m.kind = msgUser
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if isString(o.get("type"), "tool_result") {
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			if isString(o.get(keyType), "tool_result") {
 				resultShape(p, o, pathToolUseID)
-				p.synthetic = isSyntheticText(o.get("content"), nil)
+				p.synthetic = isSyntheticText(o.get(keyContent), nil)
 			}
 		})
 	}

@@ -11,7 +11,7 @@ var bedrockSpec = &spec{
 	block:       true,
 	anyUserSlot: true,
 	blockSignal: func(o obj, typ []byte) bool {
-		return typ == nil && (o.has("toolUse") || o.has("toolResult"))
+		return typ == nil && (o.has(keyToolUse) || o.has(keyToolResult))
 	},
 	// "A conversation must alternate between user and assistant roles".
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool { return sameRole(prev, cur) },
@@ -20,32 +20,32 @@ var bedrockSpec = &spec{
 			str("status", "error").done()
 		return objectBuilder(nil).raw("toolResult", tr).done()
 	},
-	wrap: func(p [][]byte) []byte { return wrapUser("content", p) },
+	wrap: func(p [][]byte) []byte { return wrapUser(keyContent, p) },
 }
 
 var (
-	pathToolUseToolUseID    = []string{"toolUse", "toolUseId"}
-	pathToolResultToolUseID = []string{"toolResult", "toolUseId"}
+	pathToolUseToolUseID    = []keyCode{keyToolUse, keyToolUseIDCamel}
+	pathToolResultToolUseID = []keyCode{keyToolResult, keyToolUseIDCamel}
 )
 
 func parseBedrock(m *message, ps *parser) error {
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if o.has("toolUse") {
-				tu := o.sub("toolUse")
-				callShape(p, tu, pathToolUseToolUseID, tu, tu, "input", false)
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			if o.has(keyToolUse) {
+				tu := o.sub(keyToolUse)
+				callShape(p, tu, pathToolUseToolUseID, tu, tu, keyInput, false)
 			}
 		})
 	case "user":
 		m.kind = msgUser
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			if o.has("toolResult") {
-				tr := o.sub("toolResult")
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			if o.has(keyToolResult) {
+				tr := o.sub(keyToolResult)
 				resultShape(p, tr, pathToolResultToolUseID)
-				p.synthetic = isSyntheticText(tr.get("content"), nil)
+				p.synthetic = isSyntheticText(tr.get(keyContent), nil)
 			}
 		})
 	}

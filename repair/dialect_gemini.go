@@ -26,35 +26,35 @@ var geminiSpec = &spec{
 		fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
 		return objectBuilder(nil).raw("functionResponse", fr.done()).done()
 	},
-	wrap: func(p [][]byte) []byte { return wrapUser("parts", p) },
+	wrap: func(p [][]byte) []byte { return wrapUser(keyParts, p) },
 }
 
 var (
-	pathFunctionCallID     = []string{"functionCall", "id"}
-	pathFunctionResponseID = []string{"functionResponse", "id"}
+	pathFunctionCallID     = []keyCode{keyFunctionCall, keyID}
+	pathFunctionResponseID = []keyCode{keyFunctionResponse, keyID}
 )
 
 func parseGemini(m *message, ps *parser) error {
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "model":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
-			if o.has("functionCall") {
-				fc := o.sub("functionCall")
+		return parseBlocks(m, ps, keyParts, func(p *part, o obj) {
+			if o.has(keyFunctionCall) {
+				fc := o.sub(keyFunctionCall)
 				// Gemini call ids are optional and args may be omitted for no-parameter
 				// functions; calls pair with responses by name and order then.
-				callShape(p, fc, pathFunctionCallID, fc, fc, "", true)
+				callShape(p, fc, pathFunctionCallID, fc, fc, keyOther, true)
 			}
 		})
 	case "user", "function", "tool":
 		m.kind = msgUser
-		return parseBlocks(m, ps, "parts", func(p *part, o obj) {
-			if o.has("functionResponse") {
-				fr := o.sub("functionResponse")
+		return parseBlocks(m, ps, keyParts, func(p *part, o obj) {
+			if o.has(keyFunctionResponse) {
+				fr := o.sub(keyFunctionResponse)
 				resultShape(p, fr, pathFunctionResponseID)
-				p.name, _ = inputString(fr.get("name"))
-				p.synthetic = isSyntheticText(fr.get("response"), nil)
+				p.name, _ = inputString(fr.get(keyName))
+				p.synthetic = isSyntheticText(fr.get(keyResponse), nil)
 			}
 		})
 	}

@@ -21,17 +21,17 @@ var langChainSpec = &spec{
 }
 
 func parseLangChain(m *message, ps *parser) error {
-	switch string(m.word("type")) {
+	switch string(m.word(keyType)) {
 	case "ai", "AIMessageChunk":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		m.otherContent = !isEmptyValue(m.get("content"))
+		m.otherContent = !isEmptyValue(m.get(keyContent))
 		checkForeignContent(m, ps)
-		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
-			callShape(p, o, pathID, o, o, "args", false)
+		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {
+			callShape(p, o, pathID, o, o, keyArgs, false)
 		})
 	case "tool":
-		parseResultMessage(m, ps, pathToolCallID, "name")
+		parseResultMessage(m, ps, pathToolCallID, keyName)
 	default:
 		checkForeignContent(m, ps)
 	}

@@ -16,21 +16,21 @@ var openAIChatSpec = &spec{
 }
 
 func parseOpenAIChat(m *message, ps *parser) error {
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		m.otherContent = !isEmptyValue(m.get("content"))
+		m.otherContent = !isEmptyValue(m.get(keyContent))
 		checkForeignContent(m, ps)
-		return parseBlocks(m, ps, "tool_calls", func(p *part, o obj) {
-			fn := o.sub("function")
-			callShape(p, o, pathID, fn, fn, "arguments", false)
-			if !o.has("function") {
+		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {
+			fn := o.sub(keyFunction)
+			callShape(p, o, pathID, fn, fn, keyArguments, false)
+			if !o.has(keyFunction) {
 				p.malformed = "function missing"
 			}
 		})
 	case "tool":
-		parseResultMessage(m, ps, pathToolCallID, "name")
+		parseResultMessage(m, ps, pathToolCallID, keyName)
 	default:
 		checkForeignContent(m, ps)
 	}

@@ -24,32 +24,32 @@ var openClawSpec = &spec{
 	},
 }
 
-var pathToolCallIDCamel = []string{"toolCallId"}
+var pathToolCallIDCamel = []keyCode{keyToolCallIDCamel}
 
 // Where legacy snake_case blocks keep their id, in the order OpenClaw looks.
 var (
-	legacyIDPaths = [][]string{pathID, pathToolCallID, pathCallID}
-	legacyArgKeys = []string{"input", "arguments"}
+	legacyIDPaths = [][]keyCode{pathID, pathToolCallID, pathCallID}
+	legacyArgKeys = []keyCode{keyInput, keyArguments}
 )
 
 func parseOpenClaw(m *message, ps *parser) error {
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
-		return parseBlocks(m, ps, "content", func(p *part, o obj) {
-			typ := o.get("type")
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			typ := o.get(keyType)
 			switch {
 			case isString(typ, "toolCall"):
-				callShape(p, o, pathID, o, o, "arguments", false)
+				callShape(p, o, pathID, o, o, keyArguments, false)
 			case isString(typ, "toolUse"), isString(typ, "functionCall"):
-				callShape(p, o, pathID, o, o, argsKey(o, "arguments", "input"), false)
+				callShape(p, o, pathID, o, o, argsKey(o, keyArguments, keyInput), false)
 			case isString(typ, "tool_use"), isString(typ, "tool_call"), isString(typ, "function_call"):
 				parseLegacyCall(p, o)
 			}
 		})
 	case "toolResult":
-		parseResultMessage(m, ps, pathToolCallIDCamel, "toolName")
+		parseResultMessage(m, ps, pathToolCallIDCamel, keyToolName)
 	default:
 		checkForeignContent(m, ps)
 	}
@@ -57,7 +57,7 @@ func parseOpenClaw(m *message, ps *parser) error {
 }
 
 // argsKey returns the first of keys that o has, else the first key.
-func argsKey(o obj, keys ...string) string {
+func argsKey(o obj, keys ...keyCode) keyCode {
 	for _, k := range keys {
 		if o.has(k) {
 			return k
@@ -92,9 +92,9 @@ func parseLegacyCall(p *part, o obj) {
 		args = []byte(s)
 	}
 	var b objectBuilder
-	b = b.str("type", "toolCall").raw("id", p.idRaw).raw("name", o.get("name")).raw("arguments", args)
+	b = b.str("type", "toolCall").raw("id", p.idRaw).raw("name", o.get(keyName)).raw("arguments", args)
 	for _, m := range o.ms {
-		if m.is(o.raw, "type") || m.is(o.raw, idPath[0]) || m.is(o.raw, "name") || m.is(o.raw, ak) {
+		if m.code == keyType || m.code == idPath[0] || m.code == keyName || m.code == ak {
 			continue
 		}
 		b = b.member(o.raw[m.keyStart:m.keyEnd], m.val(o.raw))

@@ -29,11 +29,14 @@ var responsesSpec = &spec{
 
 // responsesCalls maps each Responses call item type to its arguments member and the
 // fallback tool name for items that carry none.
-var responsesCalls = map[string]struct{ args, name string }{
-	"function_call":    {"arguments", ""},
-	"custom_tool_call": {"input", ""},
-	"local_shell_call": {"action", "local_shell"},
-	"computer_call":    {"action", "computer"},
+var responsesCalls = map[string]struct {
+	args keyCode
+	name string
+}{
+	"function_call":    {keyArguments, ""},
+	"custom_tool_call": {keyInput, ""},
+	"local_shell_call": {keyAction, "local_shell"},
+	"computer_call":    {keyAction, "computer"},
 }
 
 var responsesOutputs = map[string]bool{
@@ -44,7 +47,7 @@ var responsesOutputs = map[string]bool{
 }
 
 func parseResponses(m *message, ps *parser) error {
-	typ := m.word("type")
+	typ := m.word(keyType)
 	o := obj{m.raw, m.ms, ps}
 	if c, ok := responsesCalls[string(typ)]; ok {
 		m.kind = msgCall
@@ -63,11 +66,11 @@ func parseResponses(m *message, ps *parser) error {
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		idPath := pathCallID
-		if !o.has("call_id") && string(typ) == "local_shell_call_output" {
+		if !o.has(keyCallID) && string(typ) == "local_shell_call_output" {
 			idPath = pathID
 		}
 		resultShape(&p, o, idPath)
-		p.synthetic = isSyntheticText(m.get("output"), nil)
+		p.synthetic = isSyntheticText(m.get(keyOutput), nil)
 		m.parts = ps.one(p)
 		return nil
 	}
@@ -93,11 +96,11 @@ func responsesFollower(m *message) follower {
 	case msgResult:
 		return followsInput
 	}
-	switch string(m.word("role")) {
+	switch string(m.word(keyRole)) {
 	case "user", "system", "developer":
 		return followsInput
 	}
-	if bytes.HasSuffix(m.word("type"), []byte("_output")) {
+	if bytes.HasSuffix(m.word(keyType), []byte("_output")) {
 		return followsInput
 	}
 	// An assistant message, another model item (web_search_call, ...) or a shape tmend

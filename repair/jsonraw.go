@@ -190,6 +190,39 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	return scanStringFrom(b, i, i+1)
 }
 
+// scanKey is scanString for an object key, which it also codes (keyCode; keyOther when
+// escaped is true and the key is not known). Most keys are a few letters of ASCII: those
+// of up to 15 bytes are checked and coded from two words read once.
+func scanKey(b []byte, i int) (end int, code keyCode, escaped bool, err error) {
+	if len(b)-i > 16 {
+		w := b[i+1 : i+17]
+		lo, hi := binary.LittleEndian.Uint64(w), binary.LittleEndian.Uint64(w[8:])
+		n := 16 // where the first byte that is not plain ASCII is, if in w
+		if m := specialBytes(lo); m != 0 {
+			n = bits.TrailingZeros64(m) / 8
+		} else if m := specialBytes(hi); m != 0 {
+			n = 8 + bits.TrailingZeros64(m)/8
+		}
+		if n < 16 && w[n] == '"' {
+			if n == 0 {
+				return i + 2, keyOther, false, nil
+			}
+			mask := &keyMasks[n]
+			return i + n + 2, lookupKey(lo&mask[0], hi&mask[1], n), false, nil
+		}
+	}
+	end, escaped, err = scanString(b, i)
+	if err == nil {
+		if escaped {
+			name, _ := stringValue(b[i:end])
+			code = codeOf(name)
+		} else {
+			code = codeAt(b, i+1, end-i-2)
+		}
+	}
+	return end, code, escaped, err
+}
+
 // scanStringFrom is scanString for the string at b[start], of which b[start+1:i] is
 // already known to be valid and free of quotes, backslashes and control bytes.
 func scanStringFrom(b []byte, start, i int) (end int, escaped bool, err error) {
@@ -376,55 +409,47 @@ func scanElements(b []byte, i, depth int, elem func(start int) (int, error)) (in
 	}
 }
 
-// scanPairs validates the object at b[start] likewise (scanMembersWith has the same
-// grammar written out, for speed: keep the two in step): pair gets each key's span
-// (quotes included) and its value's start, validates the value and returns its end.
-// escaped reports whether any key holds escapes.
-func scanPairs(b []byte, start, depth int, pair func(keyStart, keyEnd, valStart int) (int, error)) (end int, escaped bool, err error) {
-	if err := checkDepth(start, depth); err != nil {
-		return start, false, err
+// scanObject validates the object at b[i], at nesting level depth. scanMembersWith has the
+// same grammar and also collects the members: keep the two in step.
+func scanObject(b []byte, i, depth int) (int, error) {
+	if err := checkDepth(i, depth); err != nil {
+		return i, err
 	}
-	i := skipSpace(b, start+1)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return i + 1, false, nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return i, escaped, &SyntaxError{i, "expected object key"}
+			return i, &SyntaxError{i, "expected object key"}
 		}
-		kend, esc, err := scanString(b, i)
+		kend, _, _, err := scanKey(b, i)
 		if err != nil {
-			return kend, escaped, err
+			return kend, err
 		}
-		escaped = escaped || esc
 		v := skipSpace(b, kend)
 		if v >= len(b) || b[v] != ':' {
-			return v, escaped, &SyntaxError{v, "expected ':' after object key"}
+			return v, &SyntaxError{v, "expected ':' after object key"}
 		}
 		if v = skipSpace(b, v+1); v >= len(b) {
-			return v, escaped, &SyntaxError{v, "unexpected end of input"}
+			return v, &SyntaxError{v, "unexpected end of input"}
 		}
-		vend, err := pair(i, kend, v)
+		vend, err := scanValue(b, v, depth)
 		if err != nil {
-			return vend, escaped, err
+			return vend, err
 		}
 		i = skipSpace(b, vend)
 		if i >= len(b) {
-			return i, escaped, &SyntaxError{i, "unterminated object"}
+			return i, &SyntaxError{i, "unterminated object"}
 		}
 		if b[i] == '}' {
-			return i + 1, escaped, nil
+			return i + 1, nil
 		}
 		if b[i] != ',' {
-			return i, escaped, &SyntaxError{i, "expected ',' or '}' in object"}
+			return i, &SyntaxError{i, "expected ',' or '}' in object"}
 		}
 		i = skipSpace(b, i+1)
 	}
-}
-
-func scanObject(b []byte, i, depth int) (int, error) {
-	end, _, err := scanPairs(b, i, depth, func(_, _, v int) (int, error) { return scanValue(b, v, depth) })
-	return end, err
 }
 
 func scanArray(b []byte, i, depth int) (int, error) {
@@ -516,12 +541,16 @@ type member struct {
 	keyEnd   int32 // offset just past the key's closing quote
 	valStart int32
 	valEnd   int32
+	code     keyCode // of the decoded key
 }
 
 func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
 
 // is reports whether the member's key is key (which must need no escaping).
 func (m member) is(obj []byte, key string) bool {
+	if c := codeOf(key); c != keyOther || m.code != keyOther {
+		return c == m.code
+	}
 	n := int(m.keyEnd-m.keyStart) - 2
 	if n == len(key) {
 		return string(obj[m.keyStart+1:m.keyEnd-1]) == key
@@ -549,7 +578,7 @@ type block struct {
 
 // blockArrays are the message members whose elements the engine looks into; their
 // blocks are collected while the message is validated, so they are scanned once.
-var blockArrays = [...]string{"content", "tool_calls", "parts"}
+var blockArrays = [...]keyCode{keyContent, keyToolCalls, keyParts}
 
 // scanner validates messages and keeps what it found in slabs that the whole transcript
 // shares, so a transcript costs a few allocations rather than a few per message.
@@ -567,8 +596,8 @@ func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(bl
 		if b[vstart] != '[' {
 			return 0, false, nil
 		}
-		for k, name := range blockArrays {
-			if string(key) == name {
+		for k, c := range blockArrays {
+			if string(key) == keyNames[c] {
 				bbase := len(sc.blocks)
 				vend, err := sc.scanBlocks(b, vstart)
 				arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
@@ -631,7 +660,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 			return out, i, &SyntaxError{i, "expected object key"}
 		}
 		ks := i
-		ke, esc, err := scanString(b, ks)
+		ke, code, esc, err := scanKey(b, ks)
 		if err != nil {
 			return out, ke, err
 		}
@@ -655,11 +684,11 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return out, vend, err
 		}
-		if seen.dup(b[start:], out[base:], b[ks:ke]) {
+		if seen.dup(b[start:], out[base:], ks-start, ke-start, code, esc) {
 			return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
 		}
 		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
-			valStart: int32(vs - start), valEnd: int32(vend - start)})
+			valStart: int32(vs - start), valEnd: int32(vend - start), code: code})
 		i = skipSpace(b, vend)
 		if i >= len(b) {
 			return out, i, &SyntaxError{i, "unterminated object"}
@@ -680,22 +709,37 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 	return out, end, nil
 }
 
-// keySet finds a repeated key among an object's members. Every message and block is
-// checked, so the common case is fast: bits has a bit for each (length, first letter) of
-// the keys so far, and only a key whose bit is set already can repeat one; then the keys
-// before it are compared, lengths and first letters before bytes (keys like "model" and
-// "usage" are alike in length). Past keySetFrom keys a set takes over, so an object of a
-// million keys costs a million look-ups rather than half a trillion comparisons.
+// keySet finds a repeated key among an object's members, and codes each key (keyCode).
+// Every message and block is checked, so the common case is fast: a known key is a bit
+// in codes; for other keys, bits has a bit for each (length, first letter) of the keys so
+// far, and only a key whose bit is set already can repeat one; then the keys before it
+// are compared, lengths and first letters before bytes. Past keySetFrom keys a set takes
+// over, so an object of a million keys costs a million look-ups rather than half a
+// trillion comparisons.
 type keySet struct {
-	bits uint64
-	set  map[string]struct{}
+	codes uint64
+	bits  uint64
+	set   map[string]struct{}
 }
 
 const keySetFrom = 16
 
-// dup reports whether key (with its quotes) is among the keys of prev, the members so far
-// (offsets into obj), and adds it.
-func (s *keySet) dup(obj []byte, prev []member, key []byte) bool {
+// dup reports whether the key obj[ks:ke] (with its quotes), of code code, is among the
+// keys of prev, the members so far (offsets into obj), and adds it. A key spelled with
+// escapes is compared as written here; its decoded name is checked once the object ends
+// (checkEscapedDuplicates).
+func (s *keySet) dup(obj []byte, prev []member, ks, ke int, code keyCode, escaped bool) bool {
+	key := obj[ks:ke]
+	if code != keyOther && !escaped {
+		bit := uint64(1) << code
+		if s.codes&bit != 0 {
+			return true
+		}
+		s.codes |= bit
+		return false
+	}
+	// A key without a code can only repeat another key without one, or one spelled with
+	// the same escapes.
 	if len(prev) < keySetFrom {
 		if bit := uint64(1) << ((uint(len(key))*7 ^ uint(key[1])) & 63); s.bits&bit == 0 {
 			s.bits |= bit
@@ -757,11 +801,18 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 	for {
 		end := skipString(obj, i)
 		m := member{keyStart: int32(i), keyEnd: int32(end)}
-		escaped = escaped || bytes.IndexByte(obj[i:end], '\\') >= 0
+		esc := bytes.IndexByte(obj[i:end], '\\') >= 0
+		escaped = escaped || esc
 		i = skipSpace(obj, skipSpace(obj, end)+1)
 		m.valStart = int32(i)
 		m.valEnd = int32(skip(obj, i))
-		if seen.dup(obj, out[base:], obj[m.keyStart:m.keyEnd]) {
+		if esc {
+			name, _ := stringValue(obj[m.keyStart:end])
+			m.code = codeOf(name)
+		} else {
+			m.code = codeAt(obj, int(m.keyStart)+1, end-int(m.keyStart)-2)
+		}
+		if seen.dup(obj, out[base:], int(m.keyStart), int(m.keyEnd), m.code, esc) {
 			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:m.keyEnd-1])}
 		}
 		out = append(out, m)
@@ -927,8 +978,21 @@ func appendArray(out []byte, elems [][]byte) []byte {
 
 // findMember returns the member named key, if any.
 func findMember(obj []byte, ms []member, key string) (member, bool) {
+	if c := codeOf(key); c != keyOther {
+		return findCode(ms, c)
+	}
 	for _, m := range ms {
-		if m.is(obj, key) {
+		if m.code == keyOther && m.is(obj, key) {
+			return m, true
+		}
+	}
+	return member{}, false
+}
+
+// findCode returns the member whose key has code c, if any.
+func findCode(ms []member, c keyCode) (member, bool) {
+	for _, m := range ms {
+		if m.code == c {
 			return m, true
 		}
 	}

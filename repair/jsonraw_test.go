@@ -203,12 +203,67 @@ func TestValidUTF8MatchesStdlib(t *testing.T) {
 	}
 }
 
-// scanMembersRef is scanMembers as it was before the object grammar was written out in
-// scanMembersWith: through scanPairs.
+// scanPairs is the object grammar with a callback per member, as it was before it was
+// written out in scanMembersWith and scanObject: the reference they are checked against.
+func scanPairs(b []byte, start, depth int, pair func(keyStart, keyEnd, valStart int) (int, error)) (end int, escaped bool, err error) {
+	if err := checkDepth(start, depth); err != nil {
+		return start, false, err
+	}
+	i := skipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, false, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, escaped, &SyntaxError{i, "expected object key"}
+		}
+		kend, esc, err := scanString(b, i)
+		if err != nil {
+			return kend, escaped, err
+		}
+		escaped = escaped || esc
+		v := skipSpace(b, kend)
+		if v >= len(b) || b[v] != ':' {
+			return v, escaped, &SyntaxError{v, "expected ':' after object key"}
+		}
+		if v = skipSpace(b, v+1); v >= len(b) {
+			return v, escaped, &SyntaxError{v, "unexpected end of input"}
+		}
+		vend, err := pair(i, kend, v)
+		if err != nil {
+			return vend, escaped, err
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return i, escaped, &SyntaxError{i, "unterminated object"}
+		}
+		if b[i] == '}' {
+			return i + 1, escaped, nil
+		}
+		if b[i] != ',' {
+			return i, escaped, &SyntaxError{i, "expected ',' or '}' in object"}
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// scanValueRef is scanValue with objects through scanPairs.
+func scanValueRef(b []byte, i, depth int) (int, error) {
+	switch {
+	case i < len(b) && b[i] == '{':
+		end, _, err := scanPairs(b, i, depth+1, func(_, _, v int) (int, error) { return scanValueRef(b, v, depth+1) })
+		return end, err
+	case i < len(b) && b[i] == '[':
+		return scanElements(b, i, depth+1, func(j int) (int, error) { return scanValueRef(b, j, depth+1) })
+	}
+	return scanValue(b, i, depth)
+}
+
+// scanMembersRef is scanMembers through scanPairs.
 func scanMembersRef(b []byte, start, depth int, out []member) ([]member, int, error) {
 	base := len(out)
 	end, escaped, err := scanPairs(b, start, depth, func(ks, ke, vs int) (int, error) {
-		vend, err := scanValue(b, vs, depth)
+		vend, err := scanValueRef(b, vs, depth)
 		if err != nil {
 			return vend, err
 		}
@@ -217,8 +272,9 @@ func scanMembersRef(b []byte, start, depth int, out []member) ([]member, int, er
 				return vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
 			}
 		}
+		name, _ := stringValue(b[ks:ke])
 		out = append(out, member{keyStart: int32(ks - start), keyEnd: int32(ke - start),
-			valStart: int32(vs - start), valEnd: int32(vend - start)})
+			valStart: int32(vs - start), valEnd: int32(vend - start), code: codeOf(name)})
 		return vend, nil
 	})
 	if err == nil && escaped {
@@ -235,6 +291,8 @@ func TestScanMembersMatchesScanPairs(t *testing.T) {
 		`{"role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2},"model":"m","stopReason":"stop"}`,
 		`{ "a" : 1 , "b" : [ true , false , null ] , "c" : { "d" : "e\u00e9" } , "k\u0065y" : -1.5e3 }`,
 		`{"id":"x","id":"y"}`, `{"a\u0062":1,"ab":2}`, `{}`, `{"":""}`,
+		`{"functionResponse":{"name":"f","response":{"x":[1,{"y":2}]}},"toolUseId":"t","\u0074ype":"é","clé":1}`,
+		`{"a_key_of_exactly_16":1,"key_of_fifteen_":{"key_of_seventeen_":2},"content":[],"role":"u"}`,
 	}
 	junk := []byte(`{}[]":,\ 0aé` + "\x01\xff")
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -258,6 +316,36 @@ func TestScanMembersMatchesScanPairs(t *testing.T) {
 		got, end, err := scanMembers(b, 0, 1, nil)
 		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%q: got %v %d %v, want %v %d %v", b, got, end, err, want, wantEnd, wantErr)
+		}
+	}
+}
+
+// scanKey ends and codes keys as scanString and codeOf do, whatever follows them: keys
+// of every length around its two-word fast path, with escapes, non-ASCII and control
+// bytes, known or not, with few or many bytes after them.
+func TestScanKey(t *testing.T) {
+	t.Parallel()
+	alphabet := []byte("abcdefghijklmnopqrstuvwxyzACI_\\\"\x01é ")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := 0; n < 200_000; n++ {
+		var key []byte
+		if rng.IntN(3) == 0 {
+			key = []byte(keyNames[1+rng.IntN(int(keyCount)-1)])
+		}
+		for k := rng.IntN(20); k > 0; k-- {
+			key = append(key, alphabet[rng.IntN(len(alphabet))])
+		}
+		b := append(append([]byte{'"'}, key...), '"')
+		b = append(b, []byte(`:"xxxxxxxxxxxxxxxxxxxx"}`)[:rng.IntN(25)]...)
+		end, code, esc, err := scanKey(b, 0)
+		wantEnd, wantEsc, wantErr := scanString(b, 0)
+		want := keyOther
+		if wantErr == nil {
+			name, _ := stringValue(b[:wantEnd])
+			want = codeOf(name)
+		}
+		if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && (esc != wantEsc || code != want) {
+			t.Fatalf("%q: got %d %d %v %v, want %d %d %v %v", b, end, code, esc, err, wantEnd, want, wantEsc, wantErr)
 		}
 	}
 }

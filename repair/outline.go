@@ -65,12 +65,12 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 	o := Outline{Dialect: p.report.Dialect, Messages: make([]OutlineMessage, len(p.msgs))}
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		om := OutlineMessage{Raw: m.raw, Kind: string(m.word("role"))}
+		om := OutlineMessage{Raw: m.raw, Kind: string(m.word(keyRole))}
 		if om.Kind == "" {
-			om.Kind = string(m.word("type"))
+			om.Kind = string(m.word(keyType))
 		}
 		if err == nil {
-			om.Whole, om.PartsKey = m.whole(), m.partsKey
+			om.Whole, om.PartsKey = m.whole(), keyNames[m.partsKey]
 			om.Parts = make([]OutlinePart, len(m.parts))
 			for k, pt := range m.parts {
 				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw, CallID: pt.id, CallIDText: pt.idRaw,

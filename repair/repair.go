@@ -383,7 +383,7 @@ func (p *plan) findTurns() {
 		ti := len(p.turns)
 		j := t.last + 1
 		if p.spec.block {
-			if j < n && p.msgs[j].kind == msgUser && p.msgs[j].partsKey != "" &&
+			if j < n && p.msgs[j].kind == msgUser && p.msgs[j].partsKey != keyOther &&
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
 				t.slotMsg = j
 				p.slotOf[j] = int32(ti)
@@ -732,7 +732,7 @@ func (p *plan) removePart(msg, pi int, st Stage) {
 
 // idKeys are the members in which a block of a shape tmend does not know may carry a
 // tool call id.
-var idKeys = []string{"id", "call_id", "tool_call_id", "toolUseId", "tool_use_id", "toolCallId"}
+var idKeys = []keyCode{keyID, keyCallID, keyToolCallID, keyToolUseIDCamel, keyToolUseID, keyToolCallIDCamel}
 
 // checkUnrecognized refuses the transcript when a block or item that the dialect
 // recognises neither as a call nor as a result carries the id of a result about to be
@@ -751,7 +751,7 @@ func (p *plan) checkUnrecognized() error {
 		}
 		if !m.whole() {
 			for _, mb := range m.ms {
-				if !isBlockArray(m.raw, mb) {
+				if !isBlockArray(mb) {
 					if key, id, ok := p.carriesSuspect(m.raw, mb, 3); ok {
 						return p.refuseUnrecognized(i, key, id)
 					}
@@ -818,13 +818,8 @@ func (p *plan) markMayCarry() {
 	}
 }
 
-func isBlockArray(obj []byte, m member) bool {
-	for _, name := range blockArrays {
-		if m.is(obj, name) {
-			return true
-		}
-	}
-	return false
+func isBlockArray(m member) bool {
+	return m.code == keyContent || m.code == keyToolCalls || m.code == keyParts
 }
 
 // carriesSuspect looks for a suspect id in member m of object o: in its value when it is
@@ -834,11 +829,9 @@ func (p *plan) carriesSuspect(o []byte, m member, depth int) (key, id string, ok
 	v := m.val(o)
 	switch v[0] {
 	case '"':
-		for _, k := range idKeys {
-			if m.is(o, k) {
-				if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
-					return k, s, true
-				}
+		if slices.Contains(idKeys, m.code) {
+			if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
+				return keyNames[m.code], s, true
 			}
 		}
 	case '{', '[':
@@ -1113,7 +1106,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur := outMsg{raw: m.raw, role: m.word("role"), calls: p.keepsCall(i)}
+			cur := outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
 			if have && gap && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
 				p.edits[i].merge = true
 				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[gapAt].stage, Action: ActionMerge,
@@ -1142,17 +1135,17 @@ func (p *plan) keepsCall(i int) bool {
 
 // mergeable reports whether cur's members other than its parts and role can join prev
 // without one being lost: each is absent from prev or the same there.
-func mergeable(prev, cur []byte, partsKey string) bool {
+func mergeable(prev, cur []byte, partsKey keyCode) bool {
 	pms, err1 := membersOf(prev)
 	cms, err2 := membersOf(cur)
-	if err1 != nil || err2 != nil || partsKey == "" {
+	if err1 != nil || err2 != nil || partsKey == keyOther {
 		return false
 	}
-	if m, ok := findMember(prev, pms, partsKey); !ok || m.val(prev)[0] != '[' {
+	if m, ok := findCode(pms, partsKey); !ok || m.val(prev)[0] != '[' {
 		return false
 	}
 	for _, cm := range cms {
-		if cm.is(cur, partsKey) || cm.is(cur, "role") {
+		if cm.code == partsKey || cm.code == keyRole {
 			continue
 		}
 		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
@@ -1164,18 +1157,18 @@ func mergeable(prev, cur []byte, partsKey string) bool {
 
 // merge returns prev with cur's parts appended to its own and cur's other members that
 // prev lacks added (mergeable said it loses nothing).
-func merge(prev, cur []byte, partsKey string) []byte {
+func merge(prev, cur []byte, partsKey keyCode) []byte {
 	pms, _ := membersOf(prev)
 	cms, _ := membersOf(cur)
 	var parts [][]byte
-	pm, _ := findMember(prev, pms, partsKey)
+	pm, _ := findCode(pms, partsKey)
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })
 	var extra objectBuilder
 	for _, cm := range cms {
 		switch {
-		case cm.is(cur, partsKey):
+		case cm.code == partsKey:
 			eachElement(cm.val(cur), func(e []byte) bool { parts = append(parts, e); return true })
-		case cm.is(cur, "role"):
+		case cm.code == keyRole:
 		default:
 			if _, ok := findMember(prev, pms, cm.name(cur)); !ok {
 				extra = extra.member(cur[cm.keyStart:cm.keyEnd], cm.val(cur))
@@ -1249,7 +1242,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		kept = append(kept, pt.raw)
 	}
 	kept = append(kept, in...)
-	mb, _ := findMember(m.raw, m.ms, m.partsKey)
+	mb, _ := findCode(m.ms, m.partsKey)
 	if len(kept) > 0 {
 		return setMember(m.raw, mb, joinArray(kept)), true
 	}
@@ -1257,7 +1250,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		return nil, false
 	}
 	for idx := range m.ms {
-		if m.ms[idx].is(m.raw, m.partsKey) {
+		if m.ms[idx].code == m.partsKey {
 			return removeMember(m.raw, m.ms, idx), true
 		}
 	}

@@ -156,12 +156,12 @@ func (p *plan) retarget() {
 
 // setPath returns obj with the value at path (nested object keys) replaced by val. A
 // path that does not exist leaves obj as it is.
-func setPath(obj []byte, path []string, val []byte) []byte {
+func setPath(obj []byte, path []keyCode, val []byte) []byte {
 	ms, err := membersOf(obj)
 	if err != nil {
 		return obj
 	}
-	m, ok := findMember(obj, ms, path[0])
+	m, ok := findCode(ms, path[0])
 	if !ok {
 		return obj
 	}
