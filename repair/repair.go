@@ -814,9 +814,49 @@ func (p *plan) markMayCarry() {
 			}
 			return
 		}
-		mark(func(b []byte) int { return bytes.Index(b, []byte(id)) })
+		mark(func(b []byte) int { return indexID(b, id) })
 	}
 }
+
+// indexID is bytes.Index(b, []byte(id)). Ids tend to begin with a prefix that the
+// transcript is full of ("call_", "toolu_"), where bytes.Index stops at every "c": it
+// looks for the id's rarest byte instead (by byteRank) and compares around each hit.
+func indexID(b []byte, id string) int {
+	r := 0
+	for i := range len(id) {
+		if byteRank[id[i]] >= byteRank[id[r]] {
+			r = i
+		}
+	}
+	for from := r; from < len(b); {
+		k := bytes.IndexByte(b[from:], id[r])
+		if k < 0 {
+			return -1
+		}
+		at := from + k - r
+		if at+len(id) > len(b) {
+			return -1
+		}
+		if string(b[at:at+len(id)]) == id {
+			return at
+		}
+		from += k + 1
+	}
+	return -1
+}
+
+// byteRank ranks bytes from common in transcripts (JSON punctuation, lower-case English,
+// digits) to rare (everything not listed).
+var byteRank = func() (t [256]uint8) {
+	const common = ` "e:,taoinsrhl{}dcu.m0123456789pf[]gwybvk-_/xjqzT`
+	for c := range t {
+		t[c] = 255
+	}
+	for i := range len(common) {
+		t[common[i]] = uint8(i)
+	}
+	return t
+}()
 
 func isBlockArray(m member) bool {
 	return m.code == keyContent || m.code == keyToolCalls || m.code == keyParts
