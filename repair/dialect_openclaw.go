@@ -97,7 +97,7 @@ func parseLegacyCall(p *part, o obj) {
 		if m.code == keyType || m.code == idPath[0] || m.code == keyName || m.code == ak {
 			continue
 		}
-		b = b.member(o.raw[m.keyStart:m.keyEnd], m.val(o.raw))
+		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
 	p.canonical = b.done()
 }

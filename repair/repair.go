@@ -1211,7 +1211,7 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 		case cm.code == keyRole:
 		default:
 			if _, ok := findMember(prev, pms, cm.name(cur)); !ok {
-				extra = extra.member(cur[cm.keyStart:cm.keyEnd], cm.val(cur))
+				extra = extra.member(cm.key(cur), cm.val(cur))
 			}
 		}
 	}
