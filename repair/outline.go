@@ -72,7 +72,8 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 		if err == nil {
 			om.Whole, om.PartsKey = m.whole(), keyNames[m.partsKey]
 			om.Parts = make([]OutlinePart, len(m.parts))
-			for k, pt := range m.parts {
+			for k := range m.parts {
+				pt := &m.parts[k]
 				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw, CallID: pt.id, CallIDText: pt.idRaw,
 					ToolName: pt.name, Synthetic: pt.synthetic}
 			}

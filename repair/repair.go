@@ -359,8 +359,8 @@ func (p *plan) findTurns() {
 		p.slotOf[i] = -1
 	}
 	hasCall := func(m *message) bool {
-		for _, pt := range m.parts {
-			if pt.kind == partCall {
+		for pi := range m.parts {
+			if m.parts[pi].kind == partCall {
 				return true
 			}
 		}
@@ -398,7 +398,8 @@ func (p *plan) findTurns() {
 		}
 		clear(p.names)
 		for k := t.first; k <= t.last; k++ {
-			for pi, pt := range p.msgs[k].parts {
+			for pi := range p.msgs[k].parts {
+				pt := &p.msgs[k].parts[pi]
 				if pt.kind != partCall {
 					continue
 				}
@@ -422,8 +423,8 @@ func idlessKey(turn int, name string, rank int) string {
 }
 
 func hasResult(m *message) bool {
-	for _, pt := range m.parts {
-		if pt.kind == partResult {
+	for pi := range m.parts {
+		if m.parts[pi].kind == partResult {
 			return true
 		}
 	}
@@ -560,8 +561,8 @@ func (p *plan) quiet() bool {
 // turn, when nothing but results follows it. -1 when there is none.
 func (p *plan) openTurn() int {
 	last := -1
-	for _, c := range p.calls {
-		if p.part(c.msg, c.part).malformed == "" {
+	for ci := range p.calls {
+		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == "" {
 			last = c.turn
 		}
 	}
@@ -576,8 +577,8 @@ func (p *plan) openTurn() int {
 		if m.kind != msgUser || len(m.parts) == 0 {
 			return -1
 		}
-		for _, pt := range m.parts {
-			if pt.kind != partResult {
+		for pi := range m.parts {
+			if m.parts[pi].kind != partResult {
 				return -1 // the user wrote on: the run is over
 			}
 		}
@@ -974,8 +975,8 @@ func (p *plan) alignPaddedIDs() {
 func (p *plan) usedIDs() map[string]bool {
 	used := map[string]bool{}
 	for i := range p.msgs {
-		for _, pt := range p.msgs[i].parts {
-			if pt.hasID {
+		for pi := range p.msgs[i].parts {
+			if pt := &p.msgs[i].parts[pi]; pt.hasID {
 				used[pt.id] = true
 				used[strings.TrimSpace(pt.id)] = true
 			}
@@ -1165,8 +1166,8 @@ func (p *plan) planMerges() {
 
 // keepsCall reports whether message i keeps a call part.
 func (p *plan) keepsCall(i int) bool {
-	for pi, pt := range p.msgs[i].parts {
-		if pt.kind == partCall && !p.edits[i].removed[pi] {
+	for pi := range p.msgs[i].parts {
+		if p.msgs[i].parts[pi].kind == partCall && !p.edits[i].removed[pi] {
 			return true
 		}
 	}
@@ -1272,7 +1273,8 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	}
 	kept := make([][]byte, 0, len(m.parts)+len(in))
 	lead := true
-	for pi, pt := range m.parts {
+	for pi := range m.parts {
+		pt := &m.parts[pi]
 		if e.removed[pi] {
 			continue
 		}
