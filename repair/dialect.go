@@ -109,20 +109,20 @@ const (
 // part is one tool call, tool result or other piece of a message: a content block, a
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
-	kind  partKind
 	raw   []byte
 	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
 	idRaw []byte // the id's JSON text, which synthetic results copy
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    []keyCode
-	hasID     bool
 	name      string
 	callType  string // Responses item type of a call, for the matching output type
 	malformed string // why a call can never be valid; "" when it is well formed
-	synthetic bool   // a result inserted by tmend or another repairer
 	// canonical is the dialect's canonical form of a call written in another shape the
 	// platform also accepts (OpenClaw's legacy snake_case blocks); nil when canonical.
 	canonical []byte
+	kind      partKind
+	hasID     bool
+	synthetic bool // a result inserted by tmend or another repairer
 }
 
 // message is one transcript element with what tmend found in it.

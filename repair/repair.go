@@ -287,7 +287,9 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		if err != nil {
 			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
-		p.msgs = append(p.msgs, message{raw: b[j:end], off: j, ms: ms, arrays: arrays})
+		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
+		m := &p.msgs[len(p.msgs)-1]
+		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
 		return end, nil
 	})
 	var ue *UnrepairableError
