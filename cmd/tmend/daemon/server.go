@@ -193,7 +193,7 @@ func (s *Server) rollback(ctx context.Context, o model.RollbackOptions) (model.R
 // handlers), works the queue (and, when this replica is River's leader, enqueues the
 // scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
 // Then it stops taking requests and work and shuts down as Shutdown does, within
-// ShutdownTimeout.
+// ShutdownTimeout, and returns the HTTP server's error, if that is why it stopped.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	sched := s.cfg.Schedule
 	loc := sched.Location
@@ -216,10 +216,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	c.Start()
 	s.log.Info().Str("listen", ln.Addr().String()).Msg("serving")
 
+	var failed error // the HTTP server's, which makes the daemon exit non-zero
 	select {
 	case <-ctx.Done():
 		s.log.Info().Msg("stopping")
 	case err := <-serveErr:
+		failed = fmt.Errorf("http server: %w", err)
 		s.log.Error().Err(err).Msg("http server failed")
 	}
 	// Soft stop: no new HTTP requests, writes or scheduled runs; running repairs finish
@@ -233,7 +235,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	s.Shutdown(deadline)
 	<-cronDone
 	s.log.Info().Msg("stopped")
-	return nil
+	return failed
 }
 
 // scheduled is the queue's OnScheduled: it counts the ticks skipped because a scan of

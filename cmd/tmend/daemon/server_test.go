@@ -213,6 +213,30 @@ func TestServeRunsAndStops(t *testing.T) {
 	require.Error(t, err, "a stopped server still answers")
 }
 
+// A daemon whose HTTP server fails stops and says so, so that `tmend serve` exits
+// non-zero and its supervisor restarts it.
+func TestServeFailsWithItsHTTPServer(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	srv, err := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
+		Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1}, Schema: store.DefaultSchema,
+		Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ShutdownTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ln.Close()) // accepting on it fails at once
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(t.Context(), ln, http.NewServeMux()) }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "http server")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not stop after its HTTP server failed")
+	}
+}
+
 func TestAPIReadsNeedAToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
