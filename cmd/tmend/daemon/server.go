@@ -94,6 +94,9 @@ type Server struct {
 
 // New returns a Server; it does nothing until it is installed on a mux or served.
 func New(cfg Config) (*Server, error) {
+	if cfg.Metrics == nil {
+		return nil, errors.New("daemon: Config.Metrics is required (NewMetrics)")
+	}
 	work, hardStop := context.WithCancel(context.Background())
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = queue.DefaultProgressEvery

@@ -286,7 +286,9 @@ func TestAPIReadsNeedAToken(t *testing.T) {
 // Handlers installed beside the API (the console) can ask what a credential allows.
 func TestAccess(t *testing.T) {
 	t.Parallel()
-	srv, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), APIToken: apiToken, ReadToken: readToken})
+	_, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), APIToken: apiToken})
+	require.ErrorContains(t, err, "Metrics is required", "a daemon without its metrics would panic at the first run")
+	srv, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ReadToken: readToken})
 	require.NoError(t, err)
 	for token, want := range map[string]daemon.Access{apiToken: daemon.WriteAccess, readToken: daemon.ReadAccess,
 		"": daemon.NoAccess, "nope": daemon.NoAccess, apiToken + " ": daemon.NoAccess} {
@@ -295,7 +297,7 @@ func TestAccess(t *testing.T) {
 	req := httptest.NewRequest("GET", "/console", nil)
 	req.Header.Set("Authorization", "bearer "+readToken)
 	require.Equal(t, daemon.ReadAccess, srv.RequestAccess(req))
-	none, err := daemon.New(daemon.Config{Logger: zerolog.Nop()})
+	none, err := daemon.New(daemon.Config{Logger: zerolog.Nop(), Metrics: daemon.NewMetrics()})
 	require.NoError(t, err)
 	require.Equal(t, daemon.NoAccess, none.TokenAccess(""), "no token set allows nothing")
 
