@@ -67,7 +67,7 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 		s := r.outcome
 		if r.tooLarge {
 			s = &report.Session{Line: r.line, Status: model.StatusTooLarge, BytesIn: int(r.size), BytesOut: int(r.size),
-				Reason: fmt.Sprintf("session is %d bytes, over --max-bytes %d; passed through unchanged", r.size, o.MaxBytes)}
+				Reason: fmt.Sprintf("session is %d bytes, over the %d-byte limit; passed through unchanged", r.size, o.MaxBytes)}
 		}
 		switch s.Status {
 		case model.StatusClean, model.StatusRepaired, model.StatusPending:
