@@ -1208,10 +1208,10 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })
 	var extra objectBuilder
 	for _, cm := range cms {
-		switch {
-		case cm.code == partsKey:
+		switch cm.code {
+		case partsKey:
 			eachElement(cm.val(cur), func(e []byte) bool { parts = append(parts, e); return true })
-		case cm.code == keyRole:
+		case keyRole:
 		default:
 			if _, ok := findMember(prev, pms, cm.name(cur)); !ok {
 				extra = extra.member(cm.key(cur), cm.val(cur))
