@@ -63,15 +63,22 @@ func setup(t *testing.T, edit func(*daemon.Config)) *testBundle {
 	return serveFrom(t, pool, pool, edit)
 }
 
+// testConfig is a daemon's configuration on pool: both tokens set, one partition at a
+// time, and its scanner.
+func testConfig(t *testing.T, pool *pgxpool.Pool) (daemon.Config, *scanner.Scanner) {
+	t.Helper()
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()})
+	return daemon.Config{Scanner: sc, Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1},
+		Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(),
+		APIToken: apiToken, ReadToken: readToken, ShutdownTimeout: 30 * time.Second}, sc
+}
+
 // serveFrom is setup on a given pool (the server's) and test database (pool).
 func serveFrom(t *testing.T, pool, serverPool *pgxpool.Pool, edit func(*daemon.Config)) *testBundle {
 	t.Helper()
-	st, err := store.Open(t.Context(), serverPool, store.DefaultSource, false)
-	require.NoError(t, err)
-	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()})
-	cfg := daemon.Config{Scanner: sc, Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1},
-		Schema: store.DefaultSchema, Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(),
-		APIToken: apiToken, ReadToken: readToken, ShutdownTimeout: 30 * time.Second}
+	cfg, sc := testConfig(t, serverPool)
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -151,11 +158,8 @@ func TestServeRunsAndStops(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewDB(t)
 	storetest.Generated(t, pool, gen.Config{Dialect: repair.OpenClaw, Sessions: 40, Messages: 20, FaultRate: 0.5, Seed: 1})
-	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
-	require.NoError(t, err)
-	srv, err := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
-		Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1}, Schema: store.DefaultSchema,
-		Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ShutdownTimeout: 30 * time.Second})
+	cfg, _ := testConfig(t, pool)
+	srv, err := daemon.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	srv.Install(mux)
@@ -217,12 +221,8 @@ func TestServeRunsAndStops(t *testing.T) {
 // non-zero and its supervisor restarts it.
 func TestServeFailsWithItsHTTPServer(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewDB(t)
-	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
-	require.NoError(t, err)
-	srv, err := daemon.New(daemon.Config{Scanner: scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}),
-		Store: st, Queue: queue.Config{Schema: store.DefaultSchema, Concurrency: 1}, Schema: store.DefaultSchema,
-		Logger: zerolog.Nop(), Metrics: daemon.NewMetrics(), APIToken: apiToken, ShutdownTimeout: 30 * time.Second})
+	cfg, _ := testConfig(t, storetest.NewDB(t))
+	srv, err := daemon.New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
