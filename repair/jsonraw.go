@@ -217,7 +217,7 @@ func scanKey(b []byte, i int) (end int, code keyCode, escaped bool, err error) {
 			name, _ := stringValue(b[i:end])
 			code = codeOf(name)
 		} else {
-			code = codeAt(b, i+1, end-i-2)
+			code = codeOf(b[i+1 : end-1])
 		}
 	}
 	return end, code, escaped, err
@@ -560,11 +560,9 @@ func (m member) key(obj []byte) []byte { return obj[m.keyStart:m.keyEnd(obj)] }
 
 func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
 
-// is reports whether the member's key is key (which must need no escaping).
+// is reports whether the member's key is key (which must need no escaping); for keys
+// without a code, which compare as bytes (findMember).
 func (m member) is(obj []byte, key string) bool {
-	if c := codeOf(key); c != keyOther || m.code != keyOther {
-		return c == m.code
-	}
 	raw := m.key(obj)
 	inner := raw[1 : len(raw)-1]
 	if len(inner) == len(key) {
@@ -728,13 +726,13 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 	return out, end, nil
 }
 
-// keySet finds a repeated key among an object's members, and codes each key (keyCode).
-// Every message and block is checked, so the common case is fast: a known key is a bit
-// in codes; for other keys, bits has a bit for each (length, first letter) of the keys so
-// far, and only a key whose bit is set already can repeat one; then the keys before it
-// are compared, lengths and first letters before bytes. Past keySetFrom keys a set takes
-// over, so an object of a million keys costs a million look-ups rather than half a
-// trillion comparisons.
+// keySet finds a repeated key among an object's members. Every message and block is
+// checked, so the common case is fast: a known key (keyCode) is a bit in codes; for
+// other keys, bits has a bit for each (length, first letter) of the keys so far, and
+// only a key whose bit is set already can repeat one; then the keys before it are
+// compared, first letters before bytes. Past keySetFrom keys a set takes over, so an
+// object of a million keys costs a million look-ups rather than half a trillion
+// comparisons.
 type keySet struct {
 	codes uint64
 	bits  uint64
@@ -828,7 +826,7 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 			name, _ := stringValue(obj[m.keyStart:end])
 			m.code = codeOf(name)
 		} else {
-			m.code = codeAt(obj, int(m.keyStart)+1, end-int(m.keyStart)-2)
+			m.code = codeOf(obj[m.keyStart+1 : end-1])
 		}
 		if seen.dup(obj, out[base:], int(m.keyStart), end, m.code, esc) {
 			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:end-1])}

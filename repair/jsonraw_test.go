@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -326,6 +327,24 @@ func TestScanMembersMatchesScanPairs(t *testing.T) {
 func TestMemberSize(t *testing.T) {
 	if n := unsafe.Sizeof(member{}); n != 16 {
 		t.Fatalf("member is %d bytes, want 16", n)
+	}
+}
+
+// Every known name has its own code, which codeOf and scanKey both find; names that
+// differ from a known one only in a byte, a length or a case have none.
+func TestKeyCodes(t *testing.T) {
+	t.Parallel()
+	for c := keyOther + 1; c < keyCount; c++ {
+		name := keyNames[c]
+		_, code, _, err := scanKey([]byte(`"`+name+`":"a value long enough"}`), 0)
+		if codeOf(name) != c || code != c || err != nil {
+			t.Fatalf("%q: codeOf %d, scanKey %d %v, want %d", name, codeOf(name), code, err, c)
+		}
+		for _, other := range []string{name + "x", name[:len(name)-1], name[:len(name)-1] + "~", strings.ToUpper(name[:1]) + name[1:], "x" + name[1:]} {
+			if got := codeOf(other); got != keyOther && !slices.Contains(keyNames[:], other) {
+				t.Fatalf("%q has code %d (%q's)", other, got, keyNames[got])
+			}
+		}
 	}
 }
 

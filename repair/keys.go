@@ -1,7 +1,5 @@
 package repair
 
-import "encoding/binary"
-
 // keyCode numbers the member names the engine looks up, and the ones most messages
 // carry. The scanner gives each member of a message or block the code of its decoded key
 // while it validates it, so a later look-up compares one byte per member instead of
@@ -122,7 +120,7 @@ func keyWords[T string | []byte](k T) (lo, hi uint64) {
 
 const maxKeyName = 16 // "functionResponse"
 
-// keyMasks[n] keeps the first n bytes of two little-endian words.
+// keyMasks[n] keeps the first n bytes of two little-endian words (scanKey).
 var keyMasks = func() (t [maxKeyName + 1][2]uint64) {
 	for n := range t {
 		for i := range n {
@@ -132,23 +130,8 @@ var keyMasks = func() (t [maxKeyName + 1][2]uint64) {
 	return t
 }()
 
-// codeAt returns the code of the key b[i:i+n] (no escapes). It runs for every key of
-// every message and block, so it reads the key as two words where b is long enough.
-func codeAt(b []byte, i, n int) keyCode {
-	if uint(n-1) >= maxKeyName {
-		return keyOther
-	}
-	if len(b)-i < 16 {
-		lo, hi := keyWords(b[i : i+n])
-		return lookupKey(lo, hi, n)
-	}
-	w := b[i : i+16]
-	m := &keyMasks[n]
-	return lookupKey(binary.LittleEndian.Uint64(w)&m[0], binary.LittleEndian.Uint64(w[8:])&m[1], n)
-}
-
-// codeOf returns the code of the decoded key k.
-func codeOf(k string) keyCode {
+// codeOf returns the code of the decoded key k. scanKey codes most keys itself, faster.
+func codeOf[T string | []byte](k T) keyCode {
 	if len(k) == 0 || len(k) > maxKeyName {
 		return keyOther
 	}
