@@ -175,6 +175,7 @@ type plan struct {
 	mayCarry []bool // per message, for checkUnrecognized
 	edits    []edit
 	after    [][][]byte
+	out      [][]byte // assemble's result, reused
 	report   Report
 }
 
@@ -247,7 +248,7 @@ func (p *plan) release() {
 	clear(p.suspects)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
@@ -1225,9 +1226,10 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 	return out
 }
 
-// assemble builds the repaired message list.
+// assemble builds the repaired message list, in a slice of the plan's: it lives until
+// release.
 func (p *plan) assemble() [][]byte {
-	out := make([][]byte, 0, len(p.msgs)+4)
+	out := p.out[:0]
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
@@ -1252,6 +1254,7 @@ func (p *plan) assemble() [][]byte {
 			out = append(out, p.after[i]...)
 		}
 	}
+	p.out = out
 	return out
 }
 

@@ -89,8 +89,13 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 		return out
 	}
 
-	br := bufio.NewReaderSize(in, 256<<10)
-	if err := dispatch(ctx, br, w, o.MaxBytes, o.Workers, process, emit); err != nil {
+	cfg := streamConfig{in: in, out: w, maxBytes: o.MaxBytes, workers: o.Workers, process: process, emit: emit}
+	m := mapFile(in)
+	if m != nil {
+		defer m.close()
+		cfg.in = bytes.NewReader(m.data)
+	}
+	if err := guard(m != nil, func() error { return dispatch(ctx, cfg, m) }); err != nil {
 		return res, err
 	}
 	for _, h := range handlers {
@@ -110,12 +115,16 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // dispatch sends a single document (an array, or a multi-line object) through process
-// directly, and JSON Lines through the parallel stream. A byte order mark is skipped,
-// and kept in the output.
-func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, maxBytes int64, workers int,
-	process func(*fileRecord, []byte) []byte, emit func(*fileRecord) error) error {
+// directly, and JSON Lines through the parallel stream, which reads them in place when
+// the input is mapped (m, whose data cfg.in reads). A byte order mark is skipped, and
+// kept in the output.
+func dispatch(ctx context.Context, cfg streamConfig, m *mapping) error {
+	out, maxBytes := cfg.out, cfg.maxBytes
+	br := bufio.NewReaderSize(cfg.in, 256<<10)
+	start := 0 // where the text starts, after a byte order mark
 	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
 		_, _ = br.Discard(len(utf8BOM))
+		start = len(utf8BOM)
 		if out != nil {
 			if _, err := out.Write(utf8BOM); err != nil {
 				return fmt.Errorf("write output: %w", err)
@@ -130,7 +139,12 @@ func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, maxBytes int
 		return fmt.Errorf("read input: %w", err)
 	}
 	if looksLikeJSONLines(br) {
-		return runStream(ctx, streamConfig{in: br, out: out, maxBytes: maxBytes, workers: workers, process: process, emit: emit})
+		cfg.in = br
+		if m != nil {
+			cfg.mapped = m.data[start:]
+			cfg.release = func(end int) { m.release(start + end) }
+		}
+		return runStream(ctx, cfg)
 	}
 	data, err := io.ReadAll(io.LimitReader(br, maxBytes+1))
 	if err != nil {
@@ -147,15 +161,15 @@ func dispatch(ctx context.Context, br *bufio.Reader, out io.Writer, maxBytes int
 				return fmt.Errorf("copy input: %w", err)
 			}
 		}
-		return emit(r)
+		return cfg.emit(r)
 	}
-	res := process(r, nil)
+	res := cfg.process(r, nil)
 	if out != nil {
 		if _, err := out.Write(res); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
 	}
-	return emit(r)
+	return cfg.emit(r)
 }
 
 // looksLikeJSONLines decides from the start of the input, peeking as far as it needs (at

@@ -27,12 +27,15 @@ type fileRecord struct {
 type recordBatch struct {
 	seq   int
 	items []*fileRecord
+	size  int // the items' bytes, terminators included
 	// out is what to write for all items but a too-large one, built by the worker in a
 	// pooled buffer so that records are neither allocated nor copied one by one.
 	out *[]byte
 	// retired are input chunks that no record after this batch uses: free once it is
 	// written.
 	retired []*[]byte
+	// end is, in mapped input, where the records read so far end.
+	end int
 	// passthrough, when set, asks the writer to hand it the output at this point.
 	passthrough func(w io.Writer) error
 }
@@ -41,7 +44,9 @@ type recordBatch struct {
 // parallel, and hand results to emit in input order.
 type streamConfig struct {
 	in       io.Reader
-	out      io.Writer // nil: no output (check)
+	mapped   []byte        // the whole input, when the file is mapped (mapFile); in is then unused
+	release  func(end int) // with mapped: nothing reads mapped[:end] again
+	out      io.Writer     // nil: no output (check)
 	maxBytes int64
 	workers  int
 	// process sets it.outcome for a record with data and appends what to write for it to
@@ -62,31 +67,17 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 
 	batches := make(chan *recordBatch, cfg.workers*2)
 	done := make(chan *recordBatch, cfg.workers*2)
+	// Output buffers (a batch's worth of records, about 2 MB each) go round: a worker
+	// takes one, the writer gives it back once written. Unlike a sync.Pool, a collection
+	// does not empty it, so the run's output is not built in fresh memory again and again.
+	outs := make(chan *[]byte, 4*cfg.workers+2)
 	var wg sync.WaitGroup
 	for range cfg.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range batches {
-				out := outBufs.Get().(*[]byte)
-				buf := (*out)[:0]
-				for _, it := range b.items {
-					switch {
-					case it.tooLarge: // copied through by the writer
-						continue
-					case it.line < 0: // a blank line, kept as it is
-						buf = append(buf, it.data...)
-					default:
-						buf = cfg.process(it, buf)
-					}
-					buf = append(buf, it.eol...)
-				}
-				*out, b.out = buf, out
-				select {
-				case done <- b:
-				case <-ctx.Done():
-					return
-				}
+			if err := guard(cfg.mapped != nil, func() error { work(ctx, cfg, batches, done, outs); return nil }); err != nil {
+				cancel(err)
 			}
 		}()
 	}
@@ -101,7 +92,7 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 			for b, ok := pending[next]; ok; b, ok = pending[next] {
 				delete(pending, next)
 				next++
-				if err := writeBatch(cfg, b); err != nil {
+				if err := writeBatch(cfg, b, outs); err != nil {
 					cancel(err)
 					writeErr <- err
 					for range done { // drain so workers can finish
@@ -113,7 +104,10 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 		writeErr <- nil
 	}()
 
-	readErr := readBatches(ctx, cfg, batches)
+	readErr := guard(cfg.mapped != nil, func() error { return readBatches(ctx, cfg, batches) })
+	if readErr != nil {
+		cancel(readErr) // the run has failed; and a passthrough may wait for the reader
+	}
 	close(batches)
 	wg.Wait()
 	close(done)
@@ -127,17 +121,55 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	return context.Cause(ctx)
 }
 
-// outBufs recycles batch output buffers (a batch's worth of records, about 2 MB).
-var outBufs = sync.Pool{New: func() any { return new([]byte) }}
+// work repairs batches until there are none, each into an output buffer from outs, and
+// hands them to the writer through done.
+func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, done chan<- *recordBatch, outs chan *[]byte) {
+	for b := range batches {
+		var out *[]byte
+		select {
+		case out = <-outs:
+		default:
+			out = new([]byte)
+		}
+		buf := (*out)[:0]
+		// Room for what a repair adds, and for the next batches: a fresh buffer
+		// costs the kernel a page fault per 4 KiB.
+		if n := b.size + b.size/8; cap(buf) < n {
+			buf = make([]byte, 0, n+n/2)
+		}
+		for _, it := range b.items {
+			switch {
+			case it.tooLarge: // copied through by the writer
+				continue
+			case it.line < 0: // a blank line, kept as it is
+				buf = append(buf, it.data...)
+			default:
+				buf = cfg.process(it, buf)
+			}
+			buf = append(buf, it.eol...)
+		}
+		*out, b.out = buf, out
+		select {
+		case done <- b:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
-func writeBatch(cfg streamConfig, b *recordBatch) error {
+// writeBatch writes b, then gives its output buffer back to outs and, in mapped input,
+// the pages of its records to the kernel.
+func writeBatch(cfg streamConfig, b *recordBatch, outs chan<- *[]byte) error {
 	// A too-large record is always its batch's last: everything before it goes first.
 	if cfg.out != nil {
 		if _, err := cfg.out.Write(*b.out); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
 	}
-	outBufs.Put(b.out)
+	select {
+	case outs <- b.out:
+	default:
+	}
 	for _, it := range b.items {
 		if it.tooLarge && b.passthrough != nil {
 			if err := b.passthrough(cfg.out); err != nil {
@@ -151,6 +183,9 @@ func writeBatch(cfg streamConfig, b *recordBatch) error {
 	for _, c := range b.retired {
 		chunks.Put(c)
 	}
+	if cfg.release != nil {
+		cfg.release(b.end)
+	}
 	return nil
 }
 
@@ -158,8 +193,11 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *recordBa
 	seq, line := 0, 0
 	cur := &recordBatch{}
 	lr := &lineReader{r: cfg.in}
+	if cfg.mapped != nil {
+		lr.buf, lr.err = cfg.mapped, io.EOF // one chunk, never refilled
+	}
 	send := func() bool {
-		cur.seq = seq
+		cur.seq, cur.end = seq, lr.pos
 		cur.retired, lr.retired = lr.retired, nil
 		seq++
 		select {
@@ -210,6 +248,7 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *recordBa
 			}
 			continue
 		}
+		cur.size += len(data) + len(eol)
 		if len(bytes.TrimSpace(data)) == 0 {
 			// Blank lines are kept as they are and not counted as sessions.
 			cur.items = append(cur.items, &fileRecord{line: -line, data: data, eol: eol})

@@ -1,0 +1,121 @@
+//go:build unix
+
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/report"
+)
+
+func writeTemp(t *testing.T, content string) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func sessions(t *testing.T, n, messages int, seed uint64) string {
+	t.Helper()
+	var b bytes.Buffer
+	_, err := gen.WriteJSONLines(t.Context(), &b, gen.Config{Sessions: n, Dialect: repair.OpenClaw, Messages: messages, FaultRate: 0.5, Seed: seed})
+	require.NoError(t, err)
+	return b.String()
+}
+
+// Only a regular, non-empty file read from its start is mapped; anything else is read.
+func TestMapFile(t *testing.T) {
+	t.Parallel()
+	f := writeTemp(t, "{}\n")
+	m := mapFile(f)
+	require.NotNil(t, m)
+	require.Equal(t, "{}\n", string(m.data))
+	m.close()
+	off, err := f.Seek(0, io.SeekCurrent)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, off, "closing leaves the offset where reading would")
+
+	require.Nil(t, mapFile(f), "not at its start")
+	require.Nil(t, mapFile(writeTemp(t, "")), "empty")
+	require.Nil(t, mapFile(strings.NewReader("{}\n")))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer func() { _ = r.Close(); _ = w.Close() }()
+	require.Nil(t, mapFile(r), "a pipe")
+}
+
+// A mapped file must give the same output and reports as the same bytes read as a
+// stream, on every kind of line the stream knows.
+func TestMappedFileReadsLikeAStream(t *testing.T) {
+	t.Parallel()
+	body := sessions(t, 400, 45, 7)
+	big := `{"id":"big","messages":[{"role":"user","content":"` + strings.Repeat("x", 200<<10) + `"}]}`
+	inputs := map[string]string{
+		"Plain":   body,
+		"Awkward": "\ufeff\n" + strings.ReplaceAll(body[:len(body)/2], "\n", "\r\n") + "not json\n" + big + "\n \n" + strings.TrimSuffix(body[len(body)/2:], "\n"),
+		"BigLast": body + big,
+		"Document": `[{"role":"user","content":"ls"},` + "\n" +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+	}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, fix := range []bool{false, true} {
+				o := FileOptions{Fix: fix, MaxBytes: 100 << 10, Workers: 3}
+				var wantOut, wantRep, gotOut, gotRep bytes.Buffer
+				want, err := Files(t.Context(), strings.NewReader(in), &wantOut, o, report.NewJSON(&wantRep))
+				require.NoError(t, err)
+				got, err := Files(t.Context(), writeTemp(t, in), &gotOut, o, report.NewJSON(&gotRep))
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+				require.True(t, wantOut.String() == gotOut.String(), "output differs (fix %v)", fix)
+				require.Equal(t, wantRep.String(), gotRep.String())
+			}
+		})
+	}
+}
+
+// truncator truncates the input file when the first session is reported, while most of
+// the file is still to be read.
+type truncator struct{ f *os.File }
+
+func (tr truncator) Session(s *report.Session) error {
+	if s.Line == 1 {
+		return tr.f.Truncate(0)
+	}
+	return nil
+}
+
+func (truncator) Summary(*report.Summary) error { return nil }
+
+// A mapped file truncated during the run faults where it is read: the run ends with
+// errInputChanged, not with the process.
+func TestTruncatedWhileMapped(t *testing.T) {
+	t.Parallel()
+	in := sessions(t, 20*batchLines, 10, 8)
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(in), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer func() { _ = w.Close() }()
+
+	// One worker and its queues hold a few batches; the reader can be no further ahead.
+	_, err = Files(context.Background(), f, io.Discard, FileOptions{Fix: true, Workers: 1}, truncator{w})
+	require.ErrorIs(t, err, errInputChanged)
+}
