@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Regenerates cmd/tmend/default.pgo, the CPU profile that go build uses to optimise tmend
+# (profile-guided optimisation; BENCHMARKS.md has what it gains). The profile is
+# BenchmarkFix's: 'tmend fix' over the bench-fix corpora, in process. Run it after
+# changing the engine or the file pipeline, and commit the new profile with the change.
+#   scripts/pgo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go test -run '^$' -bench '^BenchmarkFix$' -benchtime 30x -o "$tmp/scanner.test" \
+  -cpuprofile "$tmp/cpu.pprof" ./scanner
+mv "$tmp/cpu.pprof" cmd/tmend/default.pgo
+echo "wrote cmd/tmend/default.pgo ($(wc -c <cmd/tmend/default.pgo) bytes)"
