@@ -148,7 +148,8 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		return Document{}, fmt.Errorf("document is a JSON %s; want an array of messages or an object holding one", kindOf(b[i]))
 	}
 	var chosen []byte
-	ms, end, err := scanMembersWith(b, i, 1, nil, func(key []byte, vstart int) (int, bool, error) {
+	var envelope [8]member // most envelopes: no allocation
+	ms, end, err := scanMembersWith(b, i, 1, envelope[:0], func(key []byte, vstart int) (int, bool, error) {
 		if chosen != nil || b[vstart] != '[' {
 			return 0, false, nil
 		}

@@ -872,7 +872,7 @@ func membersOf(obj []byte) ([]member, error) {
 }
 
 // stringValue decodes a JSON string value; ok is false for any other type.
-func stringValue(v []byte) (s string, ok bool) {
+func stringValue(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
@@ -880,6 +880,7 @@ func stringValue(v []byte) (s string, ok bool) {
 	if bytes.IndexByte(inner, '\\') < 0 {
 		return string(inner), true
 	}
+	var s string // declared here: Unmarshal's &s puts it on the heap
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", false
 	}
