@@ -45,7 +45,8 @@ var ErrEmptyInput = errors.New("input is empty")
 // kept in the output). Each transcript's outcome goes to every handler in input order,
 // then the summary. With o.Fix, out receives the transcripts. A transcript that cannot be
 // processed is reported, counted in Failed and passed through; the error is for the run
-// as a whole (reading, writing, ctx).
+// as a whole (reading, writing, ctx). An *os.File that is a regular file is mapped and
+// read in place (mapFile), up to the size it had when the run started.
 func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, handlers ...report.Handler) (FileResult, error) {
 	if o.MaxBytes < 1 {
 		o.MaxBytes = 64 << 20
