@@ -29,7 +29,7 @@ type recordBatch struct {
 	items []*fileRecord
 	size  int // the items' bytes, terminators included
 	// out is what to write for all items but a too-large one, built by the worker in a
-	// pooled buffer so that records are neither allocated nor copied one by one.
+	// recycled buffer so that records are neither allocated nor copied one by one.
 	out *[]byte
 	// retired are input chunks that no record after this batch uses: free once it is
 	// written.

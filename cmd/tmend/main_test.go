@@ -86,7 +86,7 @@ func TestVersionIsStamped(t *testing.T) {
 }
 
 // A plain go build of the command is optimised with the committed profile
-// (default.pgo, scripts/pgo.sh): without it 'tmend fix' needs about 6% more instructions.
+// (default.pgo, scripts/pgo.sh): without it the engine runs about 7% more instructions.
 func TestBuildUsesThePGOProfile(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "version", "-m", tmendBinary(t)).Output()
