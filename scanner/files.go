@@ -91,12 +91,13 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 	}
 
 	cfg := streamConfig{in: in, out: w, maxBytes: o.MaxBytes, workers: o.Workers, process: process, emit: emit}
+	var mapped []byte
 	m := mapFile(in)
 	if m != nil {
 		defer m.close()
-		cfg.in = bytes.NewReader(m.data)
+		cfg.in, mapped = bytes.NewReader(m.data), m.data
 	}
-	if err := guard(m != nil, func() error { return dispatch(ctx, cfg, m) }); err != nil {
+	if err := guard(mapped, func() error { return dispatch(ctx, cfg, m) }); err != nil {
 		return res, err
 	}
 	for _, h := range handlers {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
@@ -118,4 +119,50 @@ func TestTruncatedWhileMapped(t *testing.T) {
 	// One worker and its queues hold a few batches; the reader can be no further ahead.
 	_, err = Files(context.Background(), f, io.Discard, FileOptions{Fix: true, Workers: 1}, truncator{w})
 	require.ErrorIs(t, err, errInputChanged)
+}
+
+// truncatingWriter truncates the input file, then writes to a real file: a write from
+// the mapping's lost pages fails in the kernel (EFAULT) rather than faulting.
+type truncatingWriter struct{ in, out *os.File }
+
+func (w truncatingWriter) Write(p []byte) (int, error) {
+	if err := w.in.Truncate(0); err != nil {
+		return 0, err
+	}
+	return w.out.Write(p)
+}
+
+// A too-large line goes from the mapping to the output unread: if the file loses it
+// meanwhile, the run still ends with errInputChanged, not a write error.
+func TestTruncatedDuringAPassthrough(t *testing.T) {
+	t.Parallel()
+	big := `{"id":"big","messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
+	f := writeTemp(t, big+"\n"+sessions(t, 10, 10, 9))
+	w, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer func() { _ = w.Close() }()
+	out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
+	require.NoError(t, err)
+	defer func() { _ = out.Close() }()
+
+	_, err = Files(t.Context(), f, truncatingWriter{w, out}, FileOptions{Fix: true, MaxBytes: 1 << 20})
+	require.ErrorIs(t, err, errInputChanged)
+}
+
+var sink byte
+
+// guard turns only faults inside the mapping into errInputChanged: any other goes on.
+func TestGuardPassesOtherFaults(t *testing.T) {
+	t.Parallel()
+	m := mapFile(writeTemp(t, "{}\n"))
+	require.NotNil(t, m)
+	defer m.close()
+	elsewhere, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_NONE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	require.NoError(t, err)
+	defer func() { _ = unix.Munmap(elsewhere) }()
+
+	require.ErrorIs(t, guard(m.data, func() error { sink = m.data[0]; return unix.EFAULT }), errInputChanged)
+	require.Panics(t, func() {
+		_ = guard(m.data, func() error { sink = elsewhere[0]; return nil })
+	})
 }

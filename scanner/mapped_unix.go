@@ -3,6 +3,7 @@
 package scanner
 
 import (
+	"errors"
 	"io"
 	"os"
 
@@ -55,8 +56,14 @@ func (m *mapping) release(end int) {
 }
 
 // close unmaps the file and moves the file's offset past what was read, as reading it
-// would have.
+// would have. Nothing reads the mapping by then; the engine's pooled slabs may still hold
+// stale pointers into it in their spare capacity, which the collector ignores as they
+// point outside its heap.
 func (m *mapping) close() {
 	_ = unix.Munmap(m.data) // fails only for a bad range, which data is not
 	_, _ = m.f.Seek(int64(len(m.data)), io.SeekStart)
 }
+
+// isEFAULT reports whether err is the kernel refusing an address, as a write straight
+// from pages the file lost does.
+func isEFAULT(err error) bool { return errors.Is(err, unix.EFAULT) }

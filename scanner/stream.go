@@ -3,6 +3,7 @@ package scanner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -76,7 +77,7 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := guard(cfg.mapped != nil, func() error { work(ctx, cfg, batches, done, outs); return nil }); err != nil {
+			if err := guard(cfg.mapped, func() error { work(ctx, cfg, batches, done, outs); return nil }); err != nil {
 				cancel(err)
 			}
 		}()
@@ -104,9 +105,9 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 		writeErr <- nil
 	}()
 
-	readErr := guard(cfg.mapped != nil, func() error { return readBatches(ctx, cfg, batches) })
-	if readErr != nil {
-		cancel(readErr) // the run has failed; and a passthrough may wait for the reader
+	readErr := guard(cfg.mapped, func() error { return readBatches(ctx, cfg, batches) })
+	if errors.Is(readErr, errInputChanged) {
+		cancel(readErr) // the fault may have left the writer waiting for a passthrough
 	}
 	close(batches)
 	wg.Wait()
@@ -132,10 +133,8 @@ func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, do
 			out = new([]byte)
 		}
 		buf := (*out)[:0]
-		// Room for what a repair adds, and for the next batches: a fresh buffer
-		// costs the kernel a page fault per 4 KiB.
-		if n := b.size + b.size/8; cap(buf) < n {
-			buf = make([]byte, 0, n+n/2)
+		if n := b.size + b.size/8; cfg.out != nil && cap(buf) < n {
+			buf = make([]byte, 0, n) // with room for what repairs add, not grown by doubling
 		}
 		for _, it := range b.items {
 			switch {
