@@ -43,32 +43,38 @@ type DocumentResult struct {
 // RepairDocument parses and repairs the document b (see ParseDocument), validating it
 // in one pass. The document's updated_at, if any, overrides opts.UpdatedAt.
 func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
-	return repairDocument(b, opts, func(doc Document, msgs [][]byte) []byte {
-		n := len(b) - (doc.end - doc.start) + arrayLen(msgs)
-		return appendDocument(make([]byte, 0, n), b, doc, msgs)
+	return repairDocument(b, opts, func(doc Document, p *plan) []byte {
+		n := len(b) - (doc.end - doc.start) + arrayLen(p.out)
+		return appendDocument(make([]byte, 0, n), b, doc, p.out)
 	})
 }
 
-// AppendDocument is RepairDocument appending the output document to dst (b itself when
-// nothing changed or b cannot be repaired) and returning the extended dst; res.Output is
-// the appended part. A caller writing many documents can build them in one buffer
-// instead of allocating each.
-func AppendDocument(dst, b []byte, opts Options) ([]byte, DocumentResult, error) {
-	start := len(dst)
-	res, err := repairDocument(b, opts, func(doc Document, msgs [][]byte) []byte {
-		dst = appendDocument(dst, b, doc, msgs)
-		return dst[start:]
+// Pieces receives an output document in order: the runs of the input it keeps as they
+// are, by offset, and the bytes a repair made. A writer that sends both to the kernel in
+// one call (writev) copies the kept bytes once, rather than first into a buffer of its own.
+type Pieces interface {
+	Keep(from, to int) // the input's bytes [from, to)
+	Write(p []byte)    // new bytes; p is not valid after the call
+}
+
+// WriteDocument is RepairDocument handing the output document to w (all of b, kept, when
+// nothing changed or b cannot be repaired).
+func WriteDocument(w Pieces, b []byte, opts Options) (Document, Report, error) {
+	kept := true
+	res, err := repairDocument(b, opts, func(doc Document, p *plan) []byte {
+		kept = false
+		writeDocument(w, b, doc, p.out, p.from)
+		return nil
 	})
-	if len(dst) == start {
-		dst = append(dst, b...)
-		res.Output = dst[start:]
+	if kept {
+		w.Keep(0, len(b))
 	}
-	return dst, res, err
+	return res.Document, res.Report, err
 }
 
 // repairDocument repairs b; when something changed, write builds the output from the
-// repaired messages (which live only until it returns).
-func repairDocument(b []byte, opts Options, write func(doc Document, msgs [][]byte) []byte) (DocumentResult, error) {
+// plan's assembled messages (which live only until it returns).
+func repairDocument(b []byte, opts Options, write func(doc Document, p *plan) []byte) (DocumentResult, error) {
 	doc, p, err := documentPlan(b, opts)
 	defer p.release()
 	res := DocumentResult{Document: doc, Output: b, Report: p.report}
@@ -77,9 +83,8 @@ func repairDocument(b []byte, opts Options, write func(doc Document, msgs [][]by
 	}
 	res.Report.MessagesOut = res.Report.MessagesIn
 	if len(p.report.Actions) > 0 {
-		msgs := p.assemble()
-		res.Report.MessagesOut = len(msgs)
-		res.Output = write(doc, msgs)
+		res.Report.MessagesOut = len(p.assemble())
+		res.Output = write(doc, p)
 	}
 	return res, nil
 }
@@ -90,6 +95,37 @@ func appendDocument(dst, b []byte, doc Document, msgs [][]byte) []byte {
 	dst = appendArray(dst, msgs)
 	return append(dst, b[doc.end:]...)
 }
+
+// writeDocument is appendDocument into w, keeping the runs of b that are unchanged: the
+// envelope, and each message that from (per message, its offset in b or -1) places in b,
+// with the comma or bracket after it when b has the one the output needs there.
+func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32) {
+	w.Keep(0, doc.start+1) // up to the array's '['
+	after := -1            // where the message just written ends in b, if it came from b
+	sep := func(c []byte) {
+		if after >= 0 && b[after] == c[0] {
+			w.Keep(after, after+1)
+		} else {
+			w.Write(c)
+		}
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			sep(comma)
+		}
+		if at := int(from[i]); at >= 0 {
+			w.Keep(at, at+len(m))
+			after = at + len(m)
+		} else {
+			w.Write(m)
+			after = -1
+		}
+	}
+	sep(closeArray)
+	w.Keep(doc.end, len(b))
+}
+
+var comma, closeArray = []byte(","), []byte("]")
 
 // ValidateDocument is Validate for a document (see RepairDocument).
 func ValidateDocument(b []byte, opts Options) (Document, Report, error) {

@@ -8,13 +8,14 @@ import (
 
 // FuzzRepair checks DESIGN.md's invariants 1-5 on arbitrary input: no panic, untouchable
 // input comes back as is, and repaired output is deterministic, idempotent, valid and
-// conserving. The corpus is seeded from the golden inputs, generated and hand-written.
+// conserving, and the same when written as pieces. The corpus is seeded from the golden inputs, generated and hand-written.
 func FuzzRepair(f *testing.F) {
 	for _, in := range goldenInputs(f) {
 		f.Add(in)
 	}
 	f.Add([]byte(`[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]`))
 	f.Fuzz(func(t *testing.T, in []byte) {
+		checkPieces(t, in, repair.Options{})
 		res, err := repair.Repair(in, repair.Options{})
 		if err != nil {
 			if string(res.Messages) != string(in) {

@@ -176,6 +176,7 @@ type plan struct {
 	edits    []edit
 	after    [][][]byte
 	out      [][]byte // assemble's result, reused
+	from     []int32  // per message of out, its offset in src when it is unchanged input, else -1
 	report   Report
 }
 
@@ -248,7 +249,7 @@ func (p *plan) release() {
 	clear(p.suspects)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
@@ -1227,9 +1228,9 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 }
 
 // assemble builds the repaired message list, in a slice of the plan's: it lives until
-// release.
+// release. p.from then tells which of them are input messages left as they were.
 func (p *plan) assemble() [][]byte {
-	out := p.out[:0]
+	out, from := p.out[:0], p.from[:0]
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
@@ -1247,14 +1248,24 @@ func (p *plan) assemble() [][]byte {
 		case raw == nil:
 		case e.merge:
 			out[len(out)-1] = merge(out[len(out)-1], raw, m.partsKey)
+			from[len(from)-1] = -1
 		default:
 			out = append(out, raw)
+			// Unchanged when it is the very bytes the message was scanned from.
+			if len(raw) == len(m.raw) && &raw[0] == &m.raw[0] {
+				from = append(from, int32(m.off))
+			} else {
+				from = append(from, -1)
+			}
 		}
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
 			out = append(out, p.after[i]...)
+			for range p.after[i] {
+				from = append(from, -1)
+			}
 		}
 	}
-	p.out = out
+	p.out, p.from = out, from
 	return out
 }
 

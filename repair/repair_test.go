@@ -85,7 +85,34 @@ func checkInvariants(t testing.TB, in []byte, opts repair.Options) repair.Result
 
 	// 8. No real result lost while its call survives; call ids unique.
 	checkConservation(t, in, res.Messages)
+	checkPieces(t, in, opts)
 	return res
+}
+
+// pieces is a repair.Pieces that joins what it is given.
+type pieces struct{ in, out []byte }
+
+func (p *pieces) Keep(from, to int) { p.out = append(p.out, p.in[from:to]...) }
+func (p *pieces) Write(b []byte)    { p.out = append(p.out, b...) }
+
+// checkPieces asserts that WriteDocument hands over the very document RepairDocument
+// builds, for in as it is, inside an envelope, and indented (white space where the
+// engine could be tempted to keep the input's bytes).
+func checkPieces(t testing.TB, in []byte, opts repair.Options) {
+	t.Helper()
+	docs := [][]byte{in, []byte(`{"id":"s", "messages" : ` + string(in) + ` , "model":"m"}`)}
+	var indented bytes.Buffer
+	if json.Indent(&indented, in, "", " ") == nil {
+		docs = append(docs, indented.Bytes())
+	}
+	for _, doc := range docs {
+		want, wantErr := repair.RepairDocument(doc, opts)
+		p := &pieces{in: doc}
+		_, rep, err := repair.WriteDocument(p, doc, opts)
+		require.Equal(t, wantErr, err)
+		require.Equal(t, want.Report, rep)
+		require.Equal(t, string(want.Output), string(p.out), "WriteDocument's pieces differ from RepairDocument's output")
+	}
 }
 
 // units splits a message into its blocks (content or parts elements), or, when it has no

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 
 	"github.com/tmend/tmend/repair"
@@ -57,9 +58,16 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 	var res FileResult
 	var bw *bufio.Writer
 	var w io.Writer // nil: a check writes no output
-	if o.Fix {
+	switch out.(type) {
+	case nil:
+	case *os.File: // written with vectored writes of whole batches (writeBuffers)
+		w = out
+	default:
 		bw = bufio.NewWriterSize(out, 1<<20)
 		w = bw
+	}
+	if !o.Fix {
+		w, bw = nil, nil
 	}
 	emit := func(r *fileRecord) error {
 		if r.line < 0 {
@@ -85,9 +93,8 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 		}
 		return nil
 	}
-	process := func(r *fileRecord, out []byte) []byte {
-		out, r.outcome = processRecord(out, r.data, r.line, o.Repair, o.Fix)
-		return out
+	process := func(r *fileRecord, out *output) {
+		r.outcome = processRecord(out, r.data, r.line, o.Repair)
 	}
 
 	cfg := streamConfig{in: in, out: w, maxBytes: o.MaxBytes, workers: o.Workers, process: process, emit: emit}
@@ -152,7 +159,7 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping) error {
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
-	r := &fileRecord{data: data}
+	r := &fileRecord{data: data, src: data}
 	if int64(len(data)) > maxBytes {
 		r.tooLarge, r.size = true, int64(len(data))
 		if out != nil {
@@ -165,11 +172,15 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping) error {
 		}
 		return cfg.emit(r)
 	}
-	res := cfg.process(r, nil)
-	if out != nil {
-		if _, err := out.Write(res); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
+	if out == nil {
+		cfg.process(r, nil)
+		return cfg.emit(r)
+	}
+	o := &output{}
+	o.record(r)
+	cfg.process(r, o)
+	if err := o.writeTo(out, new([][]byte)); err != nil {
+		return err
 	}
 	return cfg.emit(r)
 }
@@ -252,16 +263,17 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 	}
 }
 
-// processRecord checks or repairs one document and reports on it. fix appends the output
-// to out: the input itself unless a repair changed it.
-func processRecord(out, data []byte, line int, opts repair.Options, fix bool) ([]byte, *report.Session) {
+// processRecord checks or, when there is output, repairs one document and reports on
+// it. The output (the input itself unless a repair changed it) goes to out, whose record
+// it must be.
+func processRecord(out *output, data []byte, line int, opts repair.Options) *report.Session {
 	s := &report.Session{Line: line, BytesIn: len(data), BytesOut: len(data)}
 	var doc repair.Document
 	var rep repair.Report
-	if fix {
-		var res repair.DocumentResult
-		out, res, _ = repair.AppendDocument(out, data, opts)
-		doc, rep, s.BytesOut = res.Document, res.Report, len(res.Output)
+	if out != nil {
+		n := out.n
+		doc, rep, _ = repair.WriteDocument(out, data, opts)
+		s.BytesOut = out.n - n
 	} else {
 		doc, rep, _ = repair.ValidateDocument(data, opts)
 	}
@@ -269,5 +281,5 @@ func processRecord(out, data []byte, line int, opts repair.Options, fix bool) ([
 	s.Status, s.Reason, s.Dialect = model.EngineStatus(rep.Status), rep.Reason, rep.Dialect
 	s.MessagesIn, s.MessagesOut, s.PendingCalls = rep.MessagesIn, rep.MessagesOut, rep.PendingCalls
 	s.StageCounts, s.Issues, s.Actions = rep.StageCounts, rep.Issues, rep.Actions
-	return out, s
+	return s
 }

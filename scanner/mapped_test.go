@@ -84,6 +84,16 @@ func TestMappedFileReadsLikeAStream(t *testing.T) {
 				require.Equal(t, want, got)
 				require.True(t, wantOut.String() == gotOut.String(), "output differs (fix %v)", fix)
 				require.Equal(t, wantRep.String(), gotRep.String())
+				if fix { // to a file: written by writev, from the mapping
+					out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
+					require.NoError(t, err)
+					defer func() { _ = out.Close() }()
+					_, err = Files(t.Context(), writeTemp(t, in), out, o)
+					require.NoError(t, err)
+					b, err := os.ReadFile(out.Name())
+					require.NoError(t, err)
+					require.True(t, wantOut.String() == string(b), "file output differs")
+				}
 			}
 		})
 	}
@@ -146,6 +156,38 @@ func TestTruncatedDuringAPassthrough(t *testing.T) {
 	defer func() { _ = out.Close() }()
 
 	_, err = Files(t.Context(), f, truncatingWriter{w, out}, FileOptions{Fix: true, MaxBytes: 1 << 20})
+	require.ErrorIs(t, err, errInputChanged)
+}
+
+// A record's bytes go from the mapping to the output when its batch is written: if the
+// file loses them after they were repaired, the run ends with errInputChanged, not with a
+// write error.
+func TestTruncatedBeforeTheWrite(t *testing.T) {
+	t.Parallel()
+	const n = 20 // one batch
+	f := writeTemp(t, sessions(t, n, 10, 10))
+	w, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer func() { _ = w.Close() }()
+	out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
+	require.NoError(t, err)
+	defer func() { _ = out.Close() }()
+	m := mapFile(f)
+	require.NotNil(t, m)
+	defer m.close()
+
+	var truncErr error
+	cfg := streamConfig{mapped: m.data, release: m.release, out: out, maxBytes: 1 << 20, workers: 1,
+		process: func(it *fileRecord, o *output) {
+			it.outcome = processRecord(o, it.data, it.line, repair.Options{})
+			if it.line == n { // the last record is repaired: nothing reads the file again
+				truncErr = w.Truncate(0)
+			}
+		},
+		emit: func(*fileRecord) error { return nil },
+	}
+	err = runStream(t.Context(), cfg)
+	require.NoError(t, truncErr)
 	require.ErrorIs(t, err, errInputChanged)
 }
 

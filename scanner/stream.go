@@ -17,6 +17,10 @@ type fileRecord struct {
 	line int    // 1-based line number; 0 for a single document
 	data []byte // the record without its line terminator
 	eol  []byte // the terminator to write back ("\n", "\r\n" or nothing)
+	// src is the chunk (or mapping) holding the record: data is src[at:at+len(data)],
+	// and eol follows it.
+	src []byte
+	at  int
 	// tooLarge marks a record over the size limit: it is not held in memory but copied
 	// from input to output unchanged when its turn comes.
 	tooLarge bool
@@ -28,10 +32,9 @@ type fileRecord struct {
 type recordBatch struct {
 	seq   int
 	items []*fileRecord
-	size  int // the items' bytes, terminators included
-	// out is what to write for all items but a too-large one, built by the worker in a
-	// recycled buffer so that records are neither allocated nor copied one by one.
-	out *[]byte
+	// out is what to write for all items but a too-large one, built by the worker: the
+	// records' bytes where they lie, and what repairs made in a recycled buffer.
+	out *output
 	// retired are input chunks that no record after this batch uses: free once it is
 	// written.
 	retired []*[]byte
@@ -50,9 +53,9 @@ type streamConfig struct {
 	out      io.Writer     // nil: no output (check)
 	maxBytes int64
 	workers  int
-	// process sets it.outcome for a record with data and appends what to write for it to
-	// out (when there is output); it must not touch shared state.
-	process func(it *fileRecord, out []byte) []byte
+	// process sets it.outcome for a record with data and adds what to write for it to out
+	// (nil when there is no output); it must not touch shared state.
+	process func(it *fileRecord, out *output)
 	// emit is called in input order from a single goroutine, for every record (blank
 	// lines have line < 0; oversized ones have tooLarge and size set).
 	emit func(it *fileRecord) error
@@ -68,10 +71,10 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 
 	batches := make(chan *recordBatch, cfg.workers*2)
 	done := make(chan *recordBatch, cfg.workers*2)
-	// Output buffers (a batch's worth of records, about 2 MB each) go round: a worker
-	// takes one, the writer gives it back once written. Unlike a sync.Pool, a collection
-	// does not empty it, so the run's output is not built in fresh memory again and again.
-	outs := make(chan *[]byte, 4*cfg.workers+2)
+	// Outputs go round: a worker takes one, the writer gives it back once written. Unlike
+	// a sync.Pool, a collection does not empty it, so the run's repairs are not written in
+	// fresh memory again and again.
+	outs := make(chan *output, 4*cfg.workers+2)
 	var wg sync.WaitGroup
 	for range cfg.workers {
 		wg.Add(1)
@@ -88,12 +91,14 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	go func() {
 		pending := map[int]*recordBatch{}
 		next := 0
+		var scratch [][]byte
 		for b := range done {
 			pending[b.seq] = b
 			for b, ok := pending[next]; ok; b, ok = pending[next] {
 				delete(pending, next)
 				next++
-				if err := writeBatch(cfg, b, outs); err != nil {
+				// Under guard: the kernel reads the mapping when it writes the records.
+				if err := guard(cfg.mapped, func() error { return writeBatch(cfg, b, outs, &scratch) }); err != nil {
 					cancel(err)
 					writeErr <- err
 					for range done { // drain so workers can finish
@@ -122,32 +127,35 @@ func runStream(ctx context.Context, cfg streamConfig) error {
 	return context.Cause(ctx)
 }
 
-// work repairs batches until there are none, each into an output buffer from outs, and
-// hands them to the writer through done.
-func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, done chan<- *recordBatch, outs chan *[]byte) {
+// work repairs batches until there are none, each into an output from outs (when there
+// is output), and hands them to the writer through done.
+func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, done chan<- *recordBatch, outs chan *output) {
 	for b := range batches {
-		var out *[]byte
-		select {
-		case out = <-outs:
-		default:
-			out = new([]byte)
-		}
-		buf := (*out)[:0]
-		if n := b.size + b.size/8; cfg.out != nil && cap(buf) < n {
-			buf = make([]byte, 0, n) // with room for what repairs add, not grown by doubling
+		var out *output
+		if cfg.out != nil {
+			select {
+			case out = <-outs:
+			default:
+				out = &output{}
+			}
 		}
 		for _, it := range b.items {
-			switch {
-			case it.tooLarge: // copied through by the writer
+			if it.tooLarge { // copied through by the writer
 				continue
-			case it.line < 0: // a blank line, kept as it is
-				buf = append(buf, it.data...)
-			default:
-				buf = cfg.process(it, buf)
 			}
-			buf = append(buf, it.eol...)
+			if out != nil {
+				out.record(it)
+			}
+			if it.line > 0 {
+				cfg.process(it, out)
+			} else if out != nil { // a blank line, kept as it is
+				out.Keep(0, len(it.data))
+			}
+			if out != nil {
+				out.Keep(len(it.data), len(it.data)+len(it.eol))
+			}
 		}
-		*out, b.out = buf, out
+		b.out = out
 		select {
 		case done <- b:
 		case <-ctx.Done():
@@ -156,18 +164,19 @@ func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, do
 	}
 }
 
-// writeBatch writes b, then gives its output buffer back to outs and, in mapped input,
-// the pages of its records to the kernel.
-func writeBatch(cfg streamConfig, b *recordBatch, outs chan<- *[]byte) error {
+// writeBatch writes b, then gives its output back to outs and, in mapped input, the
+// pages of its records to the kernel. scratch is the writer's, for the output's buffers.
+func writeBatch(cfg streamConfig, b *recordBatch, outs chan<- *output, scratch *[][]byte) error {
 	// A too-large record is always its batch's last: everything before it goes first.
-	if cfg.out != nil {
-		if _, err := cfg.out.Write(*b.out); err != nil {
-			return fmt.Errorf("write output: %w", err)
+	if b.out != nil {
+		if err := b.out.writeTo(cfg.out, scratch); err != nil {
+			return err
 		}
-	}
-	select {
-	case outs <- b.out:
-	default:
+		b.out.reset()
+		select {
+		case outs <- b.out:
+		default:
+		}
 	}
 	for _, it := range b.items {
 		if it.tooLarge && b.passthrough != nil {
@@ -247,13 +256,11 @@ func readBatches(ctx context.Context, cfg streamConfig, batches chan<- *recordBa
 			}
 			continue
 		}
-		cur.size += len(data) + len(eol)
+		it := &fileRecord{line: line, data: data, eol: eol, src: lr.buf, at: lr.pos - len(data) - len(eol)}
 		if len(bytes.TrimSpace(data)) == 0 {
-			// Blank lines are kept as they are and not counted as sessions.
-			cur.items = append(cur.items, &fileRecord{line: -line, data: data, eol: eol})
-		} else {
-			cur.items = append(cur.items, &fileRecord{line: line, data: data, eol: eol})
+			it.line = -line // blank lines are kept as they are and not counted as sessions
 		}
+		cur.items = append(cur.items, it)
 		if len(cur.items) >= batchLines && !send() {
 			return nil
 		}

@@ -1,0 +1,60 @@
+//go:build unix
+
+package scanner
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// iovMax is the most buffers one writev takes (IOV_MAX on Linux and the BSDs).
+const iovMax = 1024
+
+// writeBuffers writes bufs in order: to a file with writev, so the kernel gathers them
+// (os.File has no vectored write of its own, and net.Buffers writes to a file one buffer
+// at a time), else one Write each.
+func writeBuffers(w io.Writer, bufs [][]byte) error {
+	f, ok := w.(*os.File)
+	if !ok {
+		return writeEach(w, bufs)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return writeEach(w, bufs)
+	}
+	for len(bufs) > 0 {
+		var n int
+		var werr error
+		if err := rc.Write(func(fd uintptr) bool {
+			n, werr = unix.Writev(int(fd), bufs[:min(len(bufs), iovMax)])
+			return werr != unix.EAGAIN // not ready: wait and try again
+		}); err != nil {
+			return err
+		}
+		if werr == unix.EINTR {
+			continue
+		}
+		if werr != nil {
+			return &os.PathError{Op: "writev", Path: f.Name(), Err: werr}
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		bufs = advance(bufs, n)
+	}
+	return nil
+}
+
+// advance drops the first n bytes of bufs, which a (maybe short) write took.
+func advance(bufs [][]byte, n int) [][]byte {
+	for len(bufs) > 0 && n >= len(bufs[0]) {
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	if len(bufs) > 0 {
+		bufs[0] = bufs[0][n:]
+	}
+	return bufs
+}
