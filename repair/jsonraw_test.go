@@ -435,24 +435,3 @@ func TestScanNumberMatchesRef(t *testing.T) {
 		}
 	}
 }
-
-// indexID finds what bytes.Index finds, for ids and texts drawn from a small alphabet so
-// that partial matches are frequent.
-func TestIndexID(t *testing.T) {
-	t.Parallel()
-	alphabet := []byte(`ca_l0Z" `)
-	rng := rand.New(rand.NewPCG(9, 10))
-	for n := 0; n < 200_000; n++ {
-		id := make([]byte, 1+rng.IntN(6))
-		for i := range id {
-			id[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		b := make([]byte, rng.IntN(40))
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		if got, want := indexID(b, string(id)), bytes.Index(b, id); got != want {
-			t.Fatalf("indexID(%q, %q) = %d, want %d", b, id, got, want)
-		}
-	}
-}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -172,7 +171,6 @@ type plan struct {
 	suspects map[string]bool
 	removed  []bool // the edits' removed flags, in one slab
 	src      []byte // the input the messages were scanned from
-	mayCarry []bool // per message, for checkUnrecognized
 	edits    []edit
 	after    [][][]byte
 	out      [][]byte // assemble's result, reused
@@ -249,7 +247,7 @@ func (p *plan) release() {
 	clear(p.suspects)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0], mayCarry: p.mayCarry[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
@@ -736,8 +734,8 @@ func (p *plan) removePart(msg, pi int, st Stage) {
 }
 
 // idKeys are the members in which a block of a shape tmend does not know may carry a
-// tool call id.
-var idKeys = []keyCode{keyID, keyCallID, keyToolCallID, keyToolUseIDCamel, keyToolUseID, keyToolCallIDCamel}
+// tool call id, as a set of key codes.
+const idKeys = 1<<keyID | 1<<keyCallID | 1<<keyToolCallID | 1<<keyToolUseIDCamel | 1<<keyToolUseID | 1<<keyToolCallIDCamel
 
 // checkUnrecognized refuses the transcript when a block or item that the dialect
 // recognises neither as a call nor as a result carries the id of a result about to be
@@ -748,19 +746,11 @@ func (p *plan) checkUnrecognized() error {
 	if len(p.suspects) == 0 {
 		return nil
 	}
-	p.markMayCarry()
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		if !p.mayCarry[i] {
-			continue
-		}
 		if !m.whole() {
-			for _, mb := range m.ms {
-				if !isBlockArray(mb) {
-					if key, id, ok := p.carriesSuspect(m.raw, mb, 3); ok {
-						return p.refuseUnrecognized(i, key, id)
-					}
-				}
+			if key, id, ok := p.carriesSuspect(m.raw, m.ms, 3, true); ok {
+				return p.refuseUnrecognized(i, key, id)
 			}
 		}
 		for k, blks := range m.arrays {
@@ -769,10 +759,8 @@ func (p *plan) checkUnrecognized() error {
 				if blk.ms == nil || own && m.parts[bi].kind != partOther {
 					continue
 				}
-				for _, mb := range blk.ms {
-					if key, id, ok := p.carriesSuspect(blk.raw, mb, 3); ok {
-						return p.refuseUnrecognized(i, key, id)
-					}
+				if key, id, ok := p.carriesSuspect(blk.raw, blk.ms, 3, false); ok {
+					return p.refuseUnrecognized(i, key, id)
 				}
 			}
 		}
@@ -780,120 +768,54 @@ func (p *plan) checkUnrecognized() error {
 	return nil
 }
 
-// markMayCarry sets mayCarry for the messages that checkUnrecognized must walk, saving
-// it the walk through most of them: a string that decodes to a suspect id (give or take
-// surrounding white space) holds that id's text as it is, unless it is spelled with
-// escapes. So a message whose bytes hold no backslash and no suspect's text carries
-// none. The input is searched once for each, rather than message by message.
-func (p *plan) markMayCarry() {
-	p.mayCarry = grow(p.mayCarry, len(p.msgs))
-	if len(p.msgs) == 0 {
-		return
-	}
-	last := &p.msgs[len(p.msgs)-1]
-	start, end := p.msgs[0].off, last.off+len(last.raw)
-	// mark marks each message holding a match of find, which returns the offset of the
-	// first match in what it is given, or -1.
-	mark := func(find func(b []byte) int) {
-		for from := start; from < end; {
-			k := find(p.src[from:end])
-			if k < 0 {
-				return
-			}
-			at := from + k
-			// The message holding at, if any: the first one ending after it.
-			i := sort.Search(len(p.msgs), func(i int) bool { return p.msgs[i].off+len(p.msgs[i].raw) > at })
-			if i < len(p.msgs) && p.msgs[i].off <= at {
-				p.mayCarry[i] = true
-				from = p.msgs[i].off + len(p.msgs[i].raw)
-			} else {
-				from = at + 1
-			}
-		}
-	}
-	mark(func(b []byte) int { return bytes.IndexByte(b, '\\') })
-	for id := range p.suspects {
-		if id == "" { // every message holds the empty string
-			for i := range p.mayCarry {
-				p.mayCarry[i] = true
-			}
-			return
-		}
-		mark(func(b []byte) int { return indexID(b, id) })
-	}
-}
-
-// indexID is bytes.Index(b, []byte(id)). Ids tend to begin with a prefix that the
-// transcript is full of ("call_", "toolu_"), where bytes.Index stops at every "c": it
-// looks for the id's rarest byte instead (by byteRank) and compares around each hit.
-func indexID(b []byte, id string) int {
-	r := 0
-	for i := range len(id) {
-		if byteRank[id[i]] >= byteRank[id[r]] {
-			r = i
-		}
-	}
-	for from := r; from < len(b); {
-		k := bytes.IndexByte(b[from:], id[r])
-		if k < 0 {
-			return -1
-		}
-		at := from + k - r
-		if at+len(id) > len(b) {
-			return -1
-		}
-		if string(b[at:at+len(id)]) == id {
-			return at
-		}
-		from += k + 1
-	}
-	return -1
-}
-
-// byteRank ranks bytes from common in transcripts (JSON punctuation, lower-case English,
-// digits) to rare (everything not listed).
-var byteRank = func() (t [256]uint8) {
-	const common = ` "e:,taoinsrhl{}dcu.m0123456789pf[]gwybvk-_/xjqzT`
-	for c := range t {
-		t[c] = 255
-	}
-	for i := range len(common) {
-		t[common[i]] = uint8(i)
-	}
-	return t
-}()
-
 func isBlockArray(m member) bool {
 	return m.code == keyContent || m.code == keyToolCalls || m.code == keyParts
 }
 
-// carriesSuspect looks for a suspect id in member m of object o: in its value when it is
-// an id-like member holding a string, else in the objects and arrays below it, down to
-// depth levels.
-func (p *plan) carriesSuspect(o []byte, m member, depth int) (key, id string, ok bool) {
-	v := m.val(o)
-	switch v[0] {
-	case '"':
-		if slices.Contains(idKeys, m.code) {
-			if s, _ := idString(v); p.suspects[strings.TrimSpace(s)] {
+// carriesSuspect looks for a suspect id in the members ms of object o: in the value of
+// an id-like member holding a string, and in the objects and arrays below the other
+// members (but the block arrays, when skipBlocks), down to depth levels.
+func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool) (key, id string, ok bool) {
+	for _, m := range ms {
+		switch o[m.valStart] {
+		case '"':
+			if idKeys>>m.code&1 == 0 {
+				continue
+			}
+			if s, _ := idString(m.val(o)); p.suspects[strings.TrimSpace(s)] {
 				return keyNames[m.code], s, true
 			}
-		}
-	case '{', '[':
-		// Every id-like key ends in id or Id: skip values that hold none.
-		if depth == 0 || !bytes.Contains(v, []byte(`d"`)) {
-			break
-		}
-		p.eachObject(v, func(sub []byte, ms []member) bool {
-			for _, sm := range ms {
-				if key, id, ok = p.carriesSuspect(sub, sm, depth-1); ok {
-					return false
-				}
+		case '{', '[':
+			if depth == 0 || skipBlocks && isBlockArray(m) || !mayHoldIDKey(m.val(o)) {
+				continue
 			}
-			return true
-		})
+			p.eachObject(m.val(o), func(sub []byte, sms []member) bool {
+				key, id, ok = p.carriesSuspect(sub, sms, depth-1, false)
+				return !ok
+			})
+			if ok {
+				return key, id, ok
+			}
+		}
 	}
-	return key, id, ok
+	return "", "", false
+}
+
+// mayHoldIDKey reports whether the object or array v may have a key among idKeys below
+// it: every one of them ends in "id" or "Id", unless it is spelled with escapes.
+func mayHoldIDKey(v []byte) bool {
+	if bytes.IndexByte(v, '\\') >= 0 {
+		return true
+	}
+	for i := 1; ; i += 2 {
+		k := bytes.Index(v[i:], []byte(`d"`))
+		if k < 0 {
+			return false
+		}
+		if i += k; v[i-1] == 'i' || v[i-1] == 'I' {
+			return true
+		}
+	}
 }
 
 // eachObject calls fn with v when it is an object, or with each object element of v when

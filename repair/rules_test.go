@@ -83,6 +83,9 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c9","content":"real output"}]`,
 		"Nested": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseId":"toolu_9"}}]},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
+		// The key below the unknown block spelled with escapes ("toolUseId").
+		"NestedEscapedKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseI\u0064":"toolu_9"}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
 		// The id spelled with escapes in the unknown block, then in the result.
 		"EscapedID": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}},{"type":"tool_invocation","id":"\u0063\u0039","tool":"g"}]},
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`,
