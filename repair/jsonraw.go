@@ -30,8 +30,11 @@ func (e *SyntaxError) Error() string {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// skipSpace returns the offset of the first byte at or after b[i] that is not white
+// space. Stored JSON is mostly compact, so the one test that rules out white space (every
+// kind is at most ' ') comes first.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -685,11 +688,10 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if vs = skipSpace(b, vs+1); vs >= len(b) {
 			return out, vs, &SyntaxError{vs, "unexpected end of input"}
 		}
-		key := b[ks+1 : ke-1]
 		var vend int
 		handled := false
 		if value != nil && b[vs] == '[' {
-			vend, handled, err = value(key, vs)
+			vend, handled, err = value(b[ks+1:ke-1], vs)
 		}
 		if !handled {
 			vend, err = scanValue(b, vs, depth)
@@ -697,8 +699,16 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		if err != nil {
 			return out, vend, err
 		}
-		if seen.dup(b[start:], out[base:], ks-start, ke-start, code, esc) {
-			return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", key)}
+		// A known key is a bit of seen.codes: that test is written out here, as the call
+		// cost more than the test.
+		dup := false
+		if bit := uint64(1) << code; code != keyOther && !esc {
+			dup, seen.codes = seen.codes&bit != 0, seen.codes|bit
+		} else {
+			dup = seen.dupOther(b[start:], out[base:], b[ks:ke])
+		}
+		if dup {
+			return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
 		}
 		// Filled in place: a member built first and copied in cost a stall on every
 		// member (the copy read it back before its field stores had landed).
@@ -741,12 +751,11 @@ type keySet struct {
 
 const keySetFrom = 16
 
-// dup reports whether the key obj[ks:ke] (with its quotes), of code code, is among the
-// keys of prev, the members so far (offsets into obj), and adds it. A key spelled with
-// escapes is compared as written here; its decoded name is checked once the object ends
-// (checkEscapedDuplicates).
-func (s *keySet) dup(obj []byte, prev []member, ks, ke int, code keyCode, escaped bool) bool {
-	key := obj[ks:ke]
+// dup reports whether the key b[ks:ke] (with its quotes), of code code, is among the
+// keys of prev, the members so far of the object at b[start] (offsets into it), and adds
+// it. A key spelled with escapes is compared as written here; its decoded name is checked
+// once the object ends (checkEscapedDuplicates).
+func (s *keySet) dup(b []byte, start int, prev []member, ks, ke int, code keyCode, escaped bool) bool {
 	if code != keyOther && !escaped {
 		bit := uint64(1) << code
 		if s.codes&bit != 0 {
@@ -755,6 +764,12 @@ func (s *keySet) dup(obj []byte, prev []member, ks, ke int, code keyCode, escape
 		s.codes |= bit
 		return false
 	}
+	return s.dupOther(b[start:], prev, b[ks:ke])
+}
+
+// dupOther is dup for a key without a code, or spelled with escapes: obj is the object,
+// key the key as written.
+func (s *keySet) dupOther(obj []byte, prev []member, key []byte) bool {
 	// A key without a code can only repeat another key without one, or one spelled with
 	// the same escapes.
 	if len(prev) < keySetFrom {
@@ -828,7 +843,7 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 		} else {
 			m.code = codeOf(obj[m.keyStart+1 : end-1])
 		}
-		if seen.dup(obj, out[base:], int(m.keyStart), end, m.code, esc) {
+		if seen.dup(obj, 0, out[base:], int(m.keyStart), end, m.code, esc) {
 			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:end-1])}
 		}
 		out = append(out, m)
