@@ -2,6 +2,7 @@ package repair
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -9,6 +10,9 @@ import (
 // dialects), "input" (OpenAI Responses), "contents" (Gemini). The first one holding an
 // array is the transcript.
 var EnvelopeKeys = []string{"messages", "input", "contents"}
+
+// envelopeCodes are EnvelopeKeys' codes.
+var envelopeCodes = []keyCode{keyMessages, keyInput, keyContents}
 
 // Document is one transcript as stored or sent: either a bare JSON array of messages or an
 // object holding it under one of EnvelopeKeys, with other members (id, updated_at, model
@@ -183,20 +187,15 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		}
 		return Document{}, fmt.Errorf("document is a JSON %s; want an array of messages or an object holding one", kindOf(b[i]))
 	}
-	var chosen []byte
+	chosen := keyOther
 	var envelope [8]member // most envelopes: no allocation
-	ms, end, err := scanMembersWith(b, i, 1, envelope[:0], func(key []byte, vstart int) (int, bool, error) {
-		if chosen != nil || b[vstart] != '[' {
+	ms, end, err := scanMembersWith(b, i, 1, envelope[:0], func(code keyCode, vstart int) (int, bool, error) {
+		if chosen != keyOther || !slices.Contains(envelopeCodes, code) {
 			return 0, false, nil
 		}
-		for _, k := range EnvelopeKeys {
-			if string(key) == k {
-				chosen = key
-				vend, err := scanArray(b, vstart)
-				return vend, true, err
-			}
-		}
-		return 0, false, nil
+		chosen = code
+		vend, err := scanArray(b, vstart)
+		return vend, true, err
 	})
 	if err != nil {
 		return Document{}, err
@@ -205,7 +204,7 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		return Document{}, &SyntaxError{j, "unexpected data after the top-level value"}
 	}
 	obj := b[i:end]
-	if chosen == nil {
+	if chosen == keyOther {
 		for _, key := range EnvelopeKeys {
 			if m, ok := findMember(obj, ms, key); ok {
 				return Document{}, fmt.Errorf("%q is a JSON %s, not an array of messages", key, kindOf(m.val(obj)[0]))
@@ -214,8 +213,8 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		return Document{}, fmt.Errorf("object has no messages, input or contents array")
 	}
 	// The first envelope member holding an array, in document order, is the transcript.
-	d.Key = string(chosen)
-	m, _ := findMember(obj, ms, d.Key)
+	d.Key = keyNames[chosen]
+	m, _ := findCode(ms, chosen)
 	d.start, d.end = i+int(m.valStart), i+int(m.valEnd)
 	if m, ok := findMember(obj, ms, "id"); ok {
 		v := m.val(obj)

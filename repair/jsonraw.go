@@ -608,12 +608,9 @@ type scanner struct {
 // of its blockArrays members (indexed like blockArrays), and its end.
 func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, end int, err error) {
 	base := len(sc.members)
-	sc.members, end, err = scanMembersWith(b, start, 2, sc.members, func(key []byte, vstart int) (int, bool, error) {
-		if b[vstart] != '[' {
-			return 0, false, nil
-		}
+	sc.members, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		for k, c := range blockArrays {
-			if string(key) == keyNames[c] {
+			if code == c {
 				bbase := len(sc.blocks)
 				vend, err := sc.scanBlocks(b, vstart)
 				arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
@@ -657,10 +654,11 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
 // value itself and returns its end. value is asked only about members whose value is an
-// array (all its callers look for one), which spares a call per member. It is scanPairs written out rather than called with
+// array (all its callers look for one), which spares a call per member, and is given the
+// code of the decoded key: a key spelled with escapes is the same key. It is scanPairs written out rather than called with
 // a callback: every message and block goes through here, and the callback (with out
 // captured by reference) cost about a tenth of a repair.
-func scanMembersWith(b []byte, start, depth int, out []member, value func(key []byte, vstart int) (int, bool, error)) ([]member, int, error) {
+func scanMembersWith(b []byte, start, depth int, out []member, value func(code keyCode, vstart int) (int, bool, error)) ([]member, int, error) {
 	if err := checkDepth(start, depth); err != nil {
 		return out, start, err
 	}
@@ -691,7 +689,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(key []
 		var vend int
 		handled := false
 		if value != nil && b[vs] == '[' {
-			vend, handled, err = value(b[ks+1:ke-1], vs)
+			vend, handled, err = value(code, vs)
 		}
 		if !handled {
 			vend, err = scanValue(b, vs, depth)

@@ -337,3 +337,23 @@ func TestDuplicateKeysAmongMany(t *testing.T) {
 	_, err := repair.Repair([]byte(`[{"role":"user",`+strings.Replace(many(0), `"k0":0`, `"other":0`, 1)+`}]`), repair.Options{})
 	require.NoError(t, err)
 }
+
+// A key spelled with escapes is the same key: calls in an escaped "content" are calls
+// (their real results were once dropped as orphans), and an escaped "messages" holds
+// the transcript.
+func TestKeysSpelledWithEscapesAreTheSameKeys(t *testing.T) {
+	t.Parallel()
+	in := `[{"role":"user","content":"go"},{"role":"assistant","cont\u0065nt":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},` +
+		`{"role":"toolResult","toolCallId":"c1","toolName":"f","content":[{"type":"text","text":"real output"}]}]`
+	res, err := repair.Repair([]byte(in), repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, res.Report.Status)
+	require.Equal(t, in, string(res.Messages))
+
+	doc := `{"id":"s1","mess\u0061ges":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]}]}`
+	out, err := repair.RepairDocument([]byte(doc), repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "messages", out.Key)
+	require.Equal(t, map[repair.Stage]int{repair.StageSynthesizeMissingResults: 1}, out.Report.StageCounts)
+	require.True(t, strings.HasPrefix(string(out.Output), `{"id":"s1","mess\u0061ges":[`), "%s", out.Output)
+}
