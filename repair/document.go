@@ -104,13 +104,14 @@ func appendDocument(dst, b []byte, doc Document, msgs [][]byte) []byte {
 // envelope, and each message that from (per message, its offset in b or -1) places in b,
 // with the comma or bracket after it when b has the one the output needs there.
 func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32) {
-	w.Keep(0, doc.start+1) // up to the array's '['
+	k := keeper{w: w}
+	k.keep(0, doc.start+1) // up to the array's '['
 	after := -1            // where the message just written ends in b, if it came from b
 	sep := func(c []byte) {
 		if after >= 0 && b[after] == c[0] {
-			w.Keep(after, after+1)
+			k.keep(after, after+1)
 		} else {
-			w.Write(c)
+			k.write(c)
 		}
 	}
 	for i, m := range msgs {
@@ -118,15 +119,43 @@ func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32
 			sep(comma)
 		}
 		if at := int(from[i]); at >= 0 {
-			w.Keep(at, at+len(m))
+			k.keep(at, at+len(m))
 			after = at + len(m)
 		} else {
-			w.Write(m)
+			k.write(m)
 			after = -1
 		}
 	}
 	sep(closeArray)
-	w.Keep(doc.end, len(b))
+	k.keep(doc.end, len(b))
+	k.flush()
+}
+
+// keeper hands w the runs of input that continue each other as one: a run of unchanged
+// messages costs one call.
+type keeper struct {
+	w        Pieces
+	from, to int // the run not handed over yet
+}
+
+func (k *keeper) keep(from, to int) {
+	if from != k.to {
+		k.flush()
+		k.from = from
+	}
+	k.to = to
+}
+
+func (k *keeper) write(p []byte) {
+	k.flush()
+	k.w.Write(p)
+}
+
+func (k *keeper) flush() {
+	if k.to > k.from {
+		k.w.Keep(k.from, k.to)
+	}
+	k.from, k.to = 0, 0
 }
 
 var comma, closeArray = []byte(","), []byte("]")
