@@ -23,6 +23,9 @@ func parseOpenAIChat(m *message, ps *parser) error {
 		m.otherContent = !isEmptyValue(m.get(keyContent))
 		checkForeignContent(m, ps)
 		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {
+			if typ := o.get(keyType); typ != nil && !isString(typ, "function") {
+				return // a custom tool call, or a shape to come: not guessed at (checkUnrecognized)
+			}
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
 			if !o.has(keyFunction) {

@@ -169,13 +169,16 @@ type plan struct {
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
 	suspects map[string]bool
-	removed  []bool // the edits' removed flags, in one slab
-	src      []byte // the input the messages were scanned from
-	edits    []edit
-	after    [][][]byte
-	out      [][]byte // assemble's result, reused
-	from     []int32  // per message of out, its offset in src when it is unchanged input, else -1
-	report   Report
+	// unsureOrphan is a result without an id about to be dropped as an orphan although it
+	// has an id-like member somewhere (so checkUnrecognized refuses), or -1.
+	unsureOrphan int
+	removed      []bool // the edits' removed flags, in one slab
+	src          []byte // the input the messages were scanned from
+	edits        []edit
+	after        [][][]byte
+	out          [][]byte // assemble's result, reused
+	from         []int32  // per message of out, its offset in src when it is unchanged input, else -1
+	report       Report
 }
 
 var plans = sync.Pool{New: func() any {
@@ -590,6 +593,7 @@ func (p *plan) openTurn() int {
 
 // decide runs the stages over the pairing and records edits, actions and issues.
 func (p *plan) decide() {
+	p.unsureOrphan = -1
 	p.edits = grow(p.edits, len(p.msgs))
 	p.after = grow(p.after, len(p.msgs))
 	for i := range p.msgs {
@@ -692,8 +696,10 @@ func (p *plan) decide() {
 			p.removePart(r.msg, r.part, StageDropOrphanResults)
 			p.act(StageDropOrphanResults, ActionDrop, r.msg, p.resPart(ri), "no call with this id")
 			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
-			if p.resPart(ri).hasID {
+			if pt := p.resPart(ri); pt.hasID {
 				p.suspects[r.key] = true
+			} else if p.unsureOrphan < 0 && mayHoldIDKey(pt.raw) {
+				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
 		}
 	}
@@ -743,23 +749,34 @@ const idKeys = 1<<keyID | 1<<keyCallID | 1<<keyToolCallID | 1<<keyToolUseIDCamel
 // a call (or result) in a shape tmend does not know, and guessing would destroy real
 // tool output. The next platform's shapes are refused, not guessed.
 func (p *plan) checkUnrecognized() error {
+	if p.unsureOrphan >= 0 {
+		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
+			"so which call it answers is unclear")
+	}
 	if len(p.suspects) == 0 {
 		return nil
 	}
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		if !m.whole() {
-			if key, id, ok := p.carriesSuspect(m.raw, m.ms, 3, true); ok {
+			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
 			}
 		}
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if blk.ms == nil || own && m.parts[bi].kind != partOther {
+				if own && m.parts[bi].kind != partOther {
 					continue
 				}
-				if key, id, ok := p.carriesSuspect(blk.raw, blk.ms, 3, false); ok {
+				var key, id string
+				var ok bool
+				if blk.ms != nil {
+					key, id, ok = p.carriesSuspect(blk.raw, blk.ms, MaxDepth, false)
+				} else if blk.raw[0] == '[' { // an array in the array: look at its objects
+					key, id, ok = p.containerCarries(blk.raw, MaxDepth)
+				}
+				if ok {
 					return p.refuseUnrecognized(i, key, id)
 				}
 			}
@@ -774,7 +791,8 @@ func isBlockArray(m member) bool {
 
 // carriesSuspect looks for a suspect id in the members ms of object o: in the value of
 // an id-like member holding a string, and in the objects and arrays below the other
-// members (but the block arrays, when skipBlocks), down to depth levels.
+// members (but the block arrays whose blocks are walked on their own, when skipBlocks),
+// down to depth levels.
 func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool) (key, id string, ok bool) {
 	for _, m := range ms {
 		switch o[m.valStart] {
@@ -785,20 +803,36 @@ func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool)
 			if s, _ := idString(m.val(o)); p.suspects[strings.TrimSpace(s)] {
 				return keyNames[m.code], s, true
 			}
-		case '{', '[':
-			if depth == 0 || skipBlocks && isBlockArray(m) || !mayHoldIDKey(m.val(o)) {
+		case '[':
+			if skipBlocks && isBlockArray(m) {
 				continue
 			}
-			p.eachObject(m.val(o), func(sub []byte, sms []member) bool {
-				key, id, ok = p.carriesSuspect(sub, sms, depth-1, false)
-				return !ok
-			})
-			if ok {
+			fallthrough
+		case '{':
+			if key, id, ok = p.containerCarries(m.val(o), depth); ok {
 				return key, id, ok
 			}
 		}
 	}
 	return "", "", false
+}
+
+// containerCarries is carriesSuspect for the objects in v (an object, or the objects in
+// an array, nested arrays included), depth levels down. An object whose keys cannot be
+// read (a key repeated) counts as carrying one: what it holds is unclear. key is then "".
+func (p *plan) containerCarries(v []byte, depth int) (key, id string, ok bool) {
+	if depth == 0 || !mayHoldIDKey(v) {
+		return "", "", false
+	}
+	p.eachObject(v, func(sub []byte, sms []member, err error) bool {
+		if err != nil {
+			ok = true
+			return false
+		}
+		key, id, ok = p.carriesSuspect(sub, sms, depth-1, false)
+		return !ok
+	})
+	return key, id, ok
 }
 
 // mayHoldIDKey reports whether the object or array v may have a key among idKeys below
@@ -818,29 +852,39 @@ func mayHoldIDKey(v []byte) bool {
 	}
 }
 
-// eachObject calls fn with v when it is an object, or with each object element of v when
-// it is an array, until fn returns false. The members live in the parser's scratch space
-// until fn returns.
-func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member) bool) {
-	visit := func(o []byte) bool {
+// eachObject calls fn with v when it is an object, or with each object in v when it is an
+// array (in nested arrays too), until fn returns false, which it then returns. err is
+// members' (a repeated key). The members live in the parser's scratch space until fn
+// returns.
+func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) bool) bool {
+	switch v[0] {
+	case '{':
 		mark := len(p.ps.scratch)
 		defer func() { p.ps.scratch = p.ps.scratch[:mark] }()
-		ms, err := members(o, &p.ps.scratch)
-		return err != nil || fn(o, ms)
+		ms, err := members(v, &p.ps.scratch)
+		return fn(v, ms, err)
+	case '[':
+		more := true
+		eachElement(v, func(e []byte) bool { more = p.eachObject(e, fn); return more })
+		return more
 	}
-	if v[0] == '{' {
-		visit(v)
-		return
-	}
-	eachElement(v, func(e []byte) bool { return e[0] != '{' || visit(e) })
+	return true
 }
 
 func (p *plan) refuseUnrecognized(msg int, key, id string) error {
 	detail := fmt.Sprintf("a block of a shape tmend does not know carries the id in %q", key)
+	if key == "" {
+		detail = "a block of a shape tmend does not know repeats a key, so which ids it carries is unclear"
+	}
+	return p.refuse(msg, id, detail, "the id of a result or call tmend would otherwise drop or answer")
+}
+
+// refuse reports the transcript as unsupported, with one unrecognized_tool_call issue,
+// and no actions: it is left as it is.
+func (p *plan) refuse(msg int, id, detail, why string) error {
 	p.report.Actions, p.report.StageCounts, p.report.PendingCalls = nil, nil, 0
 	p.report.Issues = []Issue{{Code: IssueUnrecognizedCall, MessageIndex: msg, CallID: strings.Clone(id), Detail: detail}}
-	return p.fail(StatusUnsupported, "message %d: %s, the id of a result or call tmend would otherwise drop or answer; left untouched",
-		msg, detail)
+	return p.fail(StatusUnsupported, "message %d: %s, %s; left untouched", msg, detail, why)
 }
 
 // uniqueIDs gives each call that reuses an earlier surviving call's id a new id derived

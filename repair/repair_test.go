@@ -337,18 +337,22 @@ func TestRealResultBeatsSynthetic(t *testing.T) {
 	} {
 		content, err := json.Marshal(text)
 		require.NoError(t, err)
-		in := []byte(`[{"role":"user","content":"go"},
+		// As written by JSON encoders, and with its first character escaped.
+		escaped := fmt.Sprintf(`"\u%04x`, text[0]) + string(content[2:])
+		for _, content := range []string{string(content), escaped} {
+			in := []byte(`[{"role":"user","content":"go"},
 {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
-{"role":"tool","tool_call_id":"c1","content":` + string(content) + `},
+{"role":"tool","tool_call_id":"c1","content":` + content + `},
 {"role":"user","content":"hello?"},
 {"role":"tool","tool_call_id":"c1","content":"the real output"}]`)
-		res := checkInvariants(t, in, repair.Options{})
-		require.JSONEq(t, `[{"role":"user","content":"go"},
+			res := checkInvariants(t, in, repair.Options{})
+			require.JSONEq(t, `[{"role":"user","content":"go"},
 {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
 {"role":"tool","tool_call_id":"c1","content":"the real output"},
-{"role":"user","content":"hello?"}]`, string(res.Messages), text)
-		require.Equal(t, 1, res.Report.StageCounts[repair.StageMoveResults], text)
-		require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDuplicateResults], text)
+{"role":"user","content":"hello?"}]`, string(res.Messages), content)
+			require.Equal(t, 1, res.Report.StageCounts[repair.StageMoveResults], content)
+			require.Equal(t, 1, res.Report.StageCounts[repair.StageDropDuplicateResults], content)
+		}
 	}
 }
 

@@ -86,6 +86,27 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 		// The key below the unknown block spelled with escapes ("toolUseId").
 		"NestedEscapedKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseI\u0064":"toolu_9"}}]},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
+		// A result whose id is under a key its dialect does not use (tool_call_id, not
+		// toolCallId), and LangChain's stored {type, data} messages: results without an id
+		// tmend knows, but with an id-like member.
+		"ResultIDUnderAnotherKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},
+{"role":"toolResult","tool_call_id":"c1","toolName":"f","content":[{"type":"text","text":"real output"}]},{"role":"user","content":"next"}]`,
+		"LangChainDataEnvelope": `[{"type":"human","data":{"content":"go"}},{"type":"ai","data":{"content":"","tool_calls":[{"id":"c1","name":"f","args":{}}]}},
+{"type":"tool","data":{"tool_call_id":"c1","content":"real output"}}]`,
+		// Calls where blocks were expected: content an object, or arrays in the array.
+		"ContentAnObject": `[{"role":"user","content":"go"},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"f","input":{}}},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"real output"}]}]`,
+		"ContentArraysInTheArray": `[{"role":"user","content":"go"},{"role":"assistant","content":[[{"type":"tool_use","id":"c1","name":"f","input":{}}]]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"real output"}]}]`,
+		// An unknown block whose keys cannot be read (one repeated), and one that holds
+		// the id deep down.
+		"UnknownBlockRepeatsAKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"mystery_call","call":{"id":"c1","name":"f","a":1,"a":1}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"real output"}]}]`,
+		"IDDeepDown": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"mystery_call","a":{"b":{"c":{"d":{"id":"c1"}}}}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"real output"}]}]`,
+		// OpenAI's custom tool calls are not function calls: not guessed at.
+		"OpenAIChatCustomToolCall": `[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"f","input":"raw"}}]},
+{"role":"tool","tool_call_id":"c1","content":"real output"}]`,
 		// The id spelled with escapes in the unknown block, then in the result.
 		"EscapedID": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}},{"type":"tool_invocation","id":"\u0063\u0039","tool":"g"}]},
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`,

@@ -34,8 +34,12 @@ var (
 func isSyntheticText(v []byte, blks []block) bool {
 	q := textValue(v, blks)
 	// Every known text is short, and the long ones start with '[' or "Tool call " (the
-	// deepagents one), which spares searching every result's text.
-	if len(q) < 2 || len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.HasPrefix(q[1:], []byte("Tool call ")) {
+	// deepagents one), which spares searching every result's text; a text spelled with
+	// escapes is decoded first (at most 6 bytes a character).
+	if len(q) < 2 || len(q) > 6*400 {
+		return false
+	}
+	if bytes.IndexByte(q, '\\') < 0 && (len(q) > 400 || len(q) > 24 && q[1] != '[' && !bytes.HasPrefix(q[1:], []byte("Tool call "))) {
 		return false
 	}
 	s, ok := inputString(q) // only compared, never kept
