@@ -29,6 +29,24 @@ func writeTemp(t *testing.T, content string) *os.File {
 	return f
 }
 
+// openForWriting opens the file at path for writing (to truncate it under a run).
+func openForWriting(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// tempOutput creates a file for a run's output.
+func tempOutput(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
 func sessions(t *testing.T, n, messages int, seed uint64) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -85,9 +103,7 @@ func TestMappedFileReadsLikeAStream(t *testing.T) {
 				require.True(t, wantOut.String() == gotOut.String(), "output differs (fix %v)", fix)
 				require.Equal(t, wantRep.String(), gotRep.String())
 				if fix { // to a file: written by writev, from the mapping
-					out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
-					require.NoError(t, err)
-					defer func() { _ = out.Close() }()
+					out := tempOutput(t)
 					_, err = Files(t.Context(), writeTemp(t, in), out, o)
 					require.NoError(t, err)
 					b, err := os.ReadFile(out.Name())
@@ -116,18 +132,11 @@ func (truncator) Summary(*report.Summary) error { return nil }
 // errInputChanged, not with the process.
 func TestTruncatedWhileMapped(t *testing.T) {
 	t.Parallel()
-	in := sessions(t, 20*batchLines, 10, 8)
-	path := filepath.Join(t.TempDir(), "in.jsonl")
-	require.NoError(t, os.WriteFile(path, []byte(in), 0o600))
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	w, err := os.OpenFile(path, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer func() { _ = w.Close() }()
+	f := writeTemp(t, sessions(t, 20*batchLines, 10, 8))
+	w := openForWriting(t, f.Name())
 
 	// One worker and its queues hold a few batches; the reader can be no further ahead.
-	_, err = Files(context.Background(), f, io.Discard, FileOptions{Fix: true, Workers: 1}, truncator{w})
+	_, err := Files(context.Background(), f, io.Discard, FileOptions{Fix: true, Workers: 1}, truncator{w})
 	require.ErrorIs(t, err, errInputChanged)
 }
 
@@ -148,14 +157,9 @@ func TestTruncatedDuringAPassthrough(t *testing.T) {
 	t.Parallel()
 	big := `{"id":"big","messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
 	f := writeTemp(t, big+"\n"+sessions(t, 10, 10, 9))
-	w, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer func() { _ = w.Close() }()
-	out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
-	require.NoError(t, err)
-	defer func() { _ = out.Close() }()
+	w, out := openForWriting(t, f.Name()), tempOutput(t)
 
-	_, err = Files(t.Context(), f, truncatingWriter{w, out}, FileOptions{Fix: true, MaxBytes: 1 << 20})
+	_, err := Files(t.Context(), f, truncatingWriter{w, out}, FileOptions{Fix: true, MaxBytes: 1 << 20})
 	require.ErrorIs(t, err, errInputChanged)
 }
 
@@ -166,12 +170,7 @@ func TestTruncatedBeforeTheWrite(t *testing.T) {
 	t.Parallel()
 	const n = 20 // one batch
 	f := writeTemp(t, sessions(t, n, 10, 10))
-	w, err := os.OpenFile(f.Name(), os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer func() { _ = w.Close() }()
-	out, err := os.Create(filepath.Join(t.TempDir(), "out.jsonl"))
-	require.NoError(t, err)
-	defer func() { _ = out.Close() }()
+	w, out := openForWriting(t, f.Name()), tempOutput(t)
 	m := mapFile(f)
 	require.NotNil(t, m)
 	defer m.close()
@@ -186,7 +185,7 @@ func TestTruncatedBeforeTheWrite(t *testing.T) {
 		},
 		emit: func(*fileRecord) error { return nil },
 	}
-	err = runStream(t.Context(), cfg)
+	err := runStream(t.Context(), cfg)
 	require.NoError(t, truncErr)
 	require.ErrorIs(t, err, errInputChanged)
 }
