@@ -58,16 +58,13 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 	var res FileResult
 	var bw *bufio.Writer
 	var w io.Writer // nil: a check writes no output
-	switch out.(type) {
-	case nil:
-	case *os.File: // written with vectored writes of whole batches (writeBuffers)
-		w = out
-	default:
-		bw = bufio.NewWriterSize(out, 1<<20)
-		w = bw
-	}
-	if !o.Fix {
-		w, bw = nil, nil
+	if o.Fix {
+		if f, ok := out.(*os.File); ok {
+			w = f // written with vectored writes of whole batches (writeBuffers)
+		} else {
+			bw = bufio.NewWriterSize(out, 1<<20)
+			w = bw
+		}
 	}
 	emit := func(r *fileRecord) error {
 		if r.line < 0 {

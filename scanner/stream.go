@@ -140,18 +140,19 @@ func work(ctx context.Context, cfg streamConfig, batches <-chan *recordBatch, do
 			}
 		}
 		for _, it := range b.items {
-			if it.tooLarge { // copied through by the writer
-				continue
-			}
-			if out != nil {
+			switch {
+			case it.tooLarge: // copied through by the writer
+			case out == nil: // a check
+				if it.line >= 0 {
+					cfg.process(it, nil)
+				}
+			default:
 				out.record(it)
-			}
-			if it.line > 0 {
-				cfg.process(it, out)
-			} else if out != nil { // a blank line, kept as it is
-				out.Keep(0, len(it.data))
-			}
-			if out != nil {
+				if it.line >= 0 {
+					cfg.process(it, out)
+				} else { // a blank line, kept as it is
+					out.Keep(0, len(it.data))
+				}
 				out.Keep(len(it.data), len(it.data)+len(it.eol))
 			}
 		}
