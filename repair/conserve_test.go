@@ -19,7 +19,8 @@ type toolRef struct {
 // toolRefs finds the tool calls and results of a transcript in any dialect by walking
 // every object: an oracle written apart from the engine, for the conservation checks.
 // With onlyWhereRead, it looks only where providers read calls: the messages (or items)
-// and the elements of their content, tool_calls and parts arrays.
+// and the elements of the content, tool_calls and parts arrays of assistant and model
+// messages.
 func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []toolRef) {
 	t.Helper()
 	var v any
@@ -94,8 +95,9 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 				addResult(o, "id")
 			}
 			for k, e := range x {
-				if onlyWhereRead && (depth > 0 || k != "content" && k != "tool_calls" && k != "parts") {
-					continue
+				if onlyWhereRead && (depth > 0 || k != "content" && k != "tool_calls" && k != "parts" ||
+					role != "assistant" && role != "model") {
+					continue // calls are read only in the model's messages (a role-less one is rejected whole)
 				}
 				walk(e, k == "tool_calls", depth+1)
 			}

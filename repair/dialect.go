@@ -2,6 +2,7 @@ package repair
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -192,6 +193,21 @@ type parser struct {
 	foreign    Dialect
 	foreignMsg int
 	msg        int
+	// err is the first error in a call's or result's sub-object (a repeated key: providers
+	// read the last one, tmend the first), which makes the message unparseable.
+	err    error
+	errMsg int
+	// doubt says why a block that is a call or result cannot be read with certainty (an id
+	// that is not a string, a legacy call with two ids): the transcript is then refused.
+	doubt    string
+	doubtMsg int
+}
+
+// doubtful records the first reason to refuse the transcript, for analyze to report.
+func (ps *parser) doubtful(why string) {
+	if ps.doubt == "" {
+		ps.doubt, ps.doubtMsg = why, ps.msg
+	}
 }
 
 // obj is a parsed sub-object (a block or a call object).
@@ -226,8 +242,14 @@ func (o obj) lookup(key keyCode) ([]byte, bool) {
 	return m.val(o.raw), true
 }
 
+// sub is the object member key of o; a repeated key in it is recorded in the parser.
 func (o obj) sub(key keyCode) obj {
-	sub, _, _ := o.ps.obj(o.get(key))
+	sub, _, err := o.ps.obj(o.get(key))
+	var se *SyntaxError
+	if errors.As(err, &se) && o.ps.err == nil {
+		o.ps.err = fmt.Errorf("%s: %s", keyNames[key], se.Msg) // its offset is the sub-object's
+		o.ps.errMsg = o.ps.msg
+	}
 	return sub
 }
 
@@ -268,6 +290,9 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 				p.id, _ = idString(v)
 				p.idRaw = v
 				p.hasID = true
+				if v[0] != '"' {
+					o.ps.doubtful("a call's id is a JSON " + kindOf(v[0]) + ", not a string")
+				}
 			}
 		case keyPartialJSON, keyPartialArgs:
 			partial = true
@@ -320,6 +345,9 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 		p.id, _ = idString(idv)
 		p.idRaw = idv
 		p.hasID = true
+		if idv[0] != '"' {
+			o.ps.doubtful("a result's id is a JSON " + kindOf(idv[0]) + ", not a string")
+		}
 	}
 }
 

@@ -1,6 +1,11 @@
 package repair
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
 
 // OpenClaw is OpenClaw's (pi-agent's) session format: assistant blocks {type:"toolCall",
 // id, name, arguments}, answered by {role:"toolResult", toolCallId, toolName, isError}
@@ -68,14 +73,28 @@ func argsKey(o obj, keys ...keyCode) keyCode {
 
 // parseLegacyCall reads a snake_case call block and, when it is well formed, prepares its
 // canonical toolCall form: arguments kept exactly, or parsed from a JSON string only
-// when the string holds valid JSON (otherwise the call is malformed).
+// when the string holds valid JSON (otherwise the call is malformed). A block that says
+// two different things (two ids, input and arguments that differ) is doubtful.
 func parseLegacyCall(p *part, o obj) {
+	p.kind = partCall // a call, even when doubtful: not another dialect's block
 	idPath := legacyIDPaths[0]
+	found := ""
 	for _, path := range legacyIDPaths {
-		if o.has(path[0]) {
-			idPath = path
-			break
+		v := o.get(path[0])
+		if v == nil || string(v) == "null" || v[0] == '"' && isBlank(string(wordOf(v))) {
+			continue // absent, or nothing in it: the id is in another key
 		}
+		if found != "" && string(wordOf(v)) != found {
+			o.ps.doubtful("a legacy call block has two different ids")
+			return
+		}
+		if found == "" {
+			idPath, found = path, string(wordOf(v))
+		}
+	}
+	if in, args := o.get(keyInput), o.get(keyArguments); in != nil && args != nil && !bytes.Equal(in, args) {
+		o.ps.doubtful("a legacy call block has both input and arguments, and they differ")
+		return
 	}
 	ak := argsKey(o, legacyArgKeys...)
 	callShape(p, o, idPath, o, o, ak, false)
@@ -84,9 +103,16 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	args := o.get(ak)
 	if args[0] == '"' {
-		s, _ := stringValue(args)
-		if !json.Valid([]byte(s)) {
+		s, _ := idString(args) // lone surrogates kept apart, for the check below
+		switch {
+		case !utf8.ValidString(s):
+			o.ps.doubtful("a legacy call's string arguments hold a lone surrogate, which has no exact JSON text")
+			return
+		case !json.Valid([]byte(s)):
 			p.malformed = "arguments are a string that is not JSON"
+			return
+		case depthOf([]byte(s)) > legacyArgsDepth:
+			o.ps.doubtful(fmt.Sprintf("a legacy call's string arguments nest deeper than %d levels", legacyArgsDepth))
 			return
 		}
 		args = []byte(s)
@@ -94,10 +120,33 @@ func parseLegacyCall(p *part, o obj) {
 	var b objectBuilder
 	b = b.str("type", "toolCall").raw("id", p.idRaw).raw("name", o.get(keyName)).raw("arguments", args)
 	for _, m := range o.ms {
-		if m.code == keyType || m.code == idPath[0] || m.code == keyName || m.code == ak {
-			continue
+		switch m.code {
+		case keyType, keyID, keyName, keyInput, keyArguments, idPath[0]:
+			continue // in the canonical members (an empty id or a second copy of the arguments)
 		}
 		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
 	p.canonical = b.done()
+}
+
+// legacyArgsDepth bounds the nesting of arguments parsed out of a string, so that the
+// block they go into, inside its message and array (and envelope), stays within MaxDepth.
+const legacyArgsDepth = MaxDepth - 8
+
+// depthOf is the nesting depth of the valid JSON value v.
+func depthOf(v []byte) int {
+	depth, most := 0, 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			i = skipString(v, i) - 1
+		case '{', '[':
+			if depth++; depth > most {
+				most = depth
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return most
 }

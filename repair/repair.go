@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultQuietPeriod is how long after a session's last change the calls of its last turn
@@ -121,6 +122,9 @@ type keyChain struct {
 	head, tail int32
 	before     int32 // the latest call before the result being paired, or -1
 	inTurn     int32 // the first call whose turn is not before the result's slot turn
+	// mixed: the calls' ids are not all written alike (some padded), so a result prefers
+	// the call whose id it repeats exactly.
+	mixed bool
 }
 
 type resultRef struct {
@@ -224,6 +228,12 @@ func (p *plan) analyze() error {
 	if p.spec == nil {
 		p.report.Status = StatusClean
 		return nil
+	}
+	if p.ps.err != nil {
+		return p.fail(StatusUnparseable, "message %d: %v", p.ps.errMsg, p.ps.err)
+	}
+	if p.ps.doubt != "" {
+		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, "so what it is, or which call it answers, is unclear")
 	}
 	p.findTurns()
 	p.pair()
@@ -451,6 +461,7 @@ func (p *plan) pair() {
 			ch := &p.chains[k]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
+			ch.mixed = ch.mixed || p.part(c.msg, c.part).id != p.part(p.calls[ch.head].msg, p.calls[ch.head].part).id
 		} else {
 			p.byKey[c.key] = int32(len(p.chains))
 			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
@@ -485,11 +496,11 @@ func (p *plan) pair() {
 			if k, ok := p.byKey[r.key]; ok {
 				ch := &p.chains[k]
 				if inSlot {
-					r.call = p.slotCall(ch, ti)
+					r.call = p.slotCall(ch, ti, pt.id)
 					r.slotted = r.call >= 0
 				}
 				if r.call < 0 {
-					r.call = p.latestBefore(ch, mi)
+					r.call = p.latestBefore(ch, mi, pt.id)
 				}
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
@@ -509,32 +520,59 @@ func (p *plan) pair() {
 	}
 }
 
-// slotCall returns the call of turn ti in ch that a result in the turn's slot answers:
-// the first without a slotted result yet, else the first; -1 when the turn has none.
-func (p *plan) slotCall(ch *keyChain, ti int) int {
+// slotCall returns the call of turn ti in ch that a result in the turn's slot (with id
+// id) answers: the first without a slotted result yet, else the first; in a mixed chain,
+// one whose id is id exactly first. -1 when the turn has none.
+func (p *plan) slotCall(ch *keyChain, ti int, id string) int {
 	for ch.inTurn >= 0 && p.calls[ch.inTurn].turn < ti {
 		ch.inTurn = p.calls[ch.inTurn].nextSame
 	}
-	first := -1
+	first, free, exact := -1, -1, -1
 	for ci := ch.inTurn; ci >= 0 && p.calls[ci].turn == ti; ci = p.calls[ci].nextSame {
-		if !p.calls[ci].slotted {
+		c := &p.calls[ci]
+		same := ch.mixed && p.part(c.msg, c.part).id == id
+		switch {
+		case !c.slotted && (same || !ch.mixed):
 			return int(ci)
+		case !c.slotted && free < 0:
+			free = int(ci)
+		case same && exact < 0:
+			exact = int(ci)
 		}
 		if first < 0 {
 			first = int(ci)
 		}
 	}
+	switch {
+	case free >= 0:
+		return free
+	case exact >= 0:
+		return exact
+	}
 	return first
 }
 
-// latestBefore returns the latest call in ch before message mi, else the first call.
-func (p *plan) latestBefore(ch *keyChain, mi int) int {
+// latestBefore returns the latest call in ch before message mi, else the first call; in
+// a mixed chain, the latest before mi whose id is id exactly, when there is one.
+func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 	next := ch.head
 	if ch.before >= 0 {
 		next = p.calls[ch.before].nextSame
 	}
 	for next >= 0 && p.calls[next].msg < mi {
 		ch.before, next = next, p.calls[next].nextSame
+	}
+	if ch.mixed {
+		// Rare (padded ids), so a walk from the head is fine here.
+		exact := -1
+		for ci := ch.head; ci >= 0 && p.calls[ci].msg < mi; ci = p.calls[ci].nextSame {
+			if c := &p.calls[ci]; p.part(c.msg, c.part).id == id {
+				exact = int(ci)
+			}
+		}
+		if exact >= 0 {
+			return exact
+		}
 	}
 	if ch.before < 0 {
 		return int(ch.head)
@@ -753,6 +791,12 @@ func (p *plan) checkUnrecognized() error {
 		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
 			"so which call it answers is unclear")
 	}
+	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
+		c := &p.calls[ci]
+		return p.refuse(p.results[ri].msg, p.resPart(ri).id, fmt.Sprintf(
+			"a result tmend would drop as an orphan may answer the unanswered call of message %d (%s)", c.msg, p.mayAnswerWhy(ri, ci)),
+			"so which call it answers is unclear")
+	}
 	if len(p.suspects) == 0 {
 		return nil
 	}
@@ -766,7 +810,7 @@ func (p *plan) checkUnrecognized() error {
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther {
+				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) {
 					continue
 				}
 				var key, id string
@@ -783,6 +827,84 @@ func (p *plan) checkUnrecognized() error {
 		}
 	}
 	return nil
+}
+
+// shapeless reports a malformed call without a usable id: its shape was not understood
+// (a toolUse that is an array, say), so it is searched like an unrecognised block.
+func shapeless(pt *part) bool { return pt.kind == partCall && pt.malformed != "" && !usableID(pt) }
+
+// orphanMayAnswer finds a real result about to be dropped as an orphan that may still be
+// the result of a call left without one: one of the two has no usable id and their tool
+// names agree (or the result names none), or their ids differ only where one has a lone
+// surrogate (which many decoders read as U+FFFD). It returns the result and the call, or
+// -1, -1. Pairing such a result would be a guess, and dropping it would lose it.
+func (p *plan) orphanMayAnswer() (int, int) {
+	var open []int // the calls left without a result
+	odd := false   // one of them has no usable id, or a lone surrogate in it
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == "" {
+			open = append(open, ci)
+			odd = odd || !usableID(pt) || !utf8.ValidString(pt.id)
+		}
+	}
+	if open == nil {
+		return -1, -1
+	}
+	for ri := range p.results {
+		r, rp := &p.results[ri], p.resPart(ri)
+		if r.call >= 0 || rp.synthetic || usableID(rp) && !odd && utf8.ValidString(rp.id) {
+			continue // paired, or an orphan no open call can be confused with
+		}
+		for _, ci := range open {
+			if p.mayAnswerWhy(ri, ci) != "" {
+				return ri, ci
+			}
+		}
+	}
+	return -1, -1
+}
+
+// mayAnswerWhy says why orphan result ri may answer call ci, or "" when it cannot.
+func (p *plan) mayAnswerWhy(ri, ci int) string {
+	rp, cp := p.resPart(ri), p.part(p.calls[ci].msg, p.calls[ci].part)
+	rn, cn := strings.TrimSpace(rp.name), strings.TrimSpace(cp.name)
+	switch {
+	case usableID(rp) && usableID(cp):
+		if looseID(p.results[ri].key) == looseID(p.calls[ci].key) {
+			return "their ids differ only in a lone surrogate"
+		}
+	case rn == "":
+		return "one of them has no id, and the result names no tool"
+	case rn == cn:
+		return fmt.Sprintf("one of them has no id, and both name the tool %q", cn)
+	}
+	return ""
+}
+
+// usableID reports whether part pt has an id that is not blank.
+func usableID(pt *part) bool { return pt.hasID && !isBlank(pt.id) }
+
+// looseID is id with each lone surrogate (kept by idString as its 3-byte form) read as
+// U+FFFD.
+func looseID(id string) string {
+	if utf8.ValidString(id) {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); {
+		r, n := utf8.DecodeRuneInString(id[i:])
+		if r == utf8.RuneError && n == 1 && id[i] == 0xED && i+2 < len(id) {
+			n = 3
+		} else if r != utf8.RuneError {
+			b.WriteString(id[i : i+n])
+			i += n
+			continue
+		}
+		b.WriteRune(utf8.RuneError)
+		i += n
+	}
+	return b.String()
 }
 
 func isBlockArray(m member) bool {

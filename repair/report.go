@@ -86,8 +86,10 @@ const (
 	// tool_result blocks".
 	IssueNoncanonicalCall IssueCode = "noncanonical_tool_call"
 	// A block tmend does not recognise as a call or result carries the id of a result or
-	// call it would drop or answer, or a result without an id tmend knows has an id-like
-	// member: the transcript is left untouched (status unsupported).
+	// call it would drop or answer; a result without an id tmend knows has an id-like
+	// member; a call or result cannot be read with certainty (an id that is not a string, a
+	// legacy block saying two things); or an orphan result may answer a call left without
+	// one: the transcript is left untouched (status unsupported).
 	IssueUnrecognizedCall IssueCode = "unrecognized_tool_call"
 	// A Responses reasoning item with no model item after it: "Item 'rs_...' of type
 	// 'reasoning' was provided without its required following item".
@@ -118,7 +120,7 @@ func IssueCodes() []struct {
 		{IssueDuplicateCallID, "two tool calls share one id (provider: \"tool_use ids must be unique\")"},
 		{IssuePaddedCallID, "a call and its result have ids that differ only by surrounding white space"},
 		{IssueNoncanonicalCall, "a call block in a legacy shape the provider does not see as a call (provider: \"unexpected tool_use_id found in tool_result blocks\")"},
-		{IssueUnrecognizedCall, "a block tmend does not know carries a tool call id, or a result keeps its id where tmend does not read it; left untouched (status unsupported)"},
+		{IssueUnrecognizedCall, "a block tmend does not know carries a tool call id, a result keeps its id where tmend does not read it, a call or result cannot be read with certainty, or a result about to be dropped may answer a call without one; left untouched (status unsupported)"},
 		{IssueDanglingReasoning, "a reasoning item has no model item after it (provider: \"provided without its required following item\")"},
 		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},
 		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
