@@ -839,6 +839,9 @@ func shapeless(pt *part) bool { return pt.kind == partCall && pt.malformed != ""
 // surrogate (which many decoders read as U+FFFD). It returns the result and the call, or
 // -1, -1. Pairing such a result would be a guess, and dropping it would lose it.
 func (p *plan) orphanMayAnswer() (int, int) {
+	if !slices.ContainsFunc(p.results, func(r resultRef) bool { return r.call < 0 }) {
+		return -1, -1
+	}
 	var open []int // the calls left without a result
 	odd := false   // one of them has no usable id, or a lone surrogate in it
 	for ci := range p.calls {
