@@ -84,6 +84,10 @@ func parseLegacyCall(p *part, o obj) {
 		if v == nil || string(v) == "null" || v[0] == '"' && isBlank(string(wordOf(v))) {
 			continue // absent, or nothing in it: the id is in another key
 		}
+		if v[0] != '"' {
+			o.ps.doubtful("a legacy call block's id is a JSON " + kindOf(v[0]) + ", not a string")
+			return
+		}
 		if found != "" && string(wordOf(v)) != found {
 			o.ps.doubtful("a legacy call block has two different ids")
 			return

@@ -126,6 +126,8 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"real output"}]`,
 		"LegacyStringArgsTooDeep": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":"` + strings.Repeat("[", 505) + strings.Repeat("]", 505) + `"}]},
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"real output"}]`,
+		"LegacyNumberIDBesideCallID": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_call","id":5,"call_id":"c1","name":"f","arguments":{}}]},
+{"role":"toolResult","toolCallId":"c1","toolName":"f","content":"real output"}]`,
 		// Ids that are not strings.
 		"NumberIDs": `[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":7,"type":"function","function":{"name":"f","arguments":"{}"}}]},
 {"role":"tool","tool_call_id":7,"content":"real output"}]`,
