@@ -802,7 +802,7 @@ func (p *plan) checkUnrecognized() error {
 	}
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		if !m.whole() {
+		if !m.whole() || shapeless(&m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
 			}
@@ -830,7 +830,8 @@ func (p *plan) checkUnrecognized() error {
 }
 
 // shapeless reports a malformed call without a usable id: its shape was not understood
-// (a toolUse that is an array, say), so it is searched like an unrecognised block.
+// (a toolUse that is an array, a Responses call with only its item id), so it is searched
+// like an unrecognised block.
 func shapeless(pt *part) bool { return pt.kind == partCall && pt.malformed != "" && !usableID(pt) }
 
 // orphanMayAnswer finds a real result about to be dropped as an orphan that may still be

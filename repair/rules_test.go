@@ -134,6 +134,8 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 		// A call tmend reads as malformed and id-less, whose shape holds the id.
 		"BedrockToolUseArray": `[{"role":"user","content":[{"text":"go"}]},{"role":"assistant","content":[{"toolUse":[{"toolUseId":"c1","name":"f","input":{}}]}]},
 {"role":"user","content":[{"toolResult":{"toolUseId":"c1","content":[{"text":"real output"}]}}]}]`,
+		"ResponsesCallWithItemIDOnly": `[{"type":"message","role":"user","content":"go"},{"type":"function_call","id":"fc_1","name":"f","arguments":"{}"},
+{"type":"function_call_output","call_id":"fc_1","output":"real output"}]`,
 		// An orphan that may answer a call left without a result, had an id been written
 		// differently: blank or missing on one side, a tool name with padding, or none.
 		"BlankResultID": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
