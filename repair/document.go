@@ -193,6 +193,9 @@ func documentPlan(b []byte, opts Options) (Document, *plan, error) {
 // parseDocument validates b's envelope and hands its messages array to scanArray, which
 // returns the array's end (and validates it, or not).
 func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Document, error) {
+	if len(b) > MaxSize {
+		return Document{}, fmt.Errorf("document of %d bytes is over the engine's limit of %d bytes", len(b), MaxSize)
+	}
 	d := Document{Raw: b}
 	i := skipSpace(b, 0)
 	if i == len(b) {

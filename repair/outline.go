@@ -54,6 +54,9 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 	p := plans.Get().(*plan)
 	defer p.release()
 	p.opts = opts
+	if err := p.checkSize(msgs); err != nil {
+		return Outline{}, err
+	}
 	if err := p.scanAll(msgs); err != nil {
 		return Outline{}, err
 	}

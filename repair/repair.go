@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -195,10 +196,26 @@ var plans = sync.Pool{New: func() any {
 func newPlan(b []byte, opts Options) (*plan, error) {
 	p := plans.Get().(*plan)
 	p.opts = opts
+	if err := p.checkSize(b); err != nil {
+		return p, err
+	}
 	if err := p.scanAll(b); err != nil {
 		return p, err
 	}
 	return p, p.analyze()
+}
+
+// MaxSize is the largest transcript or document the engine takes, in bytes: it keeps
+// offsets into the input in 32 bits, which halves the memory of its member lists.
+const MaxSize = math.MaxInt32
+
+// checkSize refuses an input over MaxSize (unparseable), before any offset is taken;
+// parseDocument does the same for documents.
+func (p *plan) checkSize(b []byte) error {
+	if len(b) > MaxSize {
+		return p.fail(StatusUnparseable, "input of %d bytes is over the engine's limit of %d bytes", len(b), MaxSize)
+	}
+	return nil
 }
 
 // scanAll scans b, which must be one JSON array of objects and nothing else.

@@ -115,6 +115,10 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 		require.NotContains(t, r.stderr, "connect", "%v", args)
 	}
+	// Over the engine's limit, with input that would otherwise be fixed.
+	r := runCLI(t, "[]", envs, "fix", "--max-bytes", "3000000000")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the engine's limit")
 }
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
