@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // Spans that continue each other become one; the buffer's spans survive its growth.
@@ -33,6 +34,35 @@ func TestOutputJoinsSpans(t *testing.T) {
 
 // writeBuffers writes every buffer in order to a file or a pipe, however many there are
 // (more than one writev takes) and however little the pipe takes at a time.
+// One writev takes at most iovMax buffers and maxWrite bytes. The large buffers are
+// views of a sparse mapped file, so no memory is touched.
+func TestWriteWindow(t *testing.T) {
+	t.Parallel()
+	f, err := os.Create(filepath.Join(t.TempDir(), "sparse"))
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	require.NoError(t, f.Truncate(3*maxWrite))
+	big, err := unix.Mmap(int(f.Fd()), 0, 3*maxWrite, unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unix.Munmap(big)) }()
+
+	small := make([][]byte, iovMax+5)
+	for i := range small {
+		small[i] = []byte("x")
+	}
+	require.Len(t, window(small), iovMax)
+
+	half := [][]byte{big[:maxWrite/2], big[:maxWrite/2], big[:1]}
+	require.Len(t, window(half), 2, "exactly maxWrite bytes")
+	require.Len(t, window(half[1:]), 2)
+
+	huge := [][]byte{big[:2*maxWrite+3], big[:5]}
+	w := window(huge)
+	require.Len(t, w, 1)
+	require.Len(t, w[0], maxWrite)
+	require.Len(t, huge[0], 2*maxWrite+3, "the caller's buffer is not cut")
+}
+
 func TestWriteBuffers(t *testing.T) {
 	t.Parallel()
 	var bufs [][]byte

@@ -12,6 +12,11 @@ import (
 // iovMax is the most buffers one writev takes (IOV_MAX on Linux and the BSDs).
 const iovMax = 1024
 
+// maxWrite is the most bytes one writev is given: Darwin fails a write of over 2 GiB
+// with EINVAL (Linux writes less and says so), and internal/poll caps writes at 1 GiB
+// for the same reason. Joined spans of unchanged records can reach that.
+const maxWrite = 1 << 30
+
 // writeBuffers writes bufs in order: to a file with writev, so the kernel gathers them
 // (os.File has no vectored write of its own, and net.Buffers writes to a file one buffer
 // at a time), else one Write each.
@@ -28,7 +33,7 @@ func writeBuffers(w io.Writer, bufs [][]byte) error {
 		var n int
 		var werr error
 		if err := rc.Write(func(fd uintptr) bool {
-			n, werr = unix.Writev(int(fd), bufs[:min(len(bufs), iovMax)])
+			n, werr = unix.Writev(int(fd), window(bufs))
 			return werr != unix.EAGAIN // not ready: wait and try again
 		}); err != nil {
 			return err
@@ -45,6 +50,21 @@ func writeBuffers(w io.Writer, bufs [][]byte) error {
 		bufs = advance(bufs, n)
 	}
 	return nil
+}
+
+// window is what one writev takes from the front of bufs: at most iovMax buffers and
+// maxWrite bytes, the first buffer cut short when it alone is larger.
+func window(bufs [][]byte) [][]byte {
+	w, total := bufs[:min(len(bufs), iovMax)], 0
+	for i, b := range w {
+		if total += len(b); total > maxWrite {
+			if i == 0 {
+				return [][]byte{b[:maxWrite]}
+			}
+			return w[:i]
+		}
+	}
+	return w
 }
 
 // advance drops the first n bytes of bufs, which a (maybe short) write took.
