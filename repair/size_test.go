@@ -20,7 +20,7 @@ func TestInputOverMaxSizeIsRefused(t *testing.T) {
 	t.Parallel()
 	f, err := os.Create(filepath.Join(t.TempDir(), "huge.json"))
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	require.NoError(t, f.Truncate(repair.MaxSize+1))
 	b, err := syscall.Mmap(int(f.Fd()), 0, repair.MaxSize+1, syscall.PROT_READ, syscall.MAP_SHARED)
 	require.NoError(t, err)
