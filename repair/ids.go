@@ -83,8 +83,8 @@ func encodeID(s string) []byte {
 	}
 	out = append(out, '"')
 	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 && i+2 < len(s) && s[i] == 0xED {
+		_, n := utf8.DecodeRuneInString(s[i:])
+		if loneSurrogate(s, i) {
 			flush()
 			u := int(s[i]&0x0F)<<12 | int(s[i+1]&0x3F)<<6 | int(s[i+2]&0x3F)
 			out = append(out, []byte(`\u`+strconv.FormatInt(int64(u), 16))...)
@@ -96,4 +96,11 @@ func encodeID(s string) []byte {
 	}
 	flush()
 	return append(out, '"')
+}
+
+// loneSurrogate reports whether s, a string idString decoded, holds a lone surrogate at
+// i: the 3-byte form (0xED 0xA0-0xBF ..) that is not valid UTF-8.
+func loneSurrogate(s string, i int) bool {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && n == 1 && s[i] == 0xED && i+2 < len(s)
 }

@@ -915,14 +915,14 @@ func looseID(id string) string {
 	var b strings.Builder
 	for i := 0; i < len(id); {
 		r, n := utf8.DecodeRuneInString(id[i:])
-		if r == utf8.RuneError && n == 1 && id[i] == 0xED && i+2 < len(id) {
+		if loneSurrogate(id, i) {
 			n = 3
-		} else if r != utf8.RuneError {
-			b.WriteString(id[i : i+n])
-			i += n
-			continue
 		}
-		b.WriteRune(utf8.RuneError)
+		if r == utf8.RuneError {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(id[i : i+n])
+		}
 		i += n
 	}
 	return b.String()
