@@ -81,6 +81,16 @@ type spec struct {
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
 	synth             func(c *part, text string) []byte
 	wrap              func(parts [][]byte) []byte
+	// synthFor, when set, is used instead of synth: the synthetic result for call c of
+	// message m, for a dialect whose result shape depends on the call's message (the
+	// stored form of a LangChain message).
+	synthFor func(m *message, c *part, text string) []byte
+	// rebuild, when set, writes a message that lost parts or whose parts changed
+	// (removed is per part), instead of replacing its partsKey array: for a dialect whose
+	// parts are not one array of the message, or that keeps copies of them elsewhere in
+	// the message (LangChain's nested forms, invalid_tool_calls and provider mirrors).
+	// ok is false when nothing of the message is left. Only non-block dialects use it.
+	rebuild func(m *message, removed []bool) (raw []byte, ok bool)
 }
 
 // msgFacts are the members of a message that detection looks at, found in one pass.
@@ -140,6 +150,10 @@ type message struct {
 	otherContent bool
 	failed       bool // the turn ended in error or was aborted
 	reasoning    bool // a Responses reasoning item
+	// known are values inside raw that the dialect recognised outside the parts array
+	// (LangChain's provider copies of its calls, and calls in a nested object or in
+	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
+	known [][]byte
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -201,6 +215,16 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// unknown says why a message is not one the dialect can read as its own although it
+	// looks like one (a LangChain message in another stored form than the transcript's
+	// others): the transcript is then of no known dialect.
+	unknown    string
+	unknownMsg int
+	// form is the stored form of the transcript's messages, for a dialect that has
+	// several (LangChain); 0 until a message sets it. formMsg is that message.
+	form    uint8
+	formMsg int
+	known   [][]byte // every message's known values, in one allocation
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.

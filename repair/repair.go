@@ -174,6 +174,8 @@ type plan struct {
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
 	suspects map[string]bool
+	// skip is the known values of the message checkUnrecognized is searching.
+	skip [][]byte
 	// unsureOrphan is a result without an id about to be dropped as an orphan although it
 	// has an id-like member somewhere (so checkUnrecognized refuses), or -1.
 	unsureOrphan int
@@ -280,7 +282,7 @@ func (p *plan) release() {
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], known: p.ps.known[:0]},
 	}
 	plans.Put(p)
 }
@@ -363,6 +365,10 @@ func (p *plan) parse() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "shapes of several dialects are mixed: %s, and %s (message %d)",
 			d, p.ps.foreign, p.ps.foreignMsg)
+	}
+	if p.ps.unknown != "" {
+		p.report.Dialect = ""
+		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.unknownMsg, p.ps.unknown)
 	}
 	return nil
 }
@@ -817,8 +823,10 @@ func (p *plan) checkUnrecognized() error {
 	if len(p.suspects) == 0 {
 		return nil
 	}
+	defer func() { p.skip = nil }()
 	for i := range p.msgs {
 		m := &p.msgs[i]
+		p.skip = m.known
 		if !m.whole() || shapeless(&m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
@@ -827,7 +835,7 @@ func (p *plan) checkUnrecognized() error {
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) {
+				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) || p.skipped(blk.raw) {
 					continue
 				}
 				var key, id string
@@ -1000,6 +1008,9 @@ func mayHoldIDKey(v []byte) bool {
 // members' (a repeated key). The members live in the parser's scratch space until fn
 // returns.
 func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) bool) bool {
+	if p.skipped(v) {
+		return true
+	}
 	switch v[0] {
 	case '{':
 		mark := len(p.ps.scratch)
@@ -1012,6 +1023,17 @@ func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) 
 		return more
 	}
 	return true
+}
+
+// skipped reports whether v is one of the values the dialect recognised in the message
+// being searched (message.known): the very bytes, not a copy of them.
+func (p *plan) skipped(v []byte) bool {
+	for _, k := range p.skip {
+		if len(k) == len(v) && len(v) > 0 && &k[0] == &v[0] {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *plan) refuseUnrecognized(msg int, key, id string) error {
@@ -1133,7 +1155,11 @@ func (p *plan) finish() {
 				raws = append(raws, p.resPart(in.result).raw)
 			} else {
 				c := &p.calls[in.call]
-				raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+				if p.spec.synthFor != nil {
+					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), SyntheticResultText))
+				} else {
+					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+				}
 			}
 		}
 		switch {
@@ -1392,6 +1418,9 @@ func (p *plan) turnSlotMsg(i int) int {
 func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
 	e := &p.edits[i]
+	if p.spec.rebuild != nil {
+		return p.spec.rebuild(m, e.removed)
+	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
 		in = p.after[i]

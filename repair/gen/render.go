@@ -23,6 +23,13 @@ type dialect struct {
 	legacyBlocks bool
 	// reasoning: the model's turns carry reasoning items (dangling_reasoning applies).
 	reasoning bool
+	// invalidCalls: calls whose arguments did not parse are kept apart (invalid_call
+	// applies).
+	invalidCalls bool
+	// variants are the dialect's stored shapes (Variants), and variant returns the
+	// renderer of one of them; none for a dialect with one shape (render).
+	variants []string
+	variant  func(name string) func(e event, i int, ts int64) []json.RawMessage
 }
 
 // dialects is the registry, one line a dialect.
@@ -44,8 +51,7 @@ func dialectOf(d repair.Dialect) dialect {
 	return sp
 }
 
-func render(d repair.Dialect, evs []event, t0 time.Time) []json.RawMessage {
-	r := dialectOf(d).render
+func render(r func(e event, i int, ts int64) []json.RawMessage, evs []event, t0 time.Time) []json.RawMessage {
 	var out []json.RawMessage
 	ts := t0.UnixMilli()
 	for i, e := range evs {
