@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"math/bits"
 	"unicode/utf8"
 	"unsafe"
@@ -928,8 +929,8 @@ func isEmptyValue(v []byte) bool {
 	}
 	switch v[0] {
 	case '"':
-		s, _ := stringValue(v)
-		return len(bytes.TrimSpace([]byte(s))) == 0
+		s, _ := inputString(v) // only looked at: no copy for a string without escapes
+		return len(strings.TrimSpace(s)) == 0
 	case '[', '{':
 		return skipSpace(v, 1) == len(v)-1
 	}

@@ -200,7 +200,9 @@ func lcMirrors(m *message, ps *parser, v lcView, f lcFields) (other bool) {
 	} else {
 		other = !isEmptyValue(content)
 	}
-	if len(f.kwargs) > 0 && f.kwargs[0] == '{' {
+	// Provider metadata can be large (usage, logprobs): it is read only when it may hold
+	// a copy (a key spelled with escapes may be any key).
+	if len(f.kwargs) > 0 && f.kwargs[0] == '{' && mayHold(f.kwargs, `"tool_calls"`, `"__openai_`) {
 		kw, ok, _ := ps.obj(f.kwargs)
 		if ok {
 			ps.eachCopy(copiesKwargs, kw.get(keyToolCalls), nil, false, match(copiesKwargs), nil)
@@ -211,13 +213,19 @@ func lcMirrors(m *message, ps *parser, v lcView, f lcFields) (other bool) {
 			}
 		}
 	}
-	if len(f.meta) > 0 && f.meta[0] == '{' {
+	if len(f.meta) > 0 && f.meta[0] == '{' && mayHold(f.meta, `"output"`, `"output"`) {
 		if meta, ok, _ := ps.obj(f.meta); ok {
 			ps.eachCopy(copiesOutput, meta.get(keyOutput), nil, false, match(copiesOutput), nil)
 		}
 	}
 	ps.eachCopy(copiesChunks, f.chunks, nil, false, match(copiesChunks), nil)
 	return other
+}
+
+// mayHold reports whether the object v may have a member a or b: their keys are in it
+// as written, or some key is spelled with escapes.
+func mayHold(v []byte, a, b string) bool {
+	return bytes.Contains(v, []byte(a)) || bytes.Contains(v, []byte(b)) || bytes.IndexByte(v, '\\') >= 0
 }
 
 // rebuildLangChain writes AI message m without its removed calls, with its calls' current
