@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
