@@ -150,10 +150,10 @@ type message struct {
 	otherContent bool
 	failed       bool // the turn ended in error or was aborted
 	reasoning    bool // a Responses reasoning item
-	// known are values inside raw that the dialect recognised outside the parts array
-	// (LangChain's provider copies of its calls, and calls in a nested object or in
+	// knownValues are values inside raw that the dialect recognised outside the parts
+	// array (LangChain's provider copies of its calls, and calls in a nested object or in
 	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
-	known [][]byte
+	knownValues [][]byte
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -222,9 +222,9 @@ type parser struct {
 	unknownMsg int
 	// form is the stored form of the transcript's messages, for a dialect that has
 	// several (LangChain); 0 until a message sets it. formMsg is that message.
-	form    uint8
-	formMsg int
-	known   [][]byte // every message's known values, in one allocation
+	form        uint8
+	formMsg     int
+	knownValues [][]byte // every message's knownValues, in one allocation
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.

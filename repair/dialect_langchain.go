@@ -219,19 +219,19 @@ func parseLangChainAI(m *message, ps *parser, v lcView) {
 		}
 	})
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
-	knownFrom := len(ps.known)
+	knownFrom := len(ps.knownValues)
 	own := 0 // a flat message's own tool_calls blocks, which the search knows already
 	if flat {
 		own = len(m.arraysOf(keyToolCalls, true))
 	}
 	for pi := own; pi < len(m.parts); pi++ {
 		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(pt) {
-			ps.known = append(ps.known, pt.raw)
+			ps.knownValues = append(ps.knownValues, pt.raw)
 		}
 	}
 	m.otherContent = lcMirrors(m, ps, v, f)
-	if len(ps.known) > knownFrom {
-		m.known = ps.known[knownFrom:len(ps.known):len(ps.known)]
+	if len(ps.knownValues) > knownFrom {
+		m.knownValues = ps.knownValues[knownFrom:len(ps.knownValues):len(ps.knownValues)]
 	}
 }
 

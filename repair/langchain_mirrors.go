@@ -180,7 +180,7 @@ func lcMirrors(m *message, ps *parser, v lcView, f lcFields) (other bool) {
 				ps.doubtful(fmt.Sprintf("%s copies a call with id %q that neither tool_calls nor invalid_tool_calls has", list, id))
 				return
 			}
-			ps.known = append(ps.known, raw)
+			ps.knownValues = append(ps.knownValues, raw)
 		}
 	}
 	flat := v.form == lcFlat
@@ -208,7 +208,7 @@ func lcMirrors(m *message, ps *parser, v lcView, f lcFields) (other bool) {
 			ps.eachCopy(copiesKwargs, kw.get(keyToolCalls), nil, false, match(copiesKwargs), nil)
 			for _, name := range lcIDMaps {
 				if mb, ok := findMember(kw.raw, kw.ms, name); ok && mb.val(kw.raw)[0] == '{' {
-					ps.known = append(ps.known, mb.val(kw.raw))
+					ps.knownValues = append(ps.knownValues, mb.val(kw.raw))
 				}
 			}
 		}

@@ -282,7 +282,7 @@ func (p *plan) release() {
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], known: p.ps.known[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0]},
 	}
 	plans.Put(p)
 }
@@ -826,7 +826,7 @@ func (p *plan) checkUnrecognized() error {
 	defer func() { p.skip = nil }()
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		p.skip = m.known
+		p.skip = m.knownValues
 		if !m.whole() || shapeless(&m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
@@ -1026,7 +1026,7 @@ func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) 
 }
 
 // skipped reports whether v is one of the values the dialect recognised in the message
-// being searched (message.known): the very bytes, not a copy of them.
+// being searched (message.knownValues): the very bytes, not a copy of them.
 func (p *plan) skipped(v []byte) bool {
 	for _, k := range p.skip {
 		if len(k) == len(v) && len(v) > 0 && &k[0] == &v[0] {
