@@ -17,7 +17,8 @@ type Dialect string
 var registry []*spec
 
 func init() {
-	registry = []*spec{geminiSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec, bedrockSpec, anthropicSpec}
+	registry = []*spec{geminiSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec, bedrockSpec, anthropicSpec,
+		aiSDKModelSpec}
 }
 
 // Dialects lists every dialect in a stable order.
@@ -76,6 +77,10 @@ type spec struct {
 	// anyUserSlot: the user message right after a call turn takes the results even when it
 	// holds none yet (Bedrock's strict alternation); otherwise a new message is inserted.
 	anyUserSlot bool
+	// slotRun: the results of a turn may be in any message of the run of result messages
+	// right after it (AI SDK tool messages, which the SDK joins into one); new ones go
+	// into the first.
+	slotRun bool
 	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
 	// one for the provider to accept them (nil: never).
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
@@ -105,6 +110,9 @@ const (
 	partOther partKind = iota
 	partCall
 	partResult
+	// partRef names a call without being one or answering it (an AI SDK approval request
+	// or response): neither paired nor searched for unrecognised calls, never removed.
+	partRef
 )
 
 // part is one tool call, tool result or other piece of a message: a content block, a
@@ -124,6 +132,9 @@ type part struct {
 	kind      partKind
 	hasID     bool
 	synthetic bool // a result inserted by tmend or another repairer
+	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
+	// while nothing follows its turn it is pending however old the session is.
+	awaiting bool
 }
 
 // message is one transcript element with what tmend found in it.
@@ -201,6 +212,9 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// providerCalls are the ids of the calls seen so far that the provider runs itself
+	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
+	providerCalls map[string]bool
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.

@@ -60,6 +60,8 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).legacyBlocks
 	case FaultDanglingReasoning:
 		return dialectOf(d).reasoning
+	case FaultFailedTurn:
+		return !dialectOf(d).noTurnEnd
 	}
 	return true
 }

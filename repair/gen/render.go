@@ -23,6 +23,9 @@ type dialect struct {
 	legacyBlocks bool
 	// reasoning: the model's turns carry reasoning items (dangling_reasoning applies).
 	reasoning bool
+	// noTurnEnd: a turn carries no stop reason, so a failed one cannot be told apart
+	// (failed_turn does not apply).
+	noTurnEnd bool
 }
 
 // dialects is the registry, one line a dialect.
@@ -34,6 +37,7 @@ var dialects = map[repair.Dialect]dialect{
 	repair.Gemini:          gemini,
 	repair.Bedrock:         bedrock,
 	repair.LangChain:       langChain,
+	repair.AISDKModel:      aiSDKModel,
 }
 
 func dialectOf(d repair.Dialect) dialect {
