@@ -89,6 +89,10 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 				addResult(x, "toolCallId")
 			case typ == "tool_result":
 				addResult(x, "tool_use_id")
+			case typ == "tool-call": // AI SDK ModelMessage parts
+				addCall(x, "toolCallId")
+			case typ == "tool-result":
+				addResult(x, "toolCallId")
 			case strings.HasSuffix(typ, "_call_output"):
 				if _, ok := x["call_id"]; ok {
 					addResult(x, "call_id")
@@ -100,6 +104,23 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 			case typ == "tool_use" || typ == "toolCall" || typ == "toolUse" || typ == "functionCall" ||
 				typ == "tool_call" || typ == "function_call":
 				addCall(x, "id", "tool_call_id", "call_id")
+			}
+			// A call and its result in one part (AI SDK UIMessage, Mastra): a part with a
+			// state, or its toolInvocation.
+			inPlace := func(o map[string]any) {
+				if _, ok := o["state"]; !ok {
+					return
+				}
+				addCall(o, "toolCallId")
+				if s, _ := str(o, "state"); s == "result" || strings.HasPrefix(s, "output-") {
+					addResult(o, "toolCallId")
+				}
+			}
+			if typ == "dynamic-tool" || strings.HasPrefix(typ, "tool-") || typ == "" && x["toolCallId"] != nil {
+				inPlace(x)
+			}
+			if o, ok := x["toolInvocation"].(map[string]any); ok {
+				inPlace(o)
 			}
 			if o, ok := x["toolUse"].(map[string]any); ok {
 				addCall(o, "toolUseId")

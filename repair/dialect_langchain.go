@@ -62,6 +62,10 @@ const (
 	lcOther // human, system, chat, function, remove
 )
 
+// langChainTypes are the message types LangChain serialises (BaseMessage._getType()), for
+// telling a transcript without any dialect's calls clean (plainMessage).
+var langChainTypes = words("ai", "AIMessageChunk", "human", "system", "tool", "function", "chat", "developer", "generic")
+
 // lcTypeKind reads the type of the flat and {type, data} forms: Python's type field
 // (chunks have their class name) and JS's _getType().
 func lcTypeKind(typ []byte) lcKind {
@@ -150,6 +154,7 @@ func parseLangChain(m *message, ps *parser) error {
 	mark := len(ps.scratch)
 	defer func() { ps.scratch = ps.scratch[:mark] }()
 	v := lcRead(m, ps)
+	m.known = v.form != 0
 	if v.form != 0 {
 		switch {
 		case ps.form == 0:

@@ -58,6 +58,15 @@ const (
 	keyThinking
 	keySignature
 	keyIsErrorSnake
+	// AI SDK UIMessage and Mastra parts.
+	keyState
+	keyErrorText
+	keyResult
+	keyToolInvocation
+	keyToolInvocations
+	keyProviderExecuted
+	keyFormat
+	keyApproval
 	keyCount
 )
 
@@ -75,6 +84,9 @@ var keyNames = [keyCount]string{
 	keyData: "data", keyKwargs: "kwargs",
 	keyTimestamp: "timestamp", keyAPI: "api", keyProvider: "provider", keyModel: "model", keyUsage: "usage",
 	keyThinking: "thinking", keySignature: "signature", keyIsErrorSnake: "is_error",
+	keyState: "state", keyErrorText: "errorText", keyResult: "result", keyToolInvocation: "toolInvocation",
+	keyToolInvocations: "toolInvocations", keyProviderExecuted: "providerExecuted", keyFormat: "format",
+	keyApproval: "approval",
 }
 
 // The codes must fit the bit set of keySet.

@@ -114,6 +114,7 @@ type callRef struct {
 	kept                        int  // the result it keeps, or -1
 	slotted                     bool // a result in its turn's slot is paired with it
 	removed                     bool
+	renew                       bool // in place: another call that reuses an earlier one's id
 }
 
 // keyChain is the list of well-formed calls sharing a key, with two cursors that only
@@ -254,6 +255,14 @@ func (p *plan) analyze() error {
 	if p.ps.doubt != "" {
 		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, "so what it is, or which call it answers, is unclear")
 	}
+	if p.spec.inPlace {
+		p.decideInPlace()
+		if p.opts.Target != "" {
+			p.retarget()
+		}
+		p.finish()
+		return nil
+	}
 	p.findTurns()
 	p.pair()
 	p.decide()
@@ -340,7 +349,15 @@ func (p *plan) parse() error {
 	case err != nil:
 		return p.fail(StatusUnknownDialect, "%v", err)
 	case d == "" && found == "":
-		return nil // no tool calls or results of any dialect: nothing to repair
+		// No tool calls or results of any dialect: clean, but only if every message can
+		// be read as one that holds none.
+		for j := range p.msgs {
+			if !plainMessage(&p.msgs[j]) {
+				return p.fail(StatusUnknownDialect, "message %d (%s) is not a message tmend can read, "+
+					"and no dialect's tool call or result shape was found", j, p.msgs[j].describe())
+			}
+		}
+		return nil
 	case d == "":
 		d = found
 	case found != "" && found != d:
@@ -369,6 +386,14 @@ func (p *plan) parse() error {
 	if p.ps.unknown != "" {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.unknownMsg, p.ps.unknown)
+	}
+	// A message the dialect does not recognise may hold calls or results tmend cannot
+	// see: never clean, never repaired.
+	for j := range p.msgs {
+		if !p.msgs[j].known {
+			p.report.Dialect = ""
+			return p.fail(StatusUnknownDialect, "message %d (%s) is not a message of the %s dialect that tmend knows", j, p.msgs[j].describe(), d)
+		}
 	}
 	return nil
 }
@@ -425,6 +450,10 @@ func (p *plan) findTurns() {
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
 				t.slotMsg = j
 				p.slotOf[j] = int32(ti)
+				for p.spec.slotRun && j+1 < n && p.msgs[j+1].kind == msgUser && p.msgs[j+1].partsKey != keyOther {
+					j++
+					p.slotOf[j] = int32(ti)
+				}
 			}
 			t.slotLast = t.last
 		} else {
@@ -613,6 +642,17 @@ func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
+// prepareEdits sizes the edits, one per message with a removed flag per part.
+func (p *plan) prepareEdits() {
+	p.edits = grow(p.edits, len(p.msgs))
+	p.after = grow(p.after, len(p.msgs))
+	for i := range p.msgs {
+		start := len(p.removed)
+		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
+		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
+	}
+}
+
 // quiet reports whether the session changed within the quiet period.
 func (p *plan) quiet() bool {
 	o := p.opts
@@ -644,7 +684,7 @@ func (p *plan) openTurn() int {
 			return -1
 		}
 		for pi := range m.parts {
-			if m.parts[pi].kind != partResult {
+			if k := m.parts[pi].kind; k != partResult && k != partRef {
 				return -1 // the user wrote on: the run is over
 			}
 		}
@@ -655,13 +695,7 @@ func (p *plan) openTurn() int {
 // decide runs the stages over the pairing and records edits, actions and issues.
 func (p *plan) decide() {
 	p.unsureOrphan = -1
-	p.edits = grow(p.edits, len(p.msgs))
-	p.after = grow(p.after, len(p.msgs))
-	for i := range p.msgs {
-		start := len(p.removed)
-		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
-		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
-	}
+	p.prepareEdits()
 
 	open := -1
 	if p.quiet() {
@@ -736,6 +770,8 @@ func (p *plan) decide() {
 			p.issue(IssueMisplacedResult, r.msg, p.resPart(kept), "")
 		case c.turn == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
+		case pt.awaiting && c.msg == len(p.msgs)-1 && !p.opts.Force:
+			p.report.PendingCalls++ // a person has yet to approve it
 		case pt.callType == "computer_call":
 			// A computer_call_output must carry a screenshot; none can be made up.
 			c.removed = true
@@ -1070,17 +1106,26 @@ func (p *plan) uniqueIDs() {
 			seen[c.key] = true
 			continue
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+		used = p.renewCallID(c, used)
 	}
+}
+
+// renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
+// old one (valid under the same rules, and under the target's when there is one) that no
+// id in used (every id of the transcript, made on first need) has. It returns used.
+func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
+	if used == nil {
+		used = p.usedIDs()
+	}
+	pt := p.part(c.msg, c.part)
+	rule, ok := idRules[p.opts.Target]
+	if !ok {
+		rule = ruleLike(c.key)
+	}
+	id := rule.freshID(c.key, used)
+	p.issue(IssueDuplicateCallID, c.msg, pt, "")
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	return used
 }
 
 // alignPaddedIDs rewrites the padded side of each pair whose ids are equal only after
@@ -1438,6 +1483,12 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		kept = append(kept, pt.raw)
 	}
 	kept = append(kept, in...)
+	if p.spec.inPlace {
+		if len(kept) == 0 && !m.otherContent {
+			return nil, false
+		}
+		return p.rebuildInPlace(i, kept), true
+	}
 	mb, _ := findCode(m.ms, m.partsKey)
 	if len(kept) > 0 {
 		return setMember(m.raw, mb, joinArray(kept)), true

@@ -167,6 +167,7 @@ var expectStage = map[gen.Fault]repair.Stage{
 	gen.FaultNoncanonicalCall:  repair.StageNormalizeCallBlocks,
 	gen.FaultDanglingReasoning: repair.StageDropDanglingReasoning,
 	gen.FaultInvalidCall:       repair.StageSynthesizeMissingResults,
+	gen.FaultRetryDuplicate:    repair.StageDropDuplicateResults,
 }
 
 func TestEveryFaultInEveryDialect(t *testing.T) {

@@ -48,13 +48,17 @@ const (
 	// invalid_tool_calls (and langchain-openai still sends), left without a result because
 	// agents run only tool_calls.
 	FaultInvalidCall Fault = "invalid_call"
+	// In-place dialects only (a call and its result in one part): a retry stored an
+	// assistant message twice, the copy repeating its calls with no result of its own.
+	FaultRetryDuplicate Fault = "retry_duplicate"
 )
 
 // Faults lists every fault kind.
 func Faults() []Fault {
 	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
 		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn,
-		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultInvalidCall}
+		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultRetryDuplicate,
+		FaultInvalidCall}
 }
 
 // Applies reports whether fault f exists in dialect d. Generate draws only faults that
@@ -65,6 +69,13 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).legacyBlocks
 	case FaultDanglingReasoning:
 		return dialectOf(d).reasoning
+	case FaultMisplacedResult, FaultDuplicateResult, FaultSyntheticThenReal, FaultOrphanResult, FaultPaddedID:
+		// A call and its result in one part cannot be apart, twice, or padded apart.
+		return dialectOf(d).renderAll == nil
+	case FaultFailedTurn:
+		return !dialectOf(d).noTurnEnd && dialectOf(d).renderAll == nil
+	case FaultRetryDuplicate:
+		return dialectOf(d).renderAll != nil
 	case FaultInvalidCall:
 		return dialectOf(d).invalidCalls
 	}
@@ -217,7 +228,7 @@ func Generate(cfg Config, fn func(Session) error) error {
 			}
 			r = dl.variant(v)
 		}
-		s.Messages = render(r, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
+		s.Messages = render(cfg.Dialect, r, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
 		if cfg.Text == TextUnicode {
 			for j, m := range s.Messages {
 				s.Messages[j] = rawLineSeparators(m)
@@ -497,6 +508,10 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect, vocab []stri
 		}
 	case FaultDuplicateCallID:
 		return duplicateCallID(rng, evs, t, res.results[k].id)
+	case FaultRetryDuplicate:
+		dup := evs[t]
+		dup.calls = slices.Clone(dup.calls)
+		return insertEv(evs, t+1, dup), true
 	case FaultNoncanonicalCall:
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
 		if c.legacy != nil {

@@ -164,7 +164,7 @@ func TestNoncanonicalCall(t *testing.T) {
 	seen := map[string]bool{}
 	for seed := range uint64(40) {
 		_, evs := injected(t, FaultNoncanonicalCall, repair.OpenClaw, seed)
-		for _, m := range render(openClaw.render, evs, cfgStart) {
+		for _, m := range render(repair.OpenClaw, openClaw.render, evs, cfgStart) {
 			var msg struct {
 				Content []map[string]any `json:"content"`
 			}
@@ -198,7 +198,7 @@ func TestDanglingReasoning(t *testing.T) {
 	atEnd, beforeUser := 0, 0
 	for seed := range uint64(30) {
 		_, evs := injected(t, FaultDanglingReasoning, repair.OpenAIResponses, seed)
-		items := render(openAIResponses.render, evs, cfgStart)
+		items := render(repair.OpenAIResponses, openAIResponses.render, evs, cfgStart)
 		dangling := 0
 		for i, m := range items {
 			var it struct{ Type, Role string }
