@@ -30,7 +30,11 @@ var langChainSpec = &spec{
 		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
 	synth:    func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
-	synthFor: func(m *message, c *part, text string) []byte { return lcSynth(lcRead(m, &parser{}), c, text) },
+	synthFor: func(m *message, c *part, text string) []byte {
+		var v lcView
+		lcRead(m, &parser{}, &v)
+		return lcSynth(v, c, text)
+	},
 	rebuild:  rebuildLangChain,
 }
 
@@ -105,9 +109,9 @@ type lcView struct {
 	id    []byte  // the constructor form's id array
 }
 
-// lcRead finds m's form and fields. Their members are in ps's scratch space until the
-// caller resets it.
-func lcRead(m *message, ps *parser) lcView {
+// lcRead finds m's form and fields, into v (filled in place: it is read for every
+// message). Their members are in ps's scratch space until the caller resets it.
+func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
 	for _, mb := range m.ms {
@@ -117,27 +121,27 @@ func lcRead(m *message, ps *parser) lcView {
 		case keyID:
 			idv = mb.val(m.raw)
 		case keyData, keyKwargs:
-			if v := mb.val(m.raw); v[0] == '{' {
+			if mb.valStart < mb.valEnd && m.raw[mb.valStart] == '{' {
 				nested = mb.code
 			}
 		}
 	}
 	self := obj{m.raw, m.ms, ps}
+	v.inner, v.form, v.outer = self, 0, keyOther
 	switch {
 	case nested == keyKwargs && string(typ) == "constructor" && len(idv) > 0 && idv[0] == '[' && self.hasName("lc"):
-		if k := lcClassKind(lastWord(idv)); k != lcNone {
-			return lcView{form: lcConstructor, kind: k, inner: self.sub(keyKwargs), outer: keyKwargs, id: idv}
+		if v.kind = lcClassKind(lastWord(idv)); v.kind != lcNone {
+			v.form, v.inner, v.outer, v.id = lcConstructor, self.sub(keyKwargs), keyKwargs, idv
 		}
 	case nested == keyData:
-		if k := lcTypeKind(typ); k != lcNone {
-			return lcView{form: lcData, kind: k, inner: self.sub(keyData), outer: keyData}
+		if v.kind = lcTypeKind(typ); v.kind != lcNone {
+			v.form, v.inner, v.outer = lcData, self.sub(keyData), keyData
 		}
 	default:
-		if k := lcTypeKind(typ); k != lcNone {
-			return lcView{form: lcFlat, kind: k, inner: self, outer: keyOther}
+		if v.kind = lcTypeKind(typ); v.kind != lcNone {
+			v.form = lcFlat
 		}
 	}
-	return lcView{inner: self}
 }
 
 // hasName reports whether o has a member named name (one without a key code).
@@ -153,7 +157,8 @@ func lastWord(v []byte) []byte {
 func parseLangChain(m *message, ps *parser) error {
 	mark := len(ps.scratch)
 	defer func() { ps.scratch = ps.scratch[:mark] }()
-	v := lcRead(m, ps)
+	var v lcView
+	lcRead(m, ps, &v)
 	m.known = v.form != 0
 	if v.form != 0 {
 		switch {
@@ -166,7 +171,7 @@ func parseLangChain(m *message, ps *parser) error {
 	}
 	switch v.kind {
 	case lcAI:
-		parseLangChainAI(m, ps, v)
+		parseLangChainAI(m, ps, &v)
 	case lcTool:
 		m.kind = msgResult
 		p := part{raw: m.raw}
@@ -203,7 +208,7 @@ var (
 
 // parseLangChainAI reads an AI message: its calls (tool_calls, then invalid_tool_calls,
 // one part per element of each) and the provider copies of them.
-func parseLangChainAI(m *message, ps *parser, v lcView) {
+func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	m.kind = msgAssistant
 	m.failed = failedTurn(m) || v.form != lcFlat && failedTurn(&message{raw: v.inner.raw, ms: v.inner.ms})
 	m.partsKey = keyToolCalls

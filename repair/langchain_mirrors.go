@@ -172,7 +172,7 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 // lcMirrors matches the copies of calls in AI message m (fields v, f) with its calls,
 // records them as known, and refuses one that copies no call. It reports whether the
 // message has content besides the copies (so that it survives losing every call).
-func lcMirrors(m *message, ps *parser, v lcView, f lcFields) (other bool) {
+func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
 	keyOf := func(pi int) (string, bool) { return lcKey(&m.parts[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
@@ -236,7 +236,8 @@ func mayHold(v []byte, a, b string) bool {
 // which OpenAI rejects.
 func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
 	ps := &parser{}
-	v := lcRead(m, ps)
+	var v lcView
+	lcRead(m, ps, &v)
 	f := readLCFields(v.inner)
 	// The calls as they were: their ids, index-aligned with m.parts.
 	orig := make([]string, len(m.parts))
