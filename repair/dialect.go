@@ -188,6 +188,9 @@ type message struct {
 	// array (LangChain's provider copies of its calls, and calls in a nested object or in
 	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
 	knownValues [][]byte
+	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
+	// scanner's), or 0 when it has none.
+	fieldsAt int32
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -261,7 +264,8 @@ type parser struct {
 	// several (LangChain); 0 until a message sets it. formMsg is that message.
 	form        uint8
 	formMsg     int
-	knownValues [][]byte // every message's knownValues, in one allocation
+	knownValues [][]byte    // every message's knownValues, in one allocation
+	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.

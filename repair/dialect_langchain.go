@@ -29,13 +29,13 @@ var langChainSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
-	synth:    func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
+	synth: func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
 	synthFor: func(m *message, c *part, text string) []byte {
 		var v lcView
 		lcRead(m, &parser{}, &v)
 		return lcSynth(v, c, text)
 	},
-	rebuild:  rebuildLangChain,
+	rebuild: rebuildLangChain,
 }
 
 // lcForm is a stored form of LangChain messages.
@@ -107,6 +107,36 @@ type lcView struct {
 	inner obj
 	outer keyCode // the member inner is: keyOther (flat), keyData or keyKwargs
 	id    []byte  // the constructor form's id array
+	// arrays are inner's block arrays as the scanner collected them; nil when it did not
+	// (a message read again after parsing).
+	arrays *[len(blockArrays)][]block
+}
+
+// blocks returns the scanned blocks of inner's array member key, and whether there are
+// any to go by (else the member is read from its bytes).
+func (v *lcView) blocks(key keyCode) ([]block, bool) {
+	if v.arrays == nil {
+		return nil, false
+	}
+	for k, c := range blockArrays {
+		if c == key {
+			return v.arrays[k], true
+		}
+	}
+	return nil, false
+}
+
+// fieldsOf returns m's fields object under key as the scanner collected it: its members
+// and block arrays, without reading it again.
+func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
+	if m.fieldsAt > 0 && int(m.fieldsAt) <= len(ps.fields) {
+		if f := &ps.fields[m.fieldsAt-1]; f.key == key {
+			mb, _ := findCode(m.ms, key)
+			v.arrays = &f.arrays
+			return obj{mb.val(m.raw), f.ms, ps}
+		}
+	}
+	return obj{m.raw, m.ms, ps}.sub(key)
 }
 
 // lcRead finds m's form and fields, into v (filled in place: it is read for every
@@ -127,19 +157,19 @@ func lcRead(m *message, ps *parser, v *lcView) {
 		}
 	}
 	self := obj{m.raw, m.ms, ps}
-	v.inner, v.form, v.outer = self, 0, keyOther
+	v.inner, v.form, v.outer, v.arrays = self, 0, keyOther, nil
 	switch {
 	case nested == keyKwargs && string(typ) == "constructor" && len(idv) > 0 && idv[0] == '[' && self.hasName("lc"):
 		if v.kind = lcClassKind(lastWord(idv)); v.kind != lcNone {
-			v.form, v.inner, v.outer, v.id = lcConstructor, self.sub(keyKwargs), keyKwargs, idv
+			v.form, v.inner, v.outer, v.id = lcConstructor, v.fieldsOf(m, ps, keyKwargs), keyKwargs, idv
 		}
 	case nested == keyData:
 		if v.kind = lcTypeKind(typ); v.kind != lcNone {
-			v.form, v.inner, v.outer = lcData, self.sub(keyData), keyData
+			v.form, v.inner, v.outer = lcData, v.fieldsOf(m, ps, keyData), keyData
 		}
 	default:
 		if v.kind = lcTypeKind(typ); v.kind != lcNone {
-			v.form = lcFlat
+			v.form, v.arrays = lcFlat, &m.arrays
 		}
 	}
 }
@@ -184,17 +214,15 @@ func parseLangChain(m *message, ps *parser) error {
 		}
 		resultShape(&p, v.inner, idPath)
 		p.name, _ = inputString(v.inner.get(keyName))
-		var blks []block
-		if v.form == lcFlat {
-			blks = m.contentBlocks()
-		}
+		blks, _ := v.blocks(keyContent)
 		p.synthetic = isSyntheticText(v.inner.get(keyContent), blks)
 		m.parts = ps.one(p)
 	default:
 		if v.form == lcFlat || v.form == 0 {
 			checkForeignContent(m, ps)
-		} else {
-			ps.eachBlock(v.inner.get(keyContent), nil, false, func(_ []byte, o obj) { ps.checkForeign(o) })
+		} else if ps.detected != "" && ps.foreign == "" {
+			blks, have := v.blocks(keyContent)
+			ps.eachBlock(v.inner.get(keyContent), blks, have, func(_ []byte, o obj) { ps.checkForeign(o) })
 		}
 	}
 	return nil
@@ -214,7 +242,8 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	m.partsKey = keyToolCalls
 	start := len(ps.parts)
 	flat := v.form == lcFlat
-	ps.eachElem(v.inner.get(keyToolCalls), m.arraysOf(keyToolCalls, flat), flat, func(raw []byte, o obj, isObj bool) {
+	tcBlocks, have := v.blocks(keyToolCalls)
+	ps.eachElem(v.inner.get(keyToolCalls), tcBlocks, have, func(raw []byte, o obj, isObj bool) {
 		ps.parts = append(ps.parts, part{raw: raw})
 		if isObj {
 			callShape(&ps.parts[len(ps.parts)-1], o, pathID, o, o, keyArgs, false)
@@ -232,7 +261,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	knownFrom := len(ps.knownValues)
 	own := 0 // a flat message's own tool_calls blocks, which the search knows already
 	if flat {
-		own = len(m.arraysOf(keyToolCalls, true))
+		own = len(tcBlocks)
 	}
 	for pi := own; pi < len(m.parts); pi++ {
 		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(pt) {
@@ -243,16 +272,6 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	if len(ps.knownValues) > knownFrom {
 		m.knownValues = ps.knownValues[knownFrom:len(ps.knownValues):len(ps.knownValues)]
 	}
-}
-
-// arraysOf returns the blocks the scanner collected for the message's member key, when
-// the message is flat (nested members are not collected).
-func (m *message) arraysOf(key keyCode, flat bool) []block {
-	if !flat {
-		return nil
-	}
-	b, _ := m.blocks(key)
-	return b
 }
 
 // eachElem calls fn with each element of the array v and, for an object, its members

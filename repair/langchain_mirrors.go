@@ -183,10 +183,10 @@ func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
 			ps.knownValues = append(ps.knownValues, raw)
 		}
 	}
-	flat := v.form == lcFlat
 	content := v.inner.get(keyContent)
 	if len(content) > 0 && content[0] == '[' {
-		ps.eachCopy(copiesContent, content, m.arraysOf(keyContent, flat), flat, match(copiesContent),
+		blks, have := v.blocks(keyContent)
+		ps.eachCopy(copiesContent, content, blks, have, match(copiesContent),
 			func(_ []byte, o obj, isObj bool) {
 				other = true
 				// ChatAnthropic keeps Anthropic's own blocks (server_tool_use,

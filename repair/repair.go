@@ -290,7 +290,8 @@ func (p *plan) release() {
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects,
-		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
+		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
+			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0]},
 	}
 	plans.Put(p)
@@ -324,13 +325,17 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			}
 			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
-		ms, arrays, end, err := p.sc.scanMessage(b, j)
+		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
 		if err != nil {
 			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
 		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
+		if in.key != keyOther {
+			p.sc.fields = append(p.sc.fields, in)
+			m.fieldsAt = int32(len(p.sc.fields))
+		}
 		return end, nil
 	})
 	var ue *UnrepairableError
@@ -369,6 +374,7 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
 	p.report.Dialect = d
+	p.ps.fields = p.sc.fields
 	// Every part is a block or a whole message: size the slab once, as a large transcript
 	// would otherwise spend most of its time growing it.
 	p.ps.parts = slices.Grow(p.ps.parts[:0], len(p.sc.blocks)+len(p.msgs))
