@@ -113,6 +113,7 @@ type callRef struct {
 	firstRes, lastRes, nextSame int32
 	kept                        int  // the result it keeps, or -1
 	slotted                     bool // a result in its turn's slot is paired with it
+	answered                    bool // a real result is paired with it
 	removed                     bool
 }
 
@@ -184,6 +185,14 @@ type plan struct {
 	out          [][]byte // assemble's result, reused
 	from         []int32  // per message of out, its offset in src when it is unchanged input, else -1
 	report       Report
+
+	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
+	// no real result yet. Filled only once a response without an id is met outside a slot.
+	idlessOpen map[string]openCalls
+	idlessSeen int
+	// ambiguous is a response without an id that several calls may answer (strayCall), of
+	// ambiguousN calls, or -1; checkUnrecognized refuses it.
+	ambiguous, ambiguousN int
 }
 
 var plans = sync.Pool{New: func() any {
@@ -275,10 +284,11 @@ func (p *plan) release() {
 	clear(p.byKey)
 	clear(p.names)
 	clear(p.suspects)
+	clear(p.idlessOpen)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
-		byKey: p.byKey, names: p.names, suspects: p.suspects,
+		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
 	}
@@ -467,8 +477,11 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it. Ids match when
-// they are equal after trimming surrounding white space.
+// they are equal after trimming surrounding white space. A response without an id pairs
+// by position and name: in a slot, with its turn's calls without an id; outside one,
+// with the one earlier such call left without a real result (strayCall).
 func (p *plan) pair() {
+	p.ambiguous = -1
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		if p.part(c.msg, c.part).malformed != "" {
@@ -519,6 +532,8 @@ func (p *plan) pair() {
 				if r.call < 0 {
 					r.call = p.latestBefore(ch, mi, pt.id)
 				}
+			} else if !pt.hasID && !inSlot {
+				r.call = p.strayCall(len(p.results), mi, pt.name)
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
@@ -532,9 +547,68 @@ func (p *plan) pair() {
 				}
 				c.lastRes = ri
 				c.slotted = c.slotted || r.slotted
+				if !pt.synthetic && !c.answered {
+					if r.call < p.idlessSeen {
+						p.countOpen(r.call, -1)
+					}
+					c.answered = true
+				}
 			}
 		}
 	}
+}
+
+// strayCall returns the call that result ri, a response without an id outside any slot
+// (in message mi, naming name), answers: the one earlier call of that name without an id
+// that has no real result yet, as the response would pair in its place. -1 when there is
+// none (an orphan) or several (ambiguous: two readings, so the transcript is refused).
+//
+// Calls of turns that ended in error or abort count only when no other call does: their
+// calls are rarely run (clients do not run the calls of a failed turn).
+func (p *plan) strayCall(ri, mi int, name string) int {
+	if p.idlessOpen == nil {
+		p.idlessOpen = map[string]openCalls{} // kept with the plan, as byKey
+	}
+	for ; p.idlessSeen < len(p.calls) && p.calls[p.idlessSeen].msg < mi; p.idlessSeen++ {
+		if !p.calls[p.idlessSeen].answered {
+			p.countOpen(p.idlessSeen, 1)
+		}
+	}
+	o := p.idlessOpen[name]
+	k := 0
+	if o.n[0] == 0 {
+		k = 1
+	}
+	switch {
+	case o.n[k] == 1:
+		return o.sum[k]
+	case o.n[k] > 1 && p.ambiguous < 0:
+		p.ambiguous, p.ambiguousN = ri, o.n[k]
+	}
+	return -1
+}
+
+// openCalls counts calls without an id and without a real result, [0] of turns that
+// completed and [1] of failed ones, with the sum of their indexes: the call itself when
+// it is the only one.
+type openCalls struct{ n, sum [2]int }
+
+// countOpen adds call ci to idlessOpen (delta 1) or takes it out (-1), when it is a
+// well-formed call without an id.
+func (p *plan) countOpen(ci, delta int) {
+	c := &p.calls[ci]
+	pt := p.part(c.msg, c.part)
+	if pt.hasID || pt.malformed != "" {
+		return
+	}
+	k := 0
+	if p.msgs[c.msg].failed {
+		k = 1
+	}
+	o := p.idlessOpen[pt.name]
+	o.n[k] += delta
+	o.sum[k] += delta * ci
+	p.idlessOpen[pt.name] = o
 }
 
 // slotCall returns the call of turn ti in ch that a result in the turn's slot (with id
@@ -753,11 +827,20 @@ func (p *plan) decide() {
 			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
 				p.suspects[r.key] = true
-			} else if p.unsureOrphan < 0 && mayHoldIDKey(pt.raw) {
+			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
 				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
 		}
 	}
+}
+
+// mayHideID reports whether result part pt, which has no id, may carry one in a member
+// tmend does not read.
+func (p *plan) mayHideID(pt *part) bool {
+	if p.spec.mayHideResultID != nil {
+		return p.spec.mayHideResultID(pt.raw, &p.ps)
+	}
+	return mayHoldIDKey(pt.raw)
 }
 
 func (p *plan) resPart(ri int) *part { r := &p.results[ri]; return p.part(r.msg, r.part) }
@@ -807,6 +890,10 @@ func (p *plan) checkUnrecognized() error {
 	if p.unsureOrphan >= 0 {
 		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
 			"so which call it answers is unclear")
+	}
+	if ri := p.ambiguous; ri >= 0 {
+		return p.refuse(p.results[ri].msg, "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
+			p.ambiguousN, p.resPart(ri).name), "so which call it answers is unclear")
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
@@ -895,6 +982,8 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 		if looseID(p.results[ri].key) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
+	case !rp.hasID && !cp.hasID && rp.name == cp.name:
+		// Gemini pairs these by position and name, and so did pair: no other reading.
 	case rn == "":
 		return "one of them has no id, and the result names no tool"
 	case rn == cn:

@@ -148,8 +148,6 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"role":"user","parts":[{"functionResponse":{"name":"f ","response":{"out":"real output"}}}]}]`,
 		"GeminiResponseWithoutName": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
 {"role":"user","parts":[{"functionResponse":{"response":{"out":"real output"}}}]}]`,
-		"GeminiResponseAfterAModelTurn": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
-{"role":"model","parts":[{"text":"thinking"}]},{"role":"function","parts":[{"functionResponse":{"name":"f","response":{"out":"real output"}}}]}]`,
 		"EscapedResultID": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}},{"type":"tool_invocation","id":" c9","tool":"g"}]},
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"\u00639","toolName":"g","content":"real output"}]`,
 	}
