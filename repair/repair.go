@@ -1333,10 +1333,12 @@ func (p *plan) gone(i int) bool {
 	return true
 }
 
-// planMerges marks each message that a removal left right after one the provider will
-// not accept it after (the dialect's mergeAfterRemoval), to be merged into it. A merge
-// that would lose a member (the two messages hold different values under one key) is
-// not made.
+// planMerges marks each message that the provider will not accept after the one before
+// it (the dialect's mergeAfterRemoval), to be merged into it, where a removal left them
+// so: messages between them removed, or one of them lost a call or result (a failed
+// turn's text, then the next assistant turn). A merge that would lose a member (the two
+// messages hold different values under one key) is not made; in a chain of merges, the
+// members of all the messages merged so far count.
 func (p *plan) planMerges() {
 	rule := p.spec.mergeAfterRemoval
 	if rule == nil {
@@ -1344,26 +1346,45 @@ func (p *plan) planMerges() {
 	}
 	var prev outMsg
 	have, gap, gapAt := false, false, 0
+	prevLost := -1 // prev (or one merged into it) lost a part: its index
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
 			cur := outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
-			if have && gap && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
+			lost := -1
+			if p.lostPart(i) {
+				lost = i
+			}
+			at, why := gapAt, "was removed"
+			if !gap {
+				at, why = max(prevLost, lost), "lost a call or result"
+			}
+			if have && at >= 0 && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
 				p.edits[i].merge = true
-				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[gapAt].stage, Action: ActionMerge,
-					MessageIndex: i, Detail: fmt.Sprintf("merged into the %s message before it, next to it once message %d was removed",
-						cur.role, gapAt)})
+				detail := fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				if st := staleStops(prev.raw, m.raw); st != "" {
+					detail += fmt.Sprintf("; it ends the merged message, so %s of the message before it goes", st)
+				}
+				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[at].stage, Action: ActionMerge,
+					MessageIndex: i, Detail: detail})
+				prev.raw = merge(prev.raw, m.raw, m.partsKey) // what the next merge in a chain joins
+				prevLost = max(prevLost, lost)
 			} else {
-				prev, have = cur, true
+				prev, have, prevLost = cur, true, lost
 			}
 			gap = false
 		}
 		if p.spec.block && p.turnSlotMsg(i) < 0 && len(p.after[i]) > 0 {
-			prev, have, gap = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false
+			prev, have, gap, prevLost = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false, -1
 		}
 	}
+}
+
+// lostPart reports whether message i loses a part and keeps others.
+func (p *plan) lostPart(i int) bool {
+	return p.edits[i].dirty && slices.Contains(p.edits[i].removed, true)
 }
 
 // keepsCall reports whether message i keeps a call part.
@@ -1376,8 +1397,38 @@ func (p *plan) keepsCall(i int) bool {
 	return false
 }
 
-// mergeable reports whether cur's members other than its parts and role can join prev
-// without one being lost: each is absent from prev or the same there.
+// isStop reports a member that says how the generation of its message ended: the later
+// message's stands in a merge (the merged message ends where it did), and prev's goes.
+// A failed turn's stop reason kept on the calls of the turn after it would make them
+// look failed to the next repair.
+func isStop(c keyCode) bool { return c == keyStopReason || c == keyStopReasonSnake }
+
+// staleStops lists prev's stop members (key and value, as written) that cur does not
+// repeat: those a merge of cur into prev removes. "" when there are none.
+func staleStops(prev, cur []byte) string {
+	pms, _ := membersOf(prev)
+	cms, _ := membersOf(cur)
+	var out []string
+	for _, pm := range pms {
+		if staleStop(prev, pm, cur, cms) {
+			out = append(out, string(pm.key(prev))+": "+string(pm.val(prev)))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// staleStop reports whether member pm of prev is a stop member that cur (members cms)
+// does not repeat.
+func staleStop(prev []byte, pm member, cur []byte, cms []member) bool {
+	if !isStop(pm.code) {
+		return false
+	}
+	cm, ok := findCode(cms, pm.code)
+	return !ok || !bytes.Equal(cm.val(cur), pm.val(prev))
+}
+
+// mergeable reports whether cur's members other than its parts, role and stop reasons
+// can join prev without one being lost: each is absent from prev or the same there.
 func mergeable(prev, cur []byte, partsKey keyCode) bool {
 	pms, err1 := membersOf(prev)
 	cms, err2 := membersOf(cur)
@@ -1388,7 +1439,7 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 		return false
 	}
 	for _, cm := range cms {
-		if cm.code == partsKey || cm.code == keyRole {
+		if cm.code == partsKey || cm.code == keyRole || isStop(cm.code) {
 			continue
 		}
 		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
@@ -1398,11 +1449,20 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 	return true
 }
 
-// merge returns prev with cur's parts appended to its own and cur's other members that
-// prev lacks added (mergeable said it loses nothing).
+// merge returns prev with cur's parts appended to its own, its stop reasons replaced by
+// cur's (staleStops), and cur's other members that prev lacks added (mergeable said it
+// loses nothing).
 func merge(prev, cur []byte, partsKey keyCode) []byte {
-	pms, _ := membersOf(prev)
 	cms, _ := membersOf(cur)
+	pms, _ := membersOf(prev)
+	for i := 0; i < len(pms); {
+		if staleStop(prev, pms[i], cur, cms) {
+			prev = removeMember(prev, pms, i)
+			pms, _ = membersOf(prev) // rare: read again rather than shift offsets
+			continue
+		}
+		i++
+	}
 	var parts [][]byte
 	pm, _ := findCode(pms, partsKey)
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })

@@ -302,6 +302,18 @@ func TestRemovalsKeepTurnRules(t *testing.T) {
 		{"AnthropicNoTarget", `[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":"b"}]`,
 			repair.Options{},
 			`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`},
+		// A failed turn's text, then the retried turn: merged, and the retried call (answered
+		// synthetically) does not inherit the failed turn's stop reason, which would make the
+		// next repair remove it.
+		{"BedrockFailedTurnThenRetry", `[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"f1","name":"f","input":{}}}],"stop_reason":"error"},{"role":"assistant","content":[{"toolUse":{"toolUseId":"r1","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}]}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"r1","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"r1","content":[{"text":"` + repair.SyntheticResultText + `"}],"status":"error"}},{"text":"b"}]}]`},
+		{"BedrockMergedAcrossAGapAfterAFailedTurn", `[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"m1","name":"f"}}],"stop_reason":"error"},{"role":"user","content":[{"toolResult":{"toolUseId":"m1","content":[{"text":"r"}]}}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"x1","name":"f","input":{}}}],"stopReason":"tool_use"},{"role":"user","content":[{"text":"b"}]}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"x1","name":"f","input":{}}}],"stopReason":"tool_use"},{"role":"user","content":[{"toolResult":{"toolUseId":"x1","content":[{"text":"` + repair.SyntheticResultText + `"}],"status":"error"}},{"text":"b"}]}]`},
+		{"GeminiFailedTurnThenCall", `[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"f","args":{}}}],"stop_reason":"error"},{"role":"model","parts":[{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`,
+			repair.Options{},
+			`[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`},
 		{"BedrockConflictingMembers", `[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":2}]`,
 			repair.Options{},
 			`[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"user","content":[{"text":"b"}],"x":2}]`},
