@@ -479,9 +479,12 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 // it, else the latest matching call before it, else the first after it. Ids match when
 // they are equal after trimming surrounding white space. A response without an id pairs
 // by position and name: in a slot, with its turn's calls without an id; outside one,
-// with the one earlier such call left without a real result (strayCall).
+// with the one earlier such call left without a real result (strayCall). A result whose
+// id is blank, alone in the slot of a turn with one call left without a result, can
+// answer only that call (whole-message dialects, as LiteLLM pairs it).
 func (p *plan) pair() {
 	p.ambiguous = -1
+	var blanks []int32 // results with a blank id in a slot, unpaired
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		if p.part(c.msg, c.part).malformed != "" {
@@ -538,24 +541,67 @@ func (p *plan) pair() {
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
 			p.results = append(p.results, r)
-			if r.call >= 0 {
-				c := &p.calls[r.call]
-				if c.lastRes >= 0 {
-					p.results[c.lastRes].nextRes = ri
-				} else {
-					c.firstRes = ri
-				}
-				c.lastRes = ri
-				c.slotted = c.slotted || r.slotted
-				if !pt.synthetic && !c.answered {
-					if r.call < p.idlessSeen {
-						p.countOpen(r.call, -1)
-					}
-					c.answered = true
-				}
+			switch {
+			case r.call >= 0:
+				p.link(ri)
+			case inSlot && !p.spec.block && pt.hasID && isBlank(pt.id):
+				blanks = append(blanks, ri)
 			}
 		}
 	}
+	for k, ri := range blanks {
+		ti := p.slotOf[p.results[ri].msg]
+		if k > 0 && p.slotOf[p.results[blanks[k-1]].msg] == ti || k+1 < len(blanks) && p.slotOf[p.results[blanks[k+1]].msg] == ti {
+			continue // several in one slot: which one answers is unclear
+		}
+		r := &p.results[ri]
+		if ci := p.onlyOpenCall(int(ti)); ci >= 0 && p.mayName(r, ci) {
+			r.call, r.slotted, r.inSlot = ci, true, true
+			p.link(ri)
+		}
+	}
+}
+
+// link adds result ri to the results of its call.
+func (p *plan) link(ri int32) {
+	r := &p.results[ri]
+	c := &p.calls[r.call]
+	if c.lastRes >= 0 {
+		p.results[c.lastRes].nextRes = ri
+	} else {
+		c.firstRes = ri
+	}
+	c.lastRes = ri
+	c.slotted = c.slotted || r.slotted
+	if !p.part(r.msg, r.part).synthetic && !c.answered {
+		if r.call < p.idlessSeen {
+			p.countOpen(r.call, -1)
+		}
+		c.answered = true
+	}
+}
+
+// mayName reports whether result r names call ci's tool, or none.
+func (p *plan) mayName(r *resultRef, ci int) bool {
+	c := &p.calls[ci]
+	rn := strings.TrimSpace(p.part(r.msg, r.part).name)
+	return rn == "" || rn == strings.TrimSpace(p.part(c.msg, c.part).name)
+}
+
+// onlyOpenCall returns the one well-formed call of turn ti without a result, or -1 when
+// there are none or several.
+func (p *plan) onlyOpenCall(ti int) int {
+	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(c.turn, t) })
+	open := -1
+	for ci := first; ci < len(p.calls) && p.calls[ci].turn == ti; ci++ {
+		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == "" {
+			if open >= 0 {
+				return -1
+			}
+			open = ci
+		}
+	}
+	return open
 }
 
 // strayCall returns the call that result ri, a response without an id outside any slot
@@ -778,6 +824,14 @@ func (p *plan) decide() {
 		}
 		kept := p.pickKept(c)
 		c.kept = kept
+		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.resPart(kept).id) {
+			// Paired by position (pair): it takes its call's id, as providers pair by id.
+			r, rp := &p.results[kept], p.resPart(kept)
+			p.issue(IssueResultWithoutCall, r.msg, rp, "blank id")
+			p.setPartID(r.msg, rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp,
+				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
+		}
 		for r32 := c.firstRes; r32 >= 0; r32 = p.results[r32].nextRes {
 			ri := int(r32)
 			if ri == kept {

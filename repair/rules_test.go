@@ -138,8 +138,10 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"type":"function_call_output","call_id":"fc_1","output":"real output"}]`,
 		// An orphan that may answer a call left without a result, had an id been written
 		// differently: blank or missing on one side, a tool name with padding, or none.
-		"BlankResultID": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		"BlankResultIDTwoOpenCalls": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},
 {"role":"tool","tool_call_id":"","content":"real output"}]`,
+		"TwoBlankResultIDsOneOpenCall": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"","content":"real output"},{"role":"tool","tool_call_id":" ","content":"other output"}]`,
 		"GeminiResponseWithoutID": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]},
 {"role":"user","parts":[{"functionResponse":{"name":"f","response":{"out":"real output"}}}]}]`,
 		"GeminiCallWithoutID": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
