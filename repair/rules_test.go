@@ -459,3 +459,20 @@ func TestKeysSpelledWithEscapesAreTheSameKeys(t *testing.T) {
 	require.Equal(t, map[repair.Stage]int{repair.StageSynthesizeMissingResults: 1}, out.Report.StageCounts)
 	require.True(t, strings.HasPrefix(string(out.Output), `{"id":"s1","mess\u0061ges":[`), "%s", out.Output)
 }
+
+// TestBlankToolNameFilledForGemini: only --target gemini fills an OpenClaw result's blank
+// toolName from its call (Gemini needs functionResponse.name); without it, or for another
+// target, the transcript is clean.
+func TestBlankToolNameFilledForGemini(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},
+{"role":"toolResult","toolCallId":"c1","toolName":" ","content":[{"type":"text","text":"out"}]}]`)
+	for _, target := range []repair.Target{"", repair.TargetAnthropic} {
+		res, err := repair.Repair(in, repair.Options{Target: target})
+		require.NoError(t, err)
+		require.Equal(t, repair.StatusClean, res.Report.Status, "target %q", target)
+	}
+	res := checkInvariants(t, in, repair.Options{Target: repair.TargetGemini})
+	require.Equal(t, []string{string(repair.IssueMissingToolName)}, res.Report.IssueCodeSet())
+	require.Contains(t, string(res.Messages), `{"role":"toolResult","toolCallId":"c1","toolName":"f",`)
+}
