@@ -43,8 +43,13 @@ var aiSDKModelSpec = &spec{
 // synthetic result is written the same way (result, not output), which ai 4 reads.
 const aiSDK4Call = "ai4"
 
+// aiSDKModelRoles are ModelMessage roles.
+var aiSDKModelRoles = words("system", "user", "assistant", "tool")
+
 func parseAISDKModel(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	m.known = aiSDKModelRoles.has(role)
+	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
 		if err := parseBlocks(m, ps, keyContent, func(p *part, o obj) { aiSDKAssistantPart(p, o) }); err != nil {

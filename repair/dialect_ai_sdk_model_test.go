@@ -61,8 +61,9 @@ func TestAISDKModelDetection(t *testing.T) {
 			repair.OpenAIChat, repair.StatusUnsupported},
 		{"MixedWithAnthropic", `[` + call + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"a"}]}]`,
 			"", repair.StatusUnknownDialect},
-		// A type alone, without toolCallId, is no evidence.
-		{"TypeAlone", `[{"role":"assistant","content":[{"type":"tool-call","id":"c1"}]}]`, "", repair.StatusClean},
+		// A type alone, without toolCallId, is no evidence of the dialect; nor is the
+		// transcript clean: a block whose type names a tool call is not a plain one.
+		{"TypeAlone", `[{"role":"assistant","content":[{"type":"tool-call","id":"c1"}]}]`, "", repair.StatusUnknownDialect},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
