@@ -23,8 +23,17 @@ var aiSDKModelSpec = &spec{
 	// A content part's type together with its toolCallId member: a role:"tool" message
 	// alone is OpenAI chat's shape too. (A UI message's part for a tool named "call" has
 	// the type tool-call as well, but lives in parts, where detection does not look.)
+	// Approval parts, with their approvalId, are evidence too: what a repair leaves of a
+	// turn whose only call was malformed.
 	blockSignal: func(o obj, typ []byte) bool {
-		return (isString(typ, "tool-call") || isString(typ, "tool-result")) && o.has(keyToolCallIDCamel)
+		switch {
+		case isString(typ, "tool-call"), isString(typ, "tool-result"):
+			return o.has(keyToolCallIDCamel)
+		case isString(typ, "tool-approval-request"), isString(typ, "tool-approval-response"):
+			_, ok := findMember(o.raw, o.ms, "approvalId")
+			return ok
+		}
+		return false
 	},
 	synth: func(c *part, text string) []byte {
 		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
@@ -46,9 +55,17 @@ const aiSDK4Call = "ai4"
 // aiSDKModelRoles are ModelMessage roles.
 var aiSDKModelRoles = words("system", "user", "assistant", "tool")
 
+// aiSDKToolParts are the part types of each role's content that name a tool: any other
+// such type (a tool-result in a user message, a part type of a later SDK) is a shape
+// tmend does not read, so the message is not known.
+var aiSDKToolParts = map[string]wordSet{
+	"assistant": words("tool-call", "tool-result", "tool-approval-request"),
+	"tool":      words("tool-result", "tool-approval-response"),
+}
+
 func parseAISDKModel(m *message, ps *parser) error {
 	role := m.word(keyRole)
-	m.known = aiSDKModelRoles.has(role)
+	m.known = aiSDKModelRoles.has(role) && aiSDKKnownContent(m, string(role))
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
@@ -78,6 +95,38 @@ func parseAISDKModel(m *message, ps *parser) error {
 	}
 	return nil
 }
+
+// aiSDKKnownContent reports content that a message of role holds in ModelMessage:
+// text, or parts (an array, always, for a tool message) whose types that name a tool
+// are the role's.
+func aiSDKKnownContent(m *message, role string) bool {
+	v := m.get(keyContent)
+	switch {
+	case len(v) == 0:
+		return false
+	case v[0] == '"':
+		return role != "tool"
+	case v[0] != '[':
+		return false
+	}
+	tools := aiSDKToolParts[role]
+	for _, blk := range m.contentBlocks() {
+		if blk.ms == nil {
+			continue
+		}
+		if t, ok := findCode(blk.ms, keyType); ok {
+			typ := wordOf(t.val(blk.raw))
+			if !aiSDKPlainParts.has(typ) && !tools.has(typ) && toolish(typ) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// aiSDKPlainParts are the ModelMessage part types that hold no tool call or result
+// (ai 4 to 7), spared the toolish test.
+var aiSDKPlainParts = words("text", "reasoning", "file", "image", "reasoning-file", "redacted-reasoning", "custom")
 
 // aiSDKAssistantPart reads one part of an assistant message's content.
 func aiSDKAssistantPart(p *part, o obj) {

@@ -64,6 +64,17 @@ func TestAISDKModelDetection(t *testing.T) {
 		// A type alone, without toolCallId, is no evidence of the dialect; nor is the
 		// transcript clean: a block whose type names a tool call is not a plain one.
 		{"TypeAlone", `[{"role":"assistant","content":[{"type":"tool-call","id":"c1"}]}]`, "", repair.StatusUnknownDialect},
+		// What a repair leaves of a turn whose only call was malformed is still read.
+		{"ApprovalPartsAlone", `[{"role":"assistant","content":[{"type":"tool-approval-request","approvalId":"a1","toolCallId":"c1"}]},{"role":"tool","content":[{"type":"tool-approval-response","approvalId":"a1","approved":true}]}]`,
+			repair.AISDKModel, repair.StatusClean},
+		// Messages tmend cannot read with certainty in this dialect: never clean, never
+		// repaired.
+		{"ToolMessageOfText", `[` + call + `,` + result + `,{"role":"tool","content":"a"}]`, "", repair.StatusUnknownDialect},
+		{"UnknownToolPart", `[` + call + `,` + result + `,{"role":"assistant","content":[{"type":"tool-error","toolCallId":"c2","error":"boom"}]}]`,
+			"", repair.StatusUnknownDialect},
+		{"ResultInUserMessage", `[` + call + `,{"role":"user","content":[{"type":"tool-result","toolCallId":"c1","toolName":"ls","output":{"type":"text","value":"a"}}]}]`,
+			"", repair.StatusUnknownDialect},
+		{"ContentObject", `[` + call + `,` + result + `,{"role":"assistant","content":{"text":"a"}}]`, "", repair.StatusUnknownDialect},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
