@@ -20,6 +20,11 @@ var aiSDKModelSpec = &spec{
 	// approval responses so far, and a result may be in any tool message of the run.
 	anyUserSlot: true,
 	slotRun:     true,
+	// A tool message whose content is an array and that has no tool_call_id (OpenAI chat's
+	// tool message has one): a repair may leave one holding nothing else of the dialect.
+	messageSignal: func(f msgFacts) bool {
+		return string(f.role) == "tool" && !f.hasToolCallID && len(f.content) > 0 && f.content[0] == '['
+	},
 	// A content part's type together with its toolCallId member: a role:"tool" message
 	// alone is OpenAI chat's shape too. (A UI message's part for a tool named "call" has
 	// the type tool-call as well, but lives in parts, where detection does not look.)
@@ -98,7 +103,8 @@ func parseAISDKModel(m *message, ps *parser) error {
 
 // aiSDKKnownContent reports content that a message of role holds in ModelMessage:
 // text, or parts (an array, always, for a tool message) whose types that name a tool
-// are the role's.
+// are the role's, each with the member that makes it evidence of the dialect (see
+// aiSDKEvidence), so that what a repair leaves is read the same way again.
 func aiSDKKnownContent(m *message, role string) bool {
 	v := m.get(keyContent)
 	switch {
@@ -116,12 +122,38 @@ func aiSDKKnownContent(m *message, role string) bool {
 		}
 		if t, ok := findCode(blk.ms, keyType); ok {
 			typ := wordOf(t.val(blk.raw))
-			if !aiSDKPlainParts.has(typ) && !tools.has(typ) && toolish(typ) {
+			switch {
+			case aiSDKPlainParts.has(typ):
+			case tools.has(typ):
+				if !aiSDKEvidence(blk, typ, role) {
+					return false
+				}
+			case toolish(typ):
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// aiSDKEvidence reports whether a tool part of one of role's types has the member that
+// makes it this dialect's (see the spec's blockSignal). Only a client's call, which is
+// stripped when it lacks its id, and a tool message's result, which is dropped then, may
+// lack it.
+func aiSDKEvidence(blk block, typ []byte, role string) bool {
+	switch string(typ) {
+	case "tool-call", "tool-result":
+		if _, ok := findCode(blk.ms, keyToolCallIDCamel); ok || role == "tool" {
+			return true
+		}
+		if string(typ) == "tool-result" {
+			return false // a provider's result, of no call
+		}
+		pe, ok := findMember(blk.raw, blk.ms, "providerExecuted")
+		return !ok || !isTrue(pe.val(blk.raw)) // a provider's call without an id is not
+	}
+	_, ok := findMember(blk.raw, blk.ms, "approvalId")
+	return ok
 }
 
 // aiSDKPlainParts are the ModelMessage part types that hold no tool call or result

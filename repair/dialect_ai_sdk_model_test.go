@@ -54,11 +54,14 @@ func TestAISDKModelDetection(t *testing.T) {
 		// OpenAI chat's tool message has tool_call_id; the AI SDK's has tool-result parts.
 		{"OpenAIChatToolMessage", `[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"a"}]`,
 			repair.OpenAIChat, repair.StatusClean},
-		// Either dialect's call beside the other's result: never read as one dialect, nor
-		// repaired. (OpenAI chat reads the tool message as a result without an id that has
-		// an id-like member, and refuses.)
+		// Either dialect's call beside the other's result: never read as one dialect.
 		{"MixedWithOpenAIChat", `[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},` + result + `]`,
-			repair.OpenAIChat, repair.StatusUnsupported},
+			"", repair.StatusUnknownDialect},
+		// An OpenAI chat tool message with parts in its content is still OpenAI chat's.
+		{"OpenAIChatToolMessageOfParts", `[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a"}]}]`,
+			repair.OpenAIChat, repair.StatusClean},
+		// An empty tool message is this dialect's evidence too: what a repair may leave.
+		{"EmptyToolMessage", `[{"role":"user","content":"hi"},{"role":"tool","content":[]}]`, repair.AISDKModel, repair.StatusClean},
 		{"MixedWithAnthropic", `[` + call + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"a"}]}]`,
 			"", repair.StatusUnknownDialect},
 		// A type alone, without toolCallId, is no evidence of the dialect; nor is the
@@ -73,6 +76,14 @@ func TestAISDKModelDetection(t *testing.T) {
 		{"UnknownToolPart", `[` + call + `,` + result + `,{"role":"assistant","content":[{"type":"tool-error","toolCallId":"c2","error":"boom"}]}]`,
 			"", repair.StatusUnknownDialect},
 		{"ResultInUserMessage", `[` + call + `,{"role":"user","content":[{"type":"tool-result","toolCallId":"c1","toolName":"ls","output":{"type":"text","value":"a"}}]}]`,
+			"", repair.StatusUnknownDialect},
+		// A provider's call or result, or an approval part, without the id that ties it to
+		// the rest: which call it is cannot be told.
+		{"ProviderResultWithoutID", `[` + call + `,` + result + `,{"role":"assistant","content":[{"type":"tool-result","toolName":"web_search","output":{"type":"json","value":[]}}]}]`,
+			"", repair.StatusUnknownDialect},
+		{"ProviderCallWithoutID", `[` + call + `,` + result + `,{"role":"assistant","content":[{"type":"tool-call","toolName":"web_search","input":{},"providerExecuted":true}]}]`,
+			"", repair.StatusUnknownDialect},
+		{"ApprovalWithoutApprovalID", `[` + call + `,` + result + `,{"role":"tool","content":[{"type":"tool-approval-response","approved":true}]}]`,
 			"", repair.StatusUnknownDialect},
 		{"ContentObject", `[` + call + `,` + result + `,{"role":"assistant","content":{"text":"a"}}]`, "", repair.StatusUnknownDialect},
 	}
