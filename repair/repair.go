@@ -1084,17 +1084,26 @@ func (p *plan) uniqueIDs() {
 			seen[c.key] = true
 			continue
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+		used = p.renewCallID(c, used)
 	}
+}
+
+// renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
+// old one (valid under the same rules, and under the target's when there is one) that no
+// id in used (every id of the transcript, made on first need) has. It returns used.
+func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
+	if used == nil {
+		used = p.usedIDs()
+	}
+	pt := p.part(c.msg, c.part)
+	rule, ok := idRules[p.opts.Target]
+	if !ok {
+		rule = ruleLike(c.key)
+	}
+	id := rule.freshID(c.key, used)
+	p.issue(IssueDuplicateCallID, c.msg, pt, "")
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	return used
 }
 
 // alignPaddedIDs rewrites the padded side of each pair whose ids are equal only after

@@ -166,6 +166,7 @@ var expectStage = map[gen.Fault]repair.Stage{
 	gen.FaultDuplicateCallID:   repair.StageNormalizeCallIDs,
 	gen.FaultNoncanonicalCall:  repair.StageNormalizeCallBlocks,
 	gen.FaultDanglingReasoning: repair.StageDropDanglingReasoning,
+	gen.FaultRetryDuplicate:    repair.StageDropDuplicateResults,
 }
 
 func TestEveryFaultInEveryDialect(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,13 +44,16 @@ const (
 	// OpenAI Responses only: a reasoning item with no model item after it, at the end of
 	// the session (a cut-off turn) or right before a user message.
 	FaultDanglingReasoning Fault = "dangling_reasoning"
+	// In-place dialects only (a call and its result in one part): a retry stored an
+	// assistant message twice, the copy repeating its calls with no result of its own.
+	FaultRetryDuplicate Fault = "retry_duplicate"
 )
 
 // Faults lists every fault kind.
 func Faults() []Fault {
 	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
 		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn,
-		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning}
+		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultRetryDuplicate}
 }
 
 // Applies reports whether fault f exists in dialect d. Generate draws only faults that
@@ -65,6 +69,8 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).renderAll == nil
 	case FaultFailedTurn:
 		return !dialectOf(d).noTurnEnd && dialectOf(d).renderAll == nil
+	case FaultRetryDuplicate:
+		return dialectOf(d).renderAll != nil
 	}
 	return true
 }
@@ -469,6 +475,10 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect, vocab []stri
 		}
 	case FaultDuplicateCallID:
 		return duplicateCallID(rng, evs, t, res.results[k].id)
+	case FaultRetryDuplicate:
+		dup := evs[t]
+		dup.calls = slices.Clone(dup.calls)
+		return insertEv(evs, t+1, dup), true
 	case FaultNoncanonicalCall:
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
 		if c.legacy != nil {
