@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
 )
 
 // TestAISDKModelRulesKeepInvariants runs the invariants on every hand-written AI SDK
@@ -222,4 +223,19 @@ func randomAISDKModel(rng *rand.Rand) []byte {
 		}
 	}
 	return []byte(`[` + strings.Join(msgs, ",") + `]`)
+}
+
+// TestAISDKModelTargets: the invariants hold when ids are rewritten for each target.
+func TestAISDKModelTargets(t *testing.T) {
+	t.Parallel()
+	for _, tg := range repair.Targets() {
+		t.Run(string(tg), func(t *testing.T) {
+			t.Parallel()
+			cfg := gen.Config{Seed: 5, Dialect: repair.AISDKModel, Sessions: 20, Messages: 30, FaultRate: 0.5}
+			require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+				checkInvariants(t, arrayOf(s.Messages), repair.Options{Target: tg})
+				return nil
+			}))
+		})
+	}
 }
