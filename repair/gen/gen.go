@@ -126,6 +126,10 @@ type Config struct {
 	// Variant is the stored shape to write, one of Variants(Dialect); "" draws one per
 	// session (for dialects with several).
 	Variant string
+	// OmitIDs writes calls and results without ids, as many SDKs do where the dialect makes
+	// them optional (see IDsOptional); faults that need ids are then not drawn, and a
+	// malformed call loses its name instead of its id.
+	OmitIDs bool
 }
 
 // Text names the vocabulary that message and result texts are drawn from.
@@ -196,9 +200,12 @@ func Generate(cfg Config, fn func(Session) error) error {
 		return fmt.Errorf("gen: dialect %s has no variant %q (want one of %s)", cfg.Dialect, cfg.Variant,
 			strings.Join(dl.variants, ", "))
 	}
+	if cfg.OmitIDs && !IDsOptional(cfg.Dialect) {
+		return fmt.Errorf("gen: %s calls need ids", cfg.Dialect)
+	}
 	var faults []Fault
 	for _, f := range cfg.Faults {
-		if Applies(f, cfg.Dialect) {
+		if Applies(f, cfg.Dialect) && !(cfg.OmitIDs && (f == FaultPaddedID || f == FaultDuplicateCallID)) {
 			faults = append(faults, f)
 		}
 	}
@@ -218,6 +225,9 @@ func Generate(cfg Config, fn func(Session) error) error {
 					s.Faults = append(s.Faults, f)
 				}
 			}
+		}
+		if cfg.OmitIDs {
+			omitIDs(conv)
 		}
 		r := dl.render
 		if len(dl.variants) > 0 {
@@ -239,6 +249,25 @@ func Generate(cfg Config, fn func(Session) error) error {
 		}
 	}
 	return nil
+}
+
+// IDsOptional reports whether calls and results of dialect d may carry no ids (Config.OmitIDs).
+func IDsOptional(d repair.Dialect) bool { return dialectOf(d).idsOptional }
+
+// omitIDs drops every id of evs; a call without an id cannot have a blank one, so a
+// blank_id call loses its name instead.
+func omitIDs(evs []event) {
+	for i := range evs {
+		for j := range evs[i].calls {
+			c := &evs[i].calls[j]
+			if c.id = ""; c.malformed == "blank_id" {
+				c.malformed = "no_name"
+			}
+		}
+		for j := range evs[i].results {
+			evs[i].results[j].id = ""
+		}
+	}
 }
 
 // Summary counts what WriteJSONLines wrote.

@@ -40,6 +40,9 @@ func (o *genOptions) load(*settings, []string) error {
 		return fmt.Errorf("--variant: dialect %s has no variant %q (want one of %s)", o.cfg.Dialect, o.cfg.Variant,
 			strings.Join(vs, ", "))
 	}
+	if o.cfg.OmitIDs && !gen.IDsOptional(o.cfg.Dialect) {
+		return fmt.Errorf("--omit-ids: %s calls need ids", o.cfg.Dialect)
+	}
 	return nil
 }
 
@@ -73,6 +76,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
   tmend gen --text unicode --fault-rate 1 -o unicode.jsonl
+  tmend gen --dialect gemini --omit-ids --fault-rate 1 -o idless.jsonl
   tmend gen --dialect langchain --variant lc-anthropic --fault-rate 0.5 -o langgraph.jsonl`,
 		Args: noArgs,
 		RunE: runE(e, o, runGen),
@@ -88,6 +92,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.StringVar(&o.cfg.Variant, "variant", "", "stored shape, for a dialect with several (langchain: "+
 		strings.Join(gen.Variants(repair.LangChain), ", ")+"); default: one drawn per session")
 	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
+	f.BoolVar(&o.cfg.OmitIDs, "omit-ids", false, "write calls and results without ids, as many SDKs do (gemini only: ids are optional there)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
 	f.BoolVar(&o.json, "json", false, "write a summary of what was generated to stderr as a JSON object")
 	return cmd
