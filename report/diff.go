@@ -563,6 +563,9 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 		}
 		id := strings.TrimSpace(x.part.CallID)
 		switch {
+		case x.part.Kind == repair.PartCall && a.dialect.InPlace() && calls[id]:
+			// A part holding a call and its result, repeated: the other copy stays.
+			x.change = ChangeDroppedDuplicate
 		case x.part.Kind != repair.PartResult:
 			x.change = ChangeRemoved
 		case results[id]:

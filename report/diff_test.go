@@ -133,6 +133,10 @@ func wantChange(a repair.Action) []report.Change {
 	switch {
 	case a.Action == repair.ActionMerge:
 		return []report.Change{report.ChangeRemoved}
+	case a.Action == repair.ActionDrop && a.CallID == "" && a.ToolName == "" && a.Stage != repair.StageDropOrphanResults:
+		// A part that is no call or result, gone with the one its message lost (a
+		// step-start marker of ai-sdk-ui and mastra).
+		return []report.Change{report.ChangeRemoved}
 	case a.Action == repair.ActionInsert:
 		return []report.Change{report.ChangeSynthesized}
 	case a.Stage == repair.StageDropOrphanResults:
@@ -146,6 +150,9 @@ func wantChange(a repair.Action) []report.Change {
 		// in place.
 		return []report.Change{report.ChangeMoved, report.ChangeUnchanged}
 	case a.Stage == repair.StageNormalizeCallBlocks:
+		return []report.Change{report.ChangeRewritten}
+	case a.Stage == repair.StageSynthesizeMissingResults && a.Action == repair.ActionRewrite:
+		// A call answered in place (ai-sdk-ui, mastra): the same call in another shape.
 		return []report.Change{report.ChangeRewritten}
 	case a.Action == repair.ActionRewrite:
 		return []report.Change{report.ChangeRewrittenID}
