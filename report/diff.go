@@ -246,12 +246,18 @@ func (m *msg) keys() []string {
 
 // weight makes a common subsequence prefer keeping conversation turns in place over
 // tool results, so that when either could have moved it is the result: tmend moves
-// results, never turns.
+// results, never turns. A message of results only (a Gemini response turn, a user
+// message of tool_result blocks) is results too: tmend moves it whole next to its call.
 func (m *msg) weight() int32 {
-	if m.whole && len(m.blocks) == 1 && m.blocks[0].part.Kind == repair.PartResult {
-		return 1
+	if len(m.blocks) == 0 {
+		return 2
 	}
-	return 2
+	for _, x := range m.blocks {
+		if x.part.Kind != repair.PartResult {
+			return 2
+		}
+	}
+	return 1
 }
 
 func (b *blk) weight() int32 {
