@@ -421,26 +421,34 @@ func pairMessages(a, b *side, ops []msgOp) []*msgOp {
 				ins = append(ins, &ops[x])
 			}
 		}
-		used := make([]bool, len(ins))
-		for _, d := range dels {
+		// Pairs keep the order of both sides (a pair never crosses another), and each is
+		// shown after the removals and insertions before it on either side, so that both
+		// sides stay in order: a merge leaves an insertion between two pairs going back.
+		pairedWith := make([]int, len(dels)) // index into ins, or -1
+		next := 0
+		for x, d := range dels {
+			pairedWith[x] = -1
 			am := a.msgs[d.i]
-			for k, in := range ins {
-				bm := b.msgs[in.j]
-				if used[k] || am.kind != bm.kind || am.whole != bm.whole || am.whole && sameTool(am.blocks[0], bm.blocks[0]) == "" {
+			for k := next; k < len(ins); k++ {
+				bm := b.msgs[ins[k].j]
+				if am.kind != bm.kind || am.whole != bm.whole || am.whole && sameTool(am.blocks[0], bm.blocks[0]) == "" {
 					continue
 				}
-				used[k] = true
-				d.kind, d.j = '~', in.j
+				pairedWith[x], next = k, k+1
+				d.kind, d.j = '~', bm.idx
 				d.blocks = lcs(am.keys(), bm.keys(), func(i int) int32 { return am.blocks[i].weight() })
 				break
 			}
+		}
+		k := 0
+		for x, d := range dels {
+			if p := pairedWith[x]; p >= 0 {
+				out = append(out, ins[k:p]...)
+				k = p + 1
+			}
 			out = append(out, d)
 		}
-		for k, in := range ins {
-			if !used[k] {
-				out = append(out, in)
-			}
-		}
+		out = append(out, ins[k:]...)
 	}
 	for _, o := range out {
 		if o.i >= 0 {
