@@ -462,8 +462,7 @@ func pairMessages(a, b *side, ops []msgOp) []*msgOp {
 }
 
 // sameTool says how block y is block x changed: ChangeRewrittenID (the same text under
-// another id), ChangeRewritten (a call with the same id in another shape), or "" when it
-// is not. A result with the same id and other content is another result.
+// another id), ChangeRewritten (the same id in another shape), or "" when it is not.
 func sameTool(x, y *blk) Change {
 	if x.part.Kind != y.part.Kind || x.shape == "" || y.shape == "" {
 		return ""
@@ -471,10 +470,26 @@ func sameTool(x, y *blk) Change {
 	switch {
 	case x.part.CallID != y.part.CallID && x.shape == y.shape:
 		return ChangeRewrittenID
-	case x.part.Kind == repair.PartCall && x.part.CallID == y.part.CallID && strings.TrimSpace(x.part.CallID) != "":
+	case rewriteKey(x) != "" && rewriteKey(x) == rewriteKey(y):
 		return ChangeRewritten
 	}
 	return ""
+}
+
+// rewriteKey is what a call or result keeps when tmend rewrites it in a member other than
+// its id (a call's shape, a result's tool name filled in for Gemini): its kind and id, and
+// for a result whether it is synthetic. tmend writes no real result, so a real result with
+// the id of one gone is that one rewritten, not another; a synthetic result is never a
+// real one rewritten. "" for a part without an id.
+func rewriteKey(x *blk) string {
+	if x.part.Kind == repair.PartOther || strings.TrimSpace(x.part.CallID) == "" {
+		return ""
+	}
+	k := string(x.part.Kind) + "\x00" + x.part.CallID
+	if x.part.Kind == repair.PartResult && x.part.Synthetic {
+		k += "\x00synthetic"
+	}
+	return k
 }
 
 // matchBlocks classifies every block of the messages that changed: unchanged within a
@@ -516,12 +531,7 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 			}
 			return string(x.part.Kind) + "\x00" + x.shape
 		}},
-		{ChangeRewritten, func(x *blk) string {
-			if x.part.Kind != repair.PartCall || strings.TrimSpace(x.part.CallID) == "" {
-				return ""
-			}
-			return x.part.CallID
-		}},
+		{ChangeRewritten, rewriteKey},
 	}
 	for _, pass := range passes {
 		index := map[string][]*blk{}
@@ -631,8 +641,10 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 	switch {
 	case (am == nil || am.whole) && (bm == nil || bm.whole):
 		// A whole message is its own block: the message shows that block's change.
+		// A rewritten one is shown as it is now, as a rewritten block is (a rewritten id
+		// shows as its old id and the new one).
 		var blk *blk
-		if am != nil {
+		if am != nil && (bm == nil || am.blocks[0].change != ChangeRewritten) {
 			blk = am.blocks[0]
 		} else {
 			blk = bm.blocks[0]
