@@ -101,6 +101,9 @@ type BlockDiff struct {
 	BeforeContent json.RawMessage `json:"before_content,omitempty"`
 	AfterContent  json.RawMessage `json:"after_content,omitempty"`
 	Actions       []int           `json:"actions,omitempty"`
+	// callAt is, for an inserted Gemini response without an id, where the call it answers
+	// is in the earlier version: the action that synthesized it names that message.
+	callAt *Position
 }
 
 // Position is a block's place: a message index and a block index in it.
@@ -193,6 +196,10 @@ type blk struct {
 	change Change
 	peer   *blk // the block on the other side it is the same as, moved or rewritten
 	newID  string
+	// call is, for a Gemini response without an id, the call of its version it answers
+	// (pairIdless); answered marks a call that a response without an id answers.
+	call     *blk
+	answered bool
 }
 
 // readSide reads a version; with dialect set, as that dialect when it can.
@@ -217,7 +224,105 @@ func readSide(b []byte, dialect repair.Dialect) (*side, error) {
 		}
 		s.msgs = append(s.msgs, m)
 	}
+	s.pairIdless()
 	return s, nil
+}
+
+// idless reports a Gemini call or response without an id (not one with a blank id).
+func (s *side) idless(x *blk) bool {
+	return s.dialect == repair.Gemini && x.part.Kind != repair.PartOther && x.part.CallIDText == nil
+}
+
+// pairIdless pairs each Gemini response without an id with the call it answers, by
+// position and name as the engine does. In the slot of a call turn (the user message
+// right after a model message with calls, when it holds a response), the k-th response of
+// a name answers the turn's k-th call of that name without an id, or none. Outside any
+// slot it answers the one earlier call of its name without an id and without a real
+// response yet, a failed turn's only when no other is; none when there are none or
+// several (the engine refuses those).
+func (s *side) pairIdless() {
+	if s.dialect != repair.Gemini {
+		return
+	}
+	realAnswer := map[*blk]bool{} // calls a real response answers
+	failed := map[*msg]bool{}     // messages read for a stop reason: whether theirs failed
+	for i, m := range s.msgs {
+		var turn *msg // the call turn whose slot m is
+		if i > 0 && geminiUserRoles[m.kind] && slices.ContainsFunc(m.blocks, isResult) &&
+			slices.ContainsFunc(s.msgs[i-1].blocks, isCall) {
+			turn = s.msgs[i-1]
+		}
+		rank := map[string]int{}
+		for _, x := range m.blocks {
+			if x.part.Kind != repair.PartResult || !s.idless(x) {
+				continue
+			}
+			name := x.part.ToolName
+			if turn != nil {
+				k := rank[name]
+				rank[name]++
+				for _, c := range turn.blocks {
+					if c.part.Kind == repair.PartCall && s.idless(c) && c.part.ToolName == name {
+						if k == 0 {
+							x.call = c
+							break
+						}
+						k--
+					}
+				}
+			} else {
+				var open [2][]*blk // calls of completed turns, of failed ones
+				for _, cm := range s.msgs[:i] {
+					for _, c := range cm.blocks {
+						if c.part.Kind == repair.PartCall && s.idless(c) && c.part.ToolName == name && !realAnswer[c] {
+							f, read := failed[cm]
+							if !read {
+								f = failedTurn(cm.raw)
+								failed[cm] = f
+							}
+							k := 0
+							if f {
+								k = 1
+							}
+							open[k] = append(open[k], c)
+						}
+					}
+				}
+				if len(open[0]) == 0 {
+					open[0] = open[1]
+				}
+				if len(open[0]) == 1 {
+					x.call = open[0][0]
+				}
+			}
+			if x.call != nil {
+				x.call.answered = true
+				realAnswer[x.call] = realAnswer[x.call] || !x.part.Synthetic
+			}
+		}
+	}
+}
+
+// geminiUserRoles are the roles of Gemini messages that hold responses.
+var geminiUserRoles = map[string]bool{"user": true, "function": true, "tool": true}
+
+func isResult(x *blk) bool { return x.part.Kind == repair.PartResult }
+func isCall(x *blk) bool   { return x.part.Kind == repair.PartCall }
+
+// failedTurn reports a message whose generation ended in error or was aborted, as the
+// engine reads it.
+func failedTurn(raw []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"stopReason", "stop_reason"} {
+		var v string
+		if json.Unmarshal(m[k], &v) == nil && (v == "error" || v == "aborted") {
+			return true
+		}
+	}
+	return false
 }
 
 func compact(b []byte) string {
@@ -564,6 +669,9 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 	calls := map[string]bool{}
 	for _, m := range b.msgs {
 		for _, y := range m.blocks {
+			if b.idless(y) {
+				continue // paired by position and name, not by id
+			}
 			id := strings.TrimSpace(y.part.CallID)
 			switch y.part.Kind {
 			case repair.PartResult:
@@ -587,6 +695,16 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 		}
 		id := strings.TrimSpace(x.part.CallID)
 		switch {
+		case x.part.Kind == repair.PartResult && a.idless(x):
+			// Its call is the one it answers by position and name.
+			switch c := across(b, x.call, true); {
+			case c == nil:
+				x.change = ChangeDroppedOrphan
+			case c.answered:
+				x.change = ChangeDroppedDuplicate
+			default:
+				x.change = ChangeRemoved
+			}
 		case x.part.Kind == repair.PartCall && a.dialect.InPlace() && calls[id]:
 			// A part holding a call and its result, repeated: the other copy stays.
 			x.change = ChangeDroppedDuplicate
@@ -600,6 +718,24 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 			x.change = ChangeRemoved
 		}
 	}
+}
+
+// across is block x in the other version, other: the later one when toLater, else the
+// earlier one; nil when it is not there.
+func across(other *side, x *blk, toLater bool) *blk {
+	switch {
+	case x == nil:
+		return nil
+	case x.peer != nil:
+		return x.peer
+	case x.m.op != nil && (x.m.op.kind == '=' || x.m.op.kind == '>'):
+		k := x.m.op.i
+		if toLater {
+			k = x.m.op.j
+		}
+		return other.msgs[k].blocks[x.idx]
+	}
+	return nil
 }
 
 func (b *blk) tool() Tool {
@@ -661,7 +797,7 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 	case o.kind == '+':
 		md.Change = ChangeInserted
 		for _, y := range bm.blocks {
-			md.Blocks = append(md.Blocks, insertedBlock(y))
+			md.Blocks = append(md.Blocks, insertedBlock(a, y))
 		}
 	default:
 		md.Change = ChangeChanged
@@ -677,7 +813,7 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 				}
 				md.Blocks = append(md.Blocks, removedBlock(x))
 			case '+':
-				md.Blocks = append(md.Blocks, insertedBlock(bm.blocks[s.j]))
+				md.Blocks = append(md.Blocks, insertedBlock(a, bm.blocks[s.j]))
 			}
 		}
 	}
@@ -693,9 +829,13 @@ func removedBlock(x *blk) BlockDiff {
 	return bd
 }
 
-// insertedBlock is a block of the later version that was not there before.
-func insertedBlock(y *blk) BlockDiff {
+// insertedBlock is a block of the later version that was not there before; a is the
+// earlier version.
+func insertedBlock(a *side, y *blk) BlockDiff {
 	bd := BlockDiff{Change: y.change, Tool: y.tool(), Before: -1, After: y.idx, AfterContent: raw(y.part.Raw)}
+	if c := across(a, y.call, false); c != nil {
+		bd.callAt = &Position{c.m.idx, c.idx}
+	}
 	if x := y.peer; x != nil {
 		if x.change == ChangeRewrittenID {
 			bd.Tool = x.tool()
@@ -755,12 +895,13 @@ func linkActions(d *TranscriptDiff) {
 		change  Change
 		tool    *Tool
 		actions *[]int
+		callAt  *Position // BlockDiff.callAt
 	}
 	var targets []target
 	var messages []target
 	for i := range d.Messages {
 		md := &d.Messages[i]
-		messages = append(messages, target{md.Before, md.Change, md.Tool, &md.Actions})
+		messages = append(messages, target{md.Before, md.Change, md.Tool, &md.Actions, nil})
 		if md.Tool != nil {
 			targets = append(targets, messages[len(messages)-1])
 		}
@@ -773,11 +914,16 @@ func linkActions(d *TranscriptDiff) {
 			case bd.Before >= 0:
 				before = md.Before
 			}
-			targets = append(targets, target{before, bd.Change, &bd.Tool, &bd.Actions})
+			targets = append(targets, target{before, bd.Change, &bd.Tool, &bd.Actions, bd.callAt})
 		}
 	}
-	sameID := func(t *Tool, id string) bool {
-		id = asStored(strings.TrimSpace(id))
+	// isTool: the action is about the tool part t, by its id; without one (a Gemini
+	// part), by its name too, as Gemini pairs them.
+	isTool := func(t *Tool, a repair.Action) bool {
+		id := asStored(strings.TrimSpace(a.CallID))
+		if id == "" && t.ToolName != "" && a.ToolName != "" && t.ToolName != a.ToolName {
+			return false
+		}
 		return asStored(strings.TrimSpace(t.CallID)) == id || t.NewCallID != "" && asStored(strings.TrimSpace(t.NewCallID)) == id
 	}
 	for ai, a := range d.Actions {
@@ -785,20 +931,23 @@ func linkActions(d *TranscriptDiff) {
 		switch a.Action {
 		case repair.ActionDrop:
 			fits = func(t target) bool {
-				return t.before == a.MessageIndex && sameID(t.tool, a.CallID) &&
+				return t.before == a.MessageIndex && isTool(t.tool, a) &&
 					(t.change == ChangeRemoved || t.change == ChangeDroppedOrphan || t.change == ChangeDroppedDuplicate)
 			}
 		case repair.ActionMove:
 			fits = func(t target) bool {
-				return t.change == ChangeMoved && t.before == a.MessageIndex && sameID(t.tool, a.CallID)
+				return t.change == ChangeMoved && t.before == a.MessageIndex && isTool(t.tool, a)
 			}
 		case repair.ActionInsert:
+			// The action names the message of the call answered: that places a response
+			// without an id.
 			fits = func(t target) bool {
-				return (t.change == ChangeSynthesized || t.change == ChangeInserted) && sameID(t.tool, a.CallID)
+				return (t.change == ChangeSynthesized || t.change == ChangeInserted) && isTool(t.tool, a) &&
+					(t.callAt == nil || t.callAt.Message == a.MessageIndex)
 			}
 		case repair.ActionRewrite:
 			fits = func(t target) bool {
-				return (t.change == ChangeRewrittenID || t.change == ChangeRewritten) && t.before == a.MessageIndex && sameID(t.tool, a.CallID)
+				return (t.change == ChangeRewrittenID || t.change == ChangeRewritten) && t.before == a.MessageIndex && isTool(t.tool, a)
 			}
 		}
 		linked := false

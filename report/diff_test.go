@@ -396,3 +396,50 @@ func TestDiffOfALongTranscript(t *testing.T) {
 	require.Equal(t, map[report.Change]int{report.ChangeDroppedOrphan: 2, report.ChangeInserted: 1}, d.Counts)
 	require.Equal(t, 1000, d.Messages[1001].After, "the new message is where it was inserted")
 }
+
+// TestDiffPairsIdlessGeminiPartsByPositionAndName: Gemini parts without ids pair by
+// position and name, as the engine pairs them. Two calls of one name get a synthetic
+// response each, and each insert shows beside the one after its own call; two orphans of
+// one response turn are orphans (every id-less response shares the id ""), each beside
+// the drop that names its tool.
+func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","parts":[{"text":"Weather?"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Oslo"}}}]},` +
+		`{"role":"user","parts":[{"text":"And Bergen?"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Bergen"}}},{"functionCall":{"name":"get_time","args":{}}}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"name":"get_time","response":{"t":"9"}}},` +
+		`{"functionResponse":{"name":"get_news","response":{"n":1}}},{"functionResponse":{"name":"get_tide","response":{"h":2}}}]},` +
+		`{"role":"model","parts":[{"text":"done"}]}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	byTool := map[string]int{}
+	for ai, a := range res.Report.Actions {
+		byTool[fmt.Sprintf("%s %s %d", a.Action, a.ToolName, a.MessageIndex)] = ai
+	}
+	require.Len(t, byTool, 4)
+	d, err := report.DiffTranscripts(in, res.Messages, res.Report.Actions)
+	require.NoError(t, err)
+	type mark struct {
+		Change  report.Change
+		Actions []int
+	}
+	got := map[string]mark{} // tool name and after (or before) message
+	for _, md := range d.Messages {
+		for _, bd := range md.Blocks {
+			if bd.Change != report.ChangeUnchanged {
+				at := md.After
+				if bd.After < 0 {
+					at = md.Before
+				}
+				got[fmt.Sprintf("%s %d", bd.ToolName, at)] = mark{bd.Change, bd.Actions}
+			}
+		}
+	}
+	require.Equal(t, map[string]mark{
+		"get_weather 2": {report.ChangeSynthesized, []int{byTool["insert get_weather 1"]}},
+		"get_weather 5": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
+		"get_news 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_news 4"]}},
+		"get_tide 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_tide 4"]}},
+	}, got)
+}
