@@ -573,6 +573,9 @@ func blocksSignal(m *message, ps *parser) Dialect {
 // blockSignal names the dialect a content block's shape belongs to, if only one uses it.
 func blockSignal(o obj) Dialect {
 	typ := o.get(keyType)
+	if isString(typ, "text") {
+		return "" // most blocks, and no dialect's call or result
+	}
 	for _, s := range registry {
 		if s.blockSignal != nil && s.blockSignal(o, typ) {
 			return s.name
