@@ -170,6 +170,9 @@ type part struct {
 	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
 	// while nothing follows its turn it is pending however old the session is.
 	awaiting bool
+	// invalid: a LangChain invalid_tool_calls entry (arguments that did not parse), which
+	// some clients send as a call and others do not.
+	invalid bool
 }
 
 // message is one transcript element with what tmend found in it.

@@ -254,7 +254,9 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 		ps.parts = append(ps.parts, part{raw: raw})
 		// One without an id is not sent as a call (nothing could answer it).
 		if idv := o.get(keyID); isObj && len(idv) > 0 && string(idv) != "null" {
-			callShape(&ps.parts[len(ps.parts)-1], o, pathID, o, o, keyArgs, false)
+			pt := &ps.parts[len(ps.parts)-1]
+			callShape(pt, o, pathID, o, o, keyArgs, false)
+			pt.invalid = true
 		}
 	})
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]

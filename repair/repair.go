@@ -845,6 +845,16 @@ func (p *plan) decide() {
 				real++
 			}
 		}
+		if pt.invalid && real == 0 {
+			// Answering it would give an orphan result to the clients that do not send
+			// it (JS ChatOpenAI beside valid calls, ChatAnthropic without its tool_use
+			// copy); removing it, with its copies, suits every client.
+			c.removed = true
+			p.removePart(c.msg, c.part, StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, "invalid tool call (arguments that did not parse) without a result")
+			p.issue(IssueMalformedCall, c.msg, pt, "invalid tool call without a result")
+			continue
+		}
 		if p.msgs[c.msg].failed && (real == 0 || p.opts.FailedTurns == FailedTurnsStrip) {
 			c.removed = true
 			p.removePart(c.msg, c.part, StageFailedTurnCalls)

@@ -166,7 +166,7 @@ var expectStage = map[gen.Fault]repair.Stage{
 	gen.FaultDuplicateCallID:   repair.StageNormalizeCallIDs,
 	gen.FaultNoncanonicalCall:  repair.StageNormalizeCallBlocks,
 	gen.FaultDanglingReasoning: repair.StageDropDanglingReasoning,
-	gen.FaultInvalidCall:       repair.StageSynthesizeMissingResults,
+	gen.FaultInvalidCall:       repair.StageStripMalformedCalls,
 	gen.FaultRetryDuplicate:    repair.StageDropDuplicateResults,
 }
 
