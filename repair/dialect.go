@@ -121,6 +121,7 @@ type msgFacts struct {
 	role, typ, content                   []byte
 	hasRole, hasToolCallID, hasToolCalls bool
 	hasToolInvocations                   bool
+	format2                              bool // a content object of format 2 (Mastra)
 	// parts is the message's parts array's blocks, when it has one (hasParts).
 	parts    []block
 	hasParts bool
@@ -504,7 +505,7 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 	var first [16]int // by registry index (room for 16 dialects): 1 + the first message with the signal
 	var order []Dialect
 	for i := range msgs {
-		if k := messageSignal(&msgs[i]); k >= 0 && first[k] == 0 {
+		if k := messageSignal(&msgs[i], ps); k >= 0 && first[k] == 0 {
 			first[k] = i + 1
 			order = append(order, registry[k].name)
 		}
@@ -532,7 +533,7 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 }
 
 // messageSignal returns the registry index of the dialect whose message shape m has, or -1.
-func messageSignal(m *message) int {
+func messageSignal(m *message, ps *parser) int {
 	var f msgFacts
 	for _, mb := range m.ms {
 		switch mb.code {
@@ -551,6 +552,9 @@ func messageSignal(m *message) int {
 			f.hasToolInvocations = true
 		case keyContent:
 			f.content = mb.val(m.raw)
+			if content, ok := m.fields(ps, keyContent); ok {
+				f.format2 = isFormat2(content)
+			}
 		}
 	}
 	for k, s := range registry {
@@ -632,6 +636,38 @@ func (s wordSet) has(w []byte) bool {
 		}
 	}
 	return false
+}
+
+// fields returns m's object member key as the scanner collected it (see fieldsKey): its
+// members, and the blocks of its block arrays in arrays. ok is false when m has no such
+// object.
+func (m *message) fields(ps *parser, key keyCode) (o fieldsView, ok bool) {
+	if m.fieldsAt <= 0 || int(m.fieldsAt) > len(ps.fields) {
+		return o, false
+	}
+	f := &ps.fields[m.fieldsAt-1]
+	if f.key != key {
+		return o, false
+	}
+	mb, _ := findCode(m.ms, key)
+	return fieldsView{obj{mb.val(m.raw), f.ms, ps}, &f.arrays}, true
+}
+
+// fieldsView is an object member of a message with what the scanner collected of it.
+type fieldsView struct {
+	obj
+	arrays *[len(blockArrays)][]block
+}
+
+// blocks returns the blocks of its array member key (one of blockArrays).
+func (v fieldsView) blocks(key keyCode) ([]block, bool) {
+	for k, c := range blockArrays {
+		if c == key && v.arrays[k] != nil {
+			return v.arrays[k], true
+		}
+	}
+	pv := v.get(key)
+	return nil, len(pv) > 0 && pv[0] == '['
 }
 
 func (m *message) has(key keyCode) bool { _, ok := findCode(m.ms, key); return ok }

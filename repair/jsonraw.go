@@ -608,9 +608,10 @@ type scanner struct {
 }
 
 // fieldsKey reports a message member whose object value holds the message's own fields
-// (LangChain's {type, data} and {lc, type, id, kwargs} forms): the scanner collects its
-// members and block arrays in the same pass as the message's, so they are scanned once.
-func fieldsKey(code keyCode) bool { return code == keyData || code == keyKwargs }
+// (LangChain's {type, data} and {lc, type, id, kwargs} forms, Mastra's content object):
+// the scanner collects its members and block arrays in the same pass as the message's,
+// so they are scanned once.
+func fieldsKey(code keyCode) bool { return code == keyData || code == keyKwargs || code == keyContent }
 
 // fieldsObj is a message's fields object: the member holding it, its members (offsets
 // relative to the object) and the blocks of its blockArrays members.

@@ -359,6 +359,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 func (p *plan) parse() error {
 	p.report.MessagesIn = len(p.msgs)
 	d := p.opts.Dialect
+	p.ps.fields = p.sc.fields // for detection and the parsers
 	found, err := detect(p.msgs, &p.ps)
 	switch {
 	case err != nil:
@@ -384,7 +385,6 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
 	p.report.Dialect = d
-	p.ps.fields = p.sc.fields
 	// Every part is a block or a whole message: size the slab once, as a large transcript
 	// would otherwise spend most of its time growing it.
 	p.ps.parts = slices.Grow(p.ps.parts[:0], len(p.sc.blocks)+len(p.msgs))
