@@ -82,6 +82,23 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 				typ == "tool_call" || typ == "function_call":
 				addCall(x, "id", "tool_call_id", "call_id")
 			}
+			// A call and its result in one part (AI SDK UIMessage, Mastra): a part with a
+			// state, or its toolInvocation.
+			inPlace := func(o map[string]any) {
+				if _, ok := o["state"]; !ok {
+					return
+				}
+				addCall(o, "toolCallId")
+				if s, _ := str(o, "state"); s == "result" || strings.HasPrefix(s, "output-") {
+					addResult(o, "toolCallId")
+				}
+			}
+			if typ == "dynamic-tool" || strings.HasPrefix(typ, "tool-") || typ == "" && x["toolCallId"] != nil {
+				inPlace(x)
+			}
+			if o, ok := x["toolInvocation"].(map[string]any); ok {
+				inPlace(o)
+			}
 			if o, ok := x["toolUse"].(map[string]any); ok {
 				addCall(o, "toolUseId")
 			}

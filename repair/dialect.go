@@ -17,7 +17,8 @@ type Dialect string
 var registry []*spec
 
 func init() {
-	registry = []*spec{geminiSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec, bedrockSpec, anthropicSpec}
+	registry = []*spec{geminiSpec, aiSDKUISpec, mastraSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec,
+		bedrockSpec, anthropicSpec}
 }
 
 // Dialects lists every dialect in a stable order.
@@ -50,6 +51,13 @@ func (d Dialect) EnvelopeKey() string {
 	return "messages"
 }
 
+// InPlace reports a dialect that keeps a call and its result in one part (see
+// inplace.go): its outline shows such a part as a call.
+func (d Dialect) InPlace() bool {
+	sp := specOf(d)
+	return sp != nil && sp.inPlace
+}
+
 func specOf(d Dialect) *spec {
 	for _, s := range registry {
 		if s.name == d {
@@ -76,6 +84,9 @@ type spec struct {
 	// anyUserSlot: the user message right after a call turn takes the results even when it
 	// holds none yet (Bedrock's strict alternation); otherwise a new message is inserted.
 	anyUserSlot bool
+	// inPlace dialects keep a call and its result in one part (AI SDK UIMessage, Mastra):
+	// see inplace.go.
+	inPlace bool
 	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
 	// one for the provider to accept them (nil: never).
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
@@ -85,8 +96,12 @@ type spec struct {
 
 // msgFacts are the members of a message that detection looks at, found in one pass.
 type msgFacts struct {
-	role, typ                                      []byte
-	hasParts, hasRole, hasToolCallID, hasToolCalls bool
+	role, typ, content                   []byte
+	hasRole, hasToolCallID, hasToolCalls bool
+	hasToolInvocations                   bool
+	// parts is the message's parts array's blocks, when it has one (hasParts).
+	parts    []block
+	hasParts bool
 }
 
 type msgKind uint8
@@ -124,6 +139,9 @@ type part struct {
 	kind      partKind
 	hasID     bool
 	synthetic bool // a result inserted by tmend or another repairer
+	// In-place dialects: the call's part holds its result too (answered), or it ran on
+	// the provider's side (providerRun).
+	answered, providerRun bool
 }
 
 // message is one transcript element with what tmend found in it.
@@ -134,12 +152,18 @@ type message struct {
 	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages
-	parts    []part
+	// partsIn is the object member holding the parts member (Mastra's content), or
+	// keyOther when partsKey is the message's own.
+	partsIn keyCode
+	parts   []part
 	// otherContent: the message has content outside its parts (OpenAI chat and LangChain
 	// assistant text beside tool_calls), so it survives losing every part.
 	otherContent bool
-	failed       bool // the turn ended in error or was aborted
-	reasoning    bool // a Responses reasoning item
+	// known: the dialect's parser recognised the message's shape. A transcript with a
+	// message no parser recognised is never reported clean (see plan.parse).
+	known     bool
+	failed    bool // the turn ended in error or was aborted
+	reasoning bool // a Responses reasoning item
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -425,7 +449,7 @@ func (ps *parser) checkForeign(o obj) {
 // shapes of several dialects are mixed. Blocks of a foreign dialect are caught while
 // parsing (see parser.foreign).
 func detect(msgs []message, ps *parser) (Dialect, error) {
-	var first [8]int // by registry index: 1 + the first message with the signal
+	var first [16]int // by registry index (room for 16 dialects): 1 + the first message with the signal
 	var order []Dialect
 	for i := range msgs {
 		if k := messageSignal(&msgs[i]); k >= 0 && first[k] == 0 {
@@ -466,11 +490,15 @@ func messageSignal(m *message) int {
 		case keyType:
 			f.typ = wordOf(mb.val(m.raw))
 		case keyParts:
-			f.hasParts = true
+			f.parts, f.hasParts = m.blocks(keyParts)
 		case keyToolCallID:
 			f.hasToolCallID = true
 		case keyToolCalls:
 			f.hasToolCalls = true
+		case keyToolInvocations:
+			f.hasToolInvocations = true
+		case keyContent:
+			f.content = mb.val(m.raw)
 		}
 	}
 	for k, s := range registry {
@@ -502,6 +530,118 @@ func blockSignal(o obj) Dialect {
 		}
 	}
 	return ""
+}
+
+// typing says whether the objects of a parts array carry a "type" member.
+type typing uint8
+
+const (
+	noParts     typing = iota // no object in the array
+	allTyped                  // every object has a string type (AI SDK UIMessage parts)
+	someUntyped               // no object has a type (Gemini parts)
+	mixedTyping
+)
+
+// partsTyped tells how the objects of a parts array are typed.
+func partsTyped(blks []block) typing {
+	t := noParts
+	for _, blk := range blks {
+		if blk.ms == nil {
+			continue
+		}
+		typed := false
+		if mb, ok := findCode(blk.ms, keyType); ok {
+			typed = blk.raw[mb.valStart] == '"'
+		}
+		switch {
+		case typed && (t == noParts || t == allTyped):
+			t = allTyped
+		case !typed && (t == noParts || t == someUntyped):
+			t = someUntyped
+		default:
+			return mixedTyping
+		}
+	}
+	return t
+}
+
+// wordSet is a small set of words, for the roles and types a dialect recognises.
+type wordSet []string
+
+func words(w ...string) wordSet { return w }
+
+func (s wordSet) has(w []byte) bool {
+	for _, x := range s {
+		if string(w) == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *message) has(key keyCode) bool { _, ok := findCode(m.ms, key); return ok }
+
+// describe names a message's shape for a report: its role or type.
+func (m *message) describe() string {
+	switch {
+	case m.word(keyRole) != nil:
+		return fmt.Sprintf("role %q", m.word(keyRole))
+	case m.word(keyType) != nil:
+		return fmt.Sprintf("type %q", m.word(keyType))
+	}
+	return "no role or type"
+}
+
+// plainRoles are the roles of messages that hold no tool call or result in any dialect.
+var plainRoles = words("user", "assistant", "system", "developer", "model")
+
+// plainMessage reports whether m can be read with certainty as a message that holds no
+// tool call or result: a role (or LangChain type) that every dialect uses for such
+// messages, no member where a dialect keeps calls or results, content that is text or
+// blocks, and no block whose type names a tool, call or function. It decides that a
+// transcript without any dialect's shapes is clean.
+func plainMessage(m *message) bool {
+	role, typ := m.word(keyRole), m.word(keyType)
+	switch {
+	case role != nil:
+		if !plainRoles.has(role) || typ != nil && string(typ) != "message" {
+			return false
+		}
+	case typ != nil:
+		if !langChainTypes.has(typ) || string(typ) == "tool" || string(typ) == "function" {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, mb := range m.ms {
+		switch mb.code {
+		case keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID, keyToolUseIDCamel:
+			return false
+		case keyContent:
+			if v := mb.val(m.raw); v[0] == '{' {
+				return false // a content object: not a shape of any dialect's plain message
+			}
+		}
+	}
+	for _, blks := range m.arrays {
+		for _, blk := range blks {
+			if blk.ms == nil {
+				continue
+			}
+			if t, ok := findCode(blk.ms, keyType); ok && toolish(wordOf(t.val(blk.raw))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// toolish reports a block type that names a tool, a call or a function: a tool call or
+// result in a shape tmend does not know.
+func toolish(typ []byte) bool {
+	t := bytes.ToLower(typ)
+	return bytes.Contains(t, []byte("tool")) || bytes.Contains(t, []byte("call")) || bytes.Contains(t, []byte("function"))
 }
 
 // outMsg is a message of the repaired transcript, for the turn rules after removals.

@@ -29,8 +29,12 @@ var anthropicSpec = &spec{
 
 var pathToolUseID = []keyCode{keyToolUseID}
 
+var anthropicRoles = words("user", "assistant", "system")
+
 func parseAnthropic(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	m.known = anthropicRoles.has(role)
+	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

@@ -29,7 +29,9 @@ var (
 )
 
 func parseBedrock(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	m.known = anthropicRoles.has(role)
+	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

@@ -11,7 +11,7 @@ var geminiSpec = &spec{
 	parse:    parseGemini,
 	block:    true,
 	messageSignal: func(f msgFacts) bool {
-		return f.hasParts || string(f.role) == "model"
+		return string(f.role) == "model" || f.hasParts && partsTyped(f.parts) == someUntyped
 	},
 	// "Please ensure that function call turn comes immediately after a user turn or after
 	// a function response turn": a removal must not leave one after another model turn.
@@ -29,13 +29,18 @@ var geminiSpec = &spec{
 	wrap: func(p [][]byte) []byte { return wrapUser(keyParts, p) },
 }
 
+var geminiRoles = words("model", "user", "function", "tool", "system")
+
 var (
 	pathFunctionCallID     = []keyCode{keyFunctionCall, keyID}
 	pathFunctionResponseID = []keyCode{keyFunctionResponse, keyID}
 )
 
 func parseGemini(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	// The role is optional (a turn without one is the user's); its parts are not.
+	m.known = geminiRoles.has(role) || role == nil && !m.has(keyRole) && m.get(keyParts) != nil
+	switch string(role) {
 	case "model":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

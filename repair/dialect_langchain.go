@@ -20,8 +20,13 @@ var langChainSpec = &spec{
 	},
 }
 
+// langChainTypes are the message types LangChain serialises (BaseMessage._getType()).
+var langChainTypes = words("ai", "AIMessageChunk", "human", "system", "tool", "function", "chat", "developer", "generic")
+
 func parseLangChain(m *message, ps *parser) error {
-	switch string(m.word(keyType)) {
+	typ := m.word(keyType)
+	m.known = langChainTypes.has(typ)
+	switch string(typ) {
 	case "ai", "AIMessageChunk":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

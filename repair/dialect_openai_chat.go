@@ -15,8 +15,12 @@ var openAIChatSpec = &spec{
 	},
 }
 
+var openAIChatRoles = words("system", "developer", "user", "assistant", "tool", "function")
+
 func parseOpenAIChat(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	m.known = openAIChatRoles.has(role)
+	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

@@ -37,8 +37,15 @@ var (
 	legacyArgKeys = []keyCode{keyInput, keyArguments}
 )
 
+// openClawRoles are the roles of pi's AgentMessage: the model's three, and the app's own
+// messages (shell runs, summaries, extensions' custom ones) that carry no tool calls.
+var openClawRoles = words("user", "assistant", "toolResult", "system",
+	"bashExecution", "custom", "branchSummary", "compactionSummary")
+
 func parseOpenClaw(m *message, ps *parser) error {
-	switch string(m.word(keyRole)) {
+	role := m.word(keyRole)
+	m.known = openClawRoles.has(role)
+	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)

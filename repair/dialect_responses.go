@@ -46,10 +46,21 @@ var responsesOutputs = map[string]bool{
 	"computer_call_output":    true,
 }
 
+// responsesItems are the other item types of a Responses input: messages, reasoning, and
+// the items of tools the server runs, whose output is part of the item itself.
+var responsesItems = words("message", "reasoning", "item_reference", "compaction",
+	"web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call",
+	"mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response")
+
+// responsesRoles are the roles of an input message given without a type.
+var responsesRoles = words("user", "assistant", "system", "developer")
+
 func parseResponses(m *message, ps *parser) error {
 	typ := m.word(keyType)
 	o := obj{m.raw, m.ms, ps}
+	m.known = responsesItems.has(typ) || typ == nil && !m.has(keyType) && responsesRoles.has(m.word(keyRole))
 	if c, ok := responsesCalls[string(typ)]; ok {
+		m.known = true
 		m.kind = msgCall
 		p := part{raw: m.raw, callType: string(typ)}
 		callShape(&p, o, pathCallID, o, o, c.args, false)
@@ -63,6 +74,7 @@ func parseResponses(m *message, ps *parser) error {
 		return nil
 	}
 	if responsesOutputs[string(typ)] {
+		m.known = true
 		m.kind = msgResult
 		p := part{raw: m.raw}
 		idPath := pathCallID

@@ -56,6 +56,14 @@ const (
 	keyThinking
 	keySignature
 	keyIsErrorSnake
+	// AI SDK UIMessage and Mastra parts.
+	keyState
+	keyErrorText
+	keyResult
+	keyToolInvocation
+	keyToolInvocations
+	keyProviderExecuted
+	keyFormat
 	keyCount
 )
 
@@ -72,6 +80,8 @@ var keyNames = [keyCount]string{
 	keyMessages: "messages", keyContents: "contents", keyUpdatedAt: "updated_at", keyUpdatedAtCamel: "updatedAt",
 	keyTimestamp: "timestamp", keyAPI: "api", keyProvider: "provider", keyModel: "model", keyUsage: "usage",
 	keyThinking: "thinking", keySignature: "signature", keyIsErrorSnake: "is_error",
+	keyState: "state", keyErrorText: "errorText", keyResult: "result", keyToolInvocation: "toolInvocation",
+	keyToolInvocations: "toolInvocations", keyProviderExecuted: "providerExecuted", keyFormat: "format",
 }
 
 // The codes must fit the bit set of keySet.

@@ -114,6 +114,7 @@ type callRef struct {
 	kept                        int  // the result it keeps, or -1
 	slotted                     bool // a result in its turn's slot is paired with it
 	removed                     bool
+	renew                       bool // in place: another call that reuses an earlier one's id
 }
 
 // keyChain is the list of well-formed calls sharing a key, with two cursors that only
@@ -252,6 +253,14 @@ func (p *plan) analyze() error {
 	if p.ps.doubt != "" {
 		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, "so what it is, or which call it answers, is unclear")
 	}
+	if p.spec.inPlace {
+		p.decideInPlace()
+		if p.opts.Target != "" {
+			p.retarget()
+		}
+		p.finish()
+		return nil
+	}
 	p.findTurns()
 	p.pair()
 	p.decide()
@@ -338,7 +347,15 @@ func (p *plan) parse() error {
 	case err != nil:
 		return p.fail(StatusUnknownDialect, "%v", err)
 	case d == "" && found == "":
-		return nil // no tool calls or results of any dialect: nothing to repair
+		// No tool calls or results of any dialect: clean, but only if every message can
+		// be read as one that holds none.
+		for j := range p.msgs {
+			if !plainMessage(&p.msgs[j]) {
+				return p.fail(StatusUnknownDialect, "message %d (%s) is not a message tmend can read, "+
+					"and no dialect's tool call or result shape was found", j, p.msgs[j].describe())
+			}
+		}
+		return nil
 	case d == "":
 		d = found
 	case found != "" && found != d:
@@ -363,6 +380,14 @@ func (p *plan) parse() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "shapes of several dialects are mixed: %s, and %s (message %d)",
 			d, p.ps.foreign, p.ps.foreignMsg)
+	}
+	// A message the dialect does not recognise may hold calls or results tmend cannot
+	// see: never clean, never repaired.
+	for j := range p.msgs {
+		if !p.msgs[j].known {
+			p.report.Dialect = ""
+			return p.fail(StatusUnknownDialect, "message %d (%s) is not a message of the %s dialect that tmend knows", j, p.msgs[j].describe(), d)
+		}
 	}
 	return nil
 }
@@ -607,6 +632,17 @@ func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
+// prepareEdits sizes the edits, one per message with a removed flag per part.
+func (p *plan) prepareEdits() {
+	p.edits = grow(p.edits, len(p.msgs))
+	p.after = grow(p.after, len(p.msgs))
+	for i := range p.msgs {
+		start := len(p.removed)
+		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
+		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
+	}
+}
+
 // quiet reports whether the session changed within the quiet period.
 func (p *plan) quiet() bool {
 	o := p.opts
@@ -649,13 +685,7 @@ func (p *plan) openTurn() int {
 // decide runs the stages over the pairing and records edits, actions and issues.
 func (p *plan) decide() {
 	p.unsureOrphan = -1
-	p.edits = grow(p.edits, len(p.msgs))
-	p.after = grow(p.after, len(p.msgs))
-	for i := range p.msgs {
-		start := len(p.removed)
-		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
-		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
-	}
+	p.prepareEdits()
 
 	open := -1
 	if p.quiet() {
@@ -1409,6 +1439,12 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		kept = append(kept, pt.raw)
 	}
 	kept = append(kept, in...)
+	if p.spec.inPlace {
+		if len(kept) == 0 && !m.otherContent {
+			return nil, false
+		}
+		return p.rebuildInPlace(i, kept), true
+	}
 	mb, _ := findCode(m.ms, m.partsKey)
 	if len(kept) > 0 {
 		return setMember(m.raw, mb, joinArray(kept)), true

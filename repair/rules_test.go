@@ -77,6 +77,68 @@ func TestOpenClawLegacyCallsAreRewritten(t *testing.T) {
 	})
 }
 
+// A transcript is clean only when every message is one tmend reads with certainty: a
+// message it does not recognise (in the detected dialect, or in none) makes the whole
+// transcript unknown_dialect, reported with its index, never clean and never repaired.
+func TestUnrecognizedMessageIsNeverClean(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct{ in, reason string }{
+		"NoDialect": {`[{"foo":1},{"bar":2}]`, "message 0 (no role or type) is not a message tmend can read"},
+		"UnknownRole": {`[{"role":"user","content":"hi"},{"role":"robot","content":"beep"}]`,
+			`message 1 (role "robot") is not a message tmend can read`},
+		"ToolishBlock": {`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"f","input":{}}]}]`,
+			`message 1 (role "assistant") is not a message tmend can read`},
+		"ContentObject": {`[{"role":"assistant","content":{"format":3,"parts":[]}}]`,
+			`message 0 (role "assistant") is not a message tmend can read`},
+		"TopLevelResultID": {`[{"role":"user","content":"x","tool_call_id":"c1"}]`, `message 0 (role "user") is not a message tmend can read`},
+		"Responses": {`[{"type":"message","role":"user","content":"go"},{"type":"shell_exec","call_id":"c9","command":["ls"]},
+{"type":"function_call_output","call_id":"c9","output":"real output"}]`, `message 1 (type "shell_exec") is not a message of the openai-responses dialect that tmend knows`},
+		"Anthropic": {`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"kind":"note"}]`,
+			`message 2 (no role or type) is not a message of the anthropic dialect that tmend knows`},
+		"OpenAIChat": {`[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"bot","content":"x"}]`,
+			`message 2 (role "bot") is not a message of the openai-chat dialect that tmend knows`},
+		"Gemini": {`[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"critic","parts":[{"text":"x"}]}]`,
+			`message 1 (role "critic") is not a message of the gemini dialect that tmend knows`},
+		"LangChain": {`[{"type":"ai","content":"","tool_calls":[{"id":"c1","name":"f","args":{}}]},{"type":"remark","content":"x"}]`,
+			`message 1 (type "remark") is not a message of the langchain dialect that tmend knows`},
+		"OpenClaw": {`[{"role":"toolResult","toolCallId":"c1","toolName":"f","content":[]},{"role":"oracle","content":"x"}]`,
+			`message 1 (role "oracle") is not a message of the openclaw dialect that tmend knows`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res, err := repair.Repair([]byte(tt.in), repair.Options{})
+			var ue *repair.UnrepairableError
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, repair.StatusUnknownDialect, res.Report.Status)
+			require.Contains(t, res.Report.Reason, tt.reason)
+			require.Equal(t, tt.in, string(res.Messages))
+
+			v, err := repair.Validate([]byte(tt.in), repair.Options{})
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, repair.StatusUnknownDialect, v.Status)
+		})
+	}
+}
+
+// Messages that hold no tool call in any dialect, in the shapes the dialects write them,
+// are clean.
+func TestPlainTranscriptsAreClean(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`[]`,
+		`[{"role":"system","content":"be brief"},{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"hello"}]}]`,
+		`[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"hello"}]}]`,
+		`[{"type":"human","content":"hi"},{"type":"ai","content":"hello"}]`,
+		`[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]`,
+		`[{"role":"developer","content":"x"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]`,
+	} {
+		r, err := repair.Validate([]byte(in), repair.Options{})
+		require.NoError(t, err, in)
+		require.Equal(t, repair.StatusClean, r.Status, in)
+	}
+}
+
 func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
@@ -84,8 +146,6 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`,
 		"Anthropic": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"mystery_call","id":"toolu_9","name":"g"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
-		"Responses": `[{"type":"message","role":"user","content":"go"},{"type":"shell_exec","call_id":"c9","command":["ls"]},
-{"type":"function_call_output","call_id":"c9","output":"real output"}]`,
 		"OpenAIChat": `[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"x_calls":[{"tool_call_id":"c9"}]},
 {"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c9","content":"real output"}]`,
 		"Nested": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseId":"toolu_9"}}]},

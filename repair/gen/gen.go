@@ -60,6 +60,9 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).legacyBlocks
 	case FaultDanglingReasoning:
 		return dialectOf(d).reasoning
+	case FaultMisplacedResult, FaultDuplicateResult, FaultSyntheticThenReal, FaultOrphanResult, FaultFailedTurn, FaultPaddedID:
+		// A call and its result in one part cannot be apart, twice, or padded apart.
+		return dialectOf(d).renderAll == nil
 	}
 	return true
 }

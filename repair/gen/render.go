@@ -23,6 +23,10 @@ type dialect struct {
 	legacyBlocks bool
 	// reasoning: the model's turns carry reasoning items (dangling_reasoning applies).
 	reasoning bool
+	// renderAll, for dialects that keep a call and its result in one part, writes the
+	// whole conversation (a call's part needs its result, which a later event holds);
+	// render is then unused.
+	renderAll func(evs []event, t0 int64) []json.RawMessage
 }
 
 // dialects is the registry, one line a dialect.
@@ -34,6 +38,8 @@ var dialects = map[repair.Dialect]dialect{
 	repair.Gemini:          gemini,
 	repair.Bedrock:         bedrock,
 	repair.LangChain:       langChain,
+	repair.AISDKUI:         aiSDKUI,
+	repair.Mastra:          mastra,
 }
 
 func dialectOf(d repair.Dialect) dialect {
@@ -45,6 +51,9 @@ func dialectOf(d repair.Dialect) dialect {
 }
 
 func render(d repair.Dialect, evs []event, t0 time.Time) []json.RawMessage {
+	if all := dialectOf(d).renderAll; all != nil {
+		return all(evs, t0.UnixMilli())
+	}
 	r := dialectOf(d).render
 	var out []json.RawMessage
 	ts := t0.UnixMilli()

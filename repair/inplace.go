@@ -1,0 +1,413 @@
+package repair
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// In-place dialects (the AI SDK's UIMessage, Mastra) keep a tool call and its result in
+// one part, whose state says how far the call got; the SDK turns each part into a call
+// and, once it has an output, a result when it builds a request. So nothing is ever
+// moved or inserted: a part whose call never got its result is answered in place (the
+// part's own error state, input kept), a streaming leftover goes, a later part repeating
+// a call id goes, and a message left with nothing but step-start markers goes.
+
+// toolState classifies a tool part's state.
+type toolState uint8
+
+const (
+	stateUnknown   toolState = iota
+	stateStreaming           // the input was still streaming: never a call
+	stateOpen                // called, no output yet
+	stateAnswered            // output, error or denial recorded
+)
+
+// toolStates maps the states of AI SDK 5+ parts (input-*, approval-*, output-*) and of
+// AI SDK 4 / Mastra tool invocations (partial-call, call, result).
+var toolStates = map[string]toolState{
+	"input-streaming":    stateStreaming,
+	"input-available":    stateOpen,
+	"approval-requested": stateOpen,
+	"approval-responded": stateOpen,
+	"output-available":   stateAnswered,
+	"output-error":       stateAnswered,
+	"output-denied":      stateAnswered,
+	"partial-call":       stateStreaming,
+	"call":               stateOpen,
+	"result":             stateAnswered,
+}
+
+// uiPartTypes are the other part types of a UIMessage (and of Mastra's format 2), which
+// hold no tool call; data-* parts are the app's own.
+var uiPartTypes = words("text", "reasoning", "step-start", "file", "source-url", "source-document",
+	"source", "custom")
+
+// knownUIPart reports whether typ is a part type tmend reads: a tool part or one above.
+func knownUIPart(typ []byte) bool {
+	return uiPartTypes.has(typ) || bytes.HasPrefix(typ, []byte("tool-")) || bytes.HasPrefix(typ, []byte("data-")) ||
+		string(typ) == "dynamic-tool"
+}
+
+var (
+	pathToolCallIDCamelOnly = []keyCode{keyToolCallIDCamel}
+	pathInvocationID        = []keyCode{keyToolInvocation, keyToolCallIDCamel}
+)
+
+// parseUIPart reads one part of a UIMessage or of Mastra's content: a tool part of
+// AI SDK 5+ (type "tool-<name>" or "dynamic-tool"), an AI SDK 4 / Mastra
+// "tool-invocation" part, or (bare) an element of a toolInvocations array. It returns
+// false for a part type tmend does not know.
+func parseUIPart(p *part, o obj, bare bool) bool {
+	if bare {
+		invocationShape(p, o, pathToolCallIDCamelOnly)
+		return true
+	}
+	typ := wordOf(o.get(keyType))
+	switch {
+	case string(typ) == "tool-invocation":
+		inv := o.sub(keyToolInvocation)
+		if inv.raw == nil {
+			p.kind = partCall
+			p.malformed = "toolInvocation missing"
+			return true
+		}
+		invocationShape(p, inv, pathInvocationID)
+		return true
+	case string(typ) == "dynamic-tool", bytes.HasPrefix(typ, []byte("tool-")):
+		toolPartShape(p, o, typ)
+		return true
+	}
+	return knownUIPart(typ)
+}
+
+// toolPartShape reads an AI SDK 5+ tool part: {type, toolCallId, state, input, output |
+// errorText, providerExecuted?, approval?}.
+func toolPartShape(p *part, o obj, typ []byte) {
+	p.kind = partCall
+	p.idPath = pathToolCallIDCamelOnly
+	readCallID(p, o, keyToolCallIDCamel)
+	if string(typ) == "dynamic-tool" {
+		p.name, _ = inputString(o.get(keyToolName))
+	} else {
+		p.name = string(typ[len("tool-"):])
+	}
+	p.providerRun = isTrue(o.get(keyProviderExecuted))
+	inPlaceState(p, o, keyInput)
+}
+
+// invocationShape reads an AI SDK 4 / Mastra tool invocation: {state, toolCallId,
+// toolName, args, result?}. idPath leads from the part to its toolCallId.
+func invocationShape(p *part, inv obj, idPath []keyCode) {
+	p.kind = partCall
+	p.idPath = idPath
+	readCallID(p, inv, keyToolCallIDCamel)
+	p.name, _ = inputString(inv.get(keyToolName))
+	inPlaceState(p, inv, keyArgs)
+}
+
+func readCallID(p *part, o obj, key keyCode) {
+	v, ok := o.lookup(key)
+	if !ok || string(v) == "null" {
+		return
+	}
+	p.id, _ = idString(v)
+	p.idRaw = v
+	p.hasID = true
+	if v[0] != '"' {
+		o.ps.doubtful("a tool part's toolCallId is a JSON " + kindOf(v[0]) + ", not a string")
+	}
+}
+
+// inPlaceState sets what a tool part's state and members say: answered, open, a
+// streaming leftover, or malformed.
+func inPlaceState(p *part, o obj, argsKey keyCode) {
+	state, ok := toolStates[string(wordOf(o.get(keyState)))]
+	switch {
+	case !ok:
+		o.ps.doubtful(fmt.Sprintf("a tool part's state %s is not one tmend knows", o.get(keyState)))
+	case state == stateStreaming:
+		p.malformed = "streaming leftover (state " + string(wordOf(o.get(keyState))) + ")"
+	case isBlank(p.id):
+		p.malformed = "missing or blank id"
+	case isBlank(p.name):
+		p.malformed = "missing or blank name"
+	case !o.has(argsKey):
+		p.malformed = "arguments missing"
+	}
+	p.answered = state == stateAnswered
+	p.synthetic = p.answered && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil))
+}
+
+// answerInPlace returns a tool part whose call got no result with tmend's error as its
+// result, its input kept: state output-error with errorText (AI SDK 5+), or state result
+// with the text as result (AI SDK 4 and Mastra, which have no error state).
+func answerInPlace(raw []byte) []byte {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return raw
+	}
+	if m, ok := findCode(ms, keyToolInvocation); ok {
+		return setMember(raw, m, answerInPlace(m.val(raw)))
+	}
+	if _, ok := findCode(ms, keyType); ok { // an AI SDK 5+ part
+		raw = setOrAddMember(raw, "state", jsonString("output-error"))
+		return setOrAddMember(raw, "errorText", jsonString(SyntheticResultText))
+	}
+	raw = setOrAddMember(raw, "state", jsonString("result"))
+	return setOrAddMember(raw, "result", jsonString(SyntheticResultText))
+}
+
+// setOrAddMember returns obj with member key set to val: replaced where it is, else added
+// at the end.
+func setOrAddMember(obj []byte, key string, val []byte) []byte {
+	ms, err := membersOf(obj)
+	if err != nil {
+		return obj
+	}
+	if m, ok := findMember(obj, ms, key); ok {
+		return setMember(obj, m, val)
+	}
+	sep := ","
+	if len(ms) == 0 {
+		sep = ""
+	}
+	end := len(obj) - 1
+	return splice(obj, end, end, append(append([]byte(sep), jsonString(key)...), append([]byte{':'}, val...)...))
+}
+
+// decideInPlace is decide for in-place dialects.
+func (p *plan) decideInPlace() {
+	p.prepareEdits()
+	open := -1 // the last message, when it is the model's and may still be running
+	if n := len(p.msgs); p.quiet() && n > 0 && p.msgs[n-1].kind == msgAssistant {
+		open = n - 1
+	}
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		for pi := range m.parts {
+			pt := &m.parts[pi]
+			if pt.kind != partCall {
+				continue
+			}
+			if i == open {
+				if pt.malformed == "" && !pt.answered {
+					p.report.PendingCalls++
+				}
+				continue
+			}
+			if pt.malformed != "" {
+				p.removePart(i, pi, StageStripMalformedCalls)
+				p.act(StageStripMalformedCalls, ActionDrop, i, pt, pt.malformed)
+				p.issue(IssueMalformedCall, i, pt, pt.malformed)
+				continue
+			}
+			ci := int32(len(p.calls))
+			p.calls = append(p.calls, callRef{msg: i, part: pi, key: strings.TrimSpace(pt.id), kept: -1})
+			k, seen := p.byKey[p.calls[ci].key]
+			if !seen {
+				p.byKey[p.calls[ci].key] = ci
+				continue
+			}
+			first := &p.calls[k]
+			if !samePart(p.part(first.msg, first.part), pt) {
+				p.calls[ci].renew = true // another call reusing the id
+				continue
+			}
+			// A part repeating an earlier part's call (a message stored twice by a
+			// retry): one stays, the one with the real result, else the earlier one.
+			drop := &p.calls[ci]
+			if fp := p.part(first.msg, first.part); pt.answered && !pt.synthetic && (!fp.answered || fp.synthetic) {
+				drop = first
+				p.byKey[p.calls[ci].key] = ci
+			}
+			drop.removed = true
+			dp := p.part(drop.msg, drop.part)
+			p.removePart(drop.msg, drop.part, StageDropDuplicateResults)
+			p.act(StageDropDuplicateResults, ActionDrop, drop.msg, dp, "part repeating the call of another part")
+			p.issue(IssueDuplicateCallID, drop.msg, dp, "")
+		}
+	}
+	p.renumberInPlace()
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		switch {
+		case c.removed || pt.answered:
+		case pt.providerRun:
+			// The provider ran it and its result was lost; tmend cannot answer for the
+			// provider's own tool.
+			c.removed = true
+			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
+			p.act(StageSynthesizeMissingResults, ActionDrop, c.msg, pt, "provider-executed call without its result cannot be answered; call removed")
+			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+		default:
+			pt.raw = answerInPlace(pt.raw)
+			p.edits[c.msg].dirty = true
+			p.act(StageSynthesizeMissingResults, ActionRewrite, c.msg, pt, "answered in place with a synthetic error result")
+			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+		}
+	}
+	p.dropBareMarkers()
+}
+
+// samePart reports whether two tool parts are one call stored twice (by a retry, or
+// once open and once answered): the same tool and the same input, as written.
+func samePart(a, b *part) bool {
+	return a.name == b.name && bytes.Equal(callInput(a.raw), callInput(b.raw))
+}
+
+// callInput is a tool part's input (ai 5+) or args (ai 4, Mastra).
+func callInput(raw []byte) []byte {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return nil
+	}
+	if m, ok := findCode(ms, keyToolInvocation); ok {
+		return callInput(m.val(raw))
+	}
+	for _, k := range []keyCode{keyInput, keyArgs} {
+		if m, ok := findCode(ms, k); ok {
+			return m.val(raw)
+		}
+	}
+	return nil
+}
+
+// renumberInPlace gives each call that reuses an earlier call's id for another call
+// (renew) a new id, as uniqueIDs does for other dialects.
+func (p *plan) renumberInPlace() {
+	var used map[string]bool
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		if !c.renew {
+			continue
+		}
+		if used == nil {
+			used = p.usedIDs()
+		}
+		pt := p.part(c.msg, c.part)
+		rule, ok := idRules[p.opts.Target]
+		if !ok {
+			rule = ruleLike(c.key)
+		}
+		id := rule.freshID(c.key, used)
+		p.issue(IssueDuplicateCallID, c.msg, pt, "")
+		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	}
+}
+
+// dropBareMarkers removes the step-start parts of a message that lost its other parts,
+// so that the message goes rather than stay as an empty step.
+func (p *plan) dropBareMarkers() {
+	for i := range p.msgs {
+		m, e := &p.msgs[i], &p.edits[i]
+		if !e.dirty || m.otherContent {
+			continue
+		}
+		bare := true
+		for pi := range m.parts {
+			if !e.removed[pi] && !isStepStart(m.parts[pi].raw) {
+				bare = false
+				break
+			}
+		}
+		if bare {
+			for pi := range m.parts {
+				e.removed[pi] = true
+			}
+		}
+	}
+}
+
+func isStepStart(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	t, ok := findCode(ms, keyType)
+	return ok && isString(t.val(raw), "step-start")
+}
+
+// rebuildInPlace writes message i's parts member kept (where the dialect keeps it, in
+// the message or in its content object) and the toolInvocations array that mirrors
+// its tool-invocation parts, if it has one.
+func (p *plan) rebuildInPlace(i int, kept [][]byte) []byte {
+	m := &p.msgs[i]
+	if m.partsIn == keyOther {
+		return withParts(m.raw, m.ms, m.partsKey, kept)
+	}
+	mb, _ := findCode(m.ms, m.partsIn)
+	holder := mb.val(m.raw)
+	hms, _ := membersOf(holder)
+	return setMember(m.raw, mb, withParts(holder, hms, m.partsKey, kept))
+}
+
+// withParts returns obj (with members ms) with its member partsKey set to parts, and its
+// toolInvocations mirror, when parts are tool-invocation parts beside it, set to their
+// invocations.
+func withParts(obj []byte, ms []member, partsKey keyCode, parts [][]byte) []byte {
+	mirror, hasMirror := findCode(ms, keyToolInvocations)
+	if hasMirror && partsKey != keyToolInvocations {
+		var invs [][]byte
+		for _, pr := range parts {
+			pms, _ := membersOf(pr)
+			if inv, ok := findCode(pms, keyToolInvocation); ok {
+				invs = append(invs, inv.val(pr))
+			}
+		}
+		obj = setMember(obj, mirror, joinArray(invs))
+		ms, _ = membersOf(obj)
+	}
+	pm, _ := findCode(ms, partsKey)
+	return setMember(obj, pm, joinArray(parts))
+}
+
+// parseInPlaceParts reads the parts of message m from blks, the elements of the member
+// partsKey of holder (the message, or its content object when in is keyContent), and
+// checks that a toolInvocations array beside them mirrors their tool invocations exactly.
+func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []block, holder obj) {
+	m.partsIn, m.partsKey = in, partsKey
+	bare := partsKey == keyToolInvocations
+	start := len(ps.parts)
+	var ids []string
+	for _, blk := range blks {
+		ps.parts = append(ps.parts, part{raw: blk.raw})
+		pt := &ps.parts[len(ps.parts)-1]
+		if blk.ms == nil {
+			m.known = false // a part that is not an object
+			continue
+		}
+		mark := len(ps.scratch)
+		if !parseUIPart(pt, obj{blk.raw, blk.ms, ps}, bare) {
+			m.known = false
+		}
+		ps.scratch = ps.scratch[:mark]
+		if pt.kind == partCall && !bare && holder.has(keyToolInvocations) {
+			ids = append(ids, pt.id)
+		}
+	}
+	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
+	if bare || !holder.has(keyToolInvocations) {
+		return
+	}
+	// AI SDK 4 kept each invocation twice; a mirror that says something else cannot be
+	// kept in step.
+	i := 0
+	same := true
+	eachElement(holder.get(keyToolInvocations), func(e []byte) bool {
+		ms, err := membersOf(e)
+		var id string
+		if err == nil {
+			if v, ok := findCode(ms, keyToolCallIDCamel); ok {
+				id, _ = idString(v.val(e))
+			}
+		}
+		same = err == nil && i < len(ids) && ids[i] == id
+		i++
+		return same
+	})
+	if !same || i != len(ids) {
+		ps.doubtful("the toolInvocations array does not mirror the message's tool-invocation parts")
+	}
+}
