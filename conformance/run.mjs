@@ -448,10 +448,27 @@ async function verdict(c, stored) {
     requests = await c.load(structuredClone(stored));
   } catch (e) {
     if (HARNESS_ERRORS.has(e.name) || e.code === 'ERR_ASSERTION') throw e;
-    return { error: `${e.name}: ${e.message.split('\n')[0].slice(0, 160)}` };
+    // A validation error's message holds the whole value; say only where it failed and why.
+    const issues = e.cause?.issues ?? e.cause?.cause?.issues;
+    const msg = issues
+      ? `type validation failed: ${zodIssues(issues).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`
+      : e.message.replace(/\s+/g, ' ');
+    return { error: `${e.name}: ${msg.slice(0, 300)}` };
   }
   const checks = requests.map((r) => ({ dialect: r.dialect, request: r.messages, ...providerCheck(r.dialect, r.messages) }));
   return { checks };
+}
+
+// zodIssues follows a failed union into its closest branch: one whose "type" or "state"
+// literal matched, with the fewest issues.
+function zodIssues(issues, prefix = []) {
+  const literalMiss = (branch) => branch.some((i) => ['invalid_value', 'invalid_literal'].includes(i.code) && ['type', 'state'].includes(i.path?.at(-1)));
+  const closest = (branches) => branches.reduce((a, b) => ((literalMiss(b) ? 1e9 : b.length) < (literalMiss(a) ? 1e9 : a.length) ? b : a));
+  return issues.flatMap((i) => {
+    if (i.code === 'invalid_union' && i.errors?.length) return zodIssues(closest(i.errors), [...prefix, ...(i.path ?? [])]);
+    if (i.code === 'invalid_union' && i.unionErrors?.length) return zodIssues(closest(i.unionErrors.map((u) => u.issues)), prefix);
+    return [{ path: [...prefix, ...(i.path ?? [])], message: i.message }];
+  });
 }
 
 const isBroken = (v) => Boolean(v.error) || v.checks.some((k) => !k.clean);
