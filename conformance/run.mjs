@@ -147,11 +147,14 @@ function aiModel(v, provider, reply) {
 
 // aiRequests sends ModelMessages through generateText to each provider (stubbed) and returns
 // the captured requests' messages; a library error propagates.
-async function aiRequests(v, messages, providers = ['anthropic', 'openai-chat']) {
+// With webSearch, the request goes to Anthropic only, with its provider-executed web search
+// tool declared (the SDK needs it to send the stored call back as a server_tool_use block).
+async function aiRequests(v, messages, { webSearch = false } = {}) {
   const out = [];
-  for (const provider of providers) {
+  for (const provider of webSearch ? ['anthropic'] : ['anthropic', 'openai-chat']) {
     const { model, seen } = aiModel(v, provider);
-    await AI[v].ai.generateText({ model, messages, maxRetries: 0 });
+    const tools = webSearch ? { web_search: webSearchTool(v) } : undefined;
+    await AI[v].ai.generateText({ model, messages, tools, maxRetries: 0 });
     assert.equal(seen.length, 1, `${provider}: one request`);
     out.push({ dialect: provider, messages: seen[0].body.messages });
   }
@@ -160,22 +163,38 @@ async function aiRequests(v, messages, providers = ['anthropic', 'openai-chat'])
 
 // The UIMessage path of the chatbot template: validateUIMessages, convertToModelMessages, then
 // a request.
-async function aiUILoad(v, stored) {
+async function aiUILoad(v, stored, opts) {
   const { ai } = AI[v];
   const ui = await ai.validateUIMessages({ messages: stored });
   const model = await ai.convertToModelMessages(ui);
-  return aiRequests(v, model);
+  return aiRequests(v, model, opts);
 }
 
 // The ModelMessage path: the stored array (what `response.messages` returned, appended turn by
 // turn) goes straight into generateText.
-async function aiModelLoad(v, stored) {
+async function aiModelLoad(v, stored, opts) {
   const { ai } = AI[v];
   if (ai.modelMessageSchema) {
     const r = ai.modelMessageSchema.array().safeParse(stored);
     if (!r.success) throw Object.assign(new Error(`not ModelMessages: ${r.error.message.slice(0, 200)}`), { name: 'ModelMessageSchema' });
   }
-  return aiRequests(v, stored);
+  return aiRequests(v, stored, opts);
+}
+
+const webSearchTool = (v) => AI[v].anthropic({ apiKey: 'stub' }).tools.webSearch_20250305({ maxUses: 1 });
+
+// A turn in which Anthropic ran its web search itself: server_tool_use and
+// web_search_tool_result blocks, which the SDK stores as a providerExecuted tool-call and its
+// tool-result inside the assistant message.
+async function aiWebSearchTurn(v, prompt) {
+  const { ai } = AI[v];
+  const { model } = aiModel(v, 'anthropic', anthropicReply([
+    { type: 'server_tool_use', id: 'srvtoolu_01', name: 'web_search', input: { query: 'weather Paris' } },
+    { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01', content: [{ type: 'web_search_result', url: 'https://example.com/paris', title: 'Paris weather', encrypted_content: 'Eo8B', page_age: null }] },
+    { type: 'text', text: 'It is sunny in Paris.' },
+  ]));
+  const r = await ai.generateText({ model, messages: prompt, tools: { web_search: webSearchTool(v) }, maxRetries: 0 });
+  return JSON.parse(JSON.stringify(r.response.messages));
 }
 
 // aiTurn runs one real generateText turn against a stubbed Anthropic that answers with a
@@ -202,8 +221,8 @@ function aiCases() {
   const cases = [];
   for (const v of [5, 6, 7]) {
     const lib = `ai@${v}`;
-    const ui = (name, build, extra = {}) => cases.push({ name: `ai${v} ui: ${name}`, lib, dialect: extra.dialect, kind: extra.kind ?? 'broken', build, load: (s) => aiUILoad(v, s) });
-    const mm = (name, build) => cases.push({ name: `ai${v} model: ${name}`, lib, kind: 'broken', build, load: (s) => aiModelLoad(v, s) });
+    const ui = (name, build, extra = {}) => cases.push({ name: `ai${v} ui: ${name}`, lib, dialect: extra.dialect, kind: extra.kind ?? 'broken', build, load: (s) => aiUILoad(v, s, extra) });
+    const mm = (name, build, extra = {}) => cases.push({ name: `ai${v} model: ${name}`, lib, kind: 'broken', build, load: (s) => aiModelLoad(v, s, extra) });
 
     ui('tool part left input-available', () => [
       uiUser('msg_u1', 'Weather in Paris?'),
@@ -232,6 +251,15 @@ function aiCases() {
         { type: 'text', text: 'It is 21 degrees in Paris.', state: 'done' });
       return [uiUser('msg_u1', 'Weather in Paris?'), answer, { ...structuredClone(answer), id: 'msg_a1_retry' }, uiUser('msg_u2', 'Thanks!')];
     });
+    ui('provider-executed web_search kept beside an unanswered call', () => [
+      uiUser('msg_u1', 'Weather in Paris?'),
+      uiAssistant('msg_a1',
+        { type: 'tool-web_search', toolCallId: 'srvtoolu_01', state: 'output-available', providerExecuted: true, input: { query: 'weather Paris' },
+          output: [{ type: 'web_search_result', url: 'https://example.com/paris', title: 'Paris weather', encryptedContent: 'Eo8B', pageAge: null }] },
+        { type: 'text', text: 'It is sunny. Checking the forecast.', state: 'done' },
+        weatherPart('input-available')),
+      uiUser('msg_u2', 'Hello?'),
+    ], { webSearch: true });
     if (v >= 6) {
       const approval = (state, approvalState) => () => [
         uiUser('msg_u1', 'Delete the staging bucket.'),
@@ -261,6 +289,11 @@ function aiCases() {
       const tool = turn.find((m) => m.role === 'tool');
       return [...p, ...turn, structuredClone(tool), { role: 'user', content: 'And tomorrow?' }];
     });
+    mm('provider-executed web_search kept beside an unanswered call', async () => {
+      const p = [{ role: 'user', content: 'Weather in Paris?' }];
+      const searched = [...p, ...await aiWebSearchTurn(v, p), { role: 'user', content: 'And the forecast?' }];
+      return [...searched, ...await aiTurn(v, searched), { role: 'user', content: 'Hello?' }];
+    }, { webSearch: true });
   }
   return cases;
 }
