@@ -41,7 +41,7 @@ let mastra = null;
 try {
   mastra = await import('@mastra/core/agent/message-list');
 } catch (e) {
-  console.log(`note: @mastra/core not loadable (${e.message.split('\n')[0]}); Mastra cases fail`);
+  console.log(`note: @mastra/core does not load (${e.message.split('\n')[0]}): the Mastra cases fail`);
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -515,7 +515,7 @@ function texts(node, out = new Set(), role) {
   if (Array.isArray(node)) {
     for (const n of node) texts(n, out, role);
   } else if (node && typeof node === 'object') {
-    const r = node.role ?? node.type ?? node.id?.at?.(-1) ?? role;
+    const r = node.lc === 1 && Array.isArray(node.id) ? node.id.at(-1) : node.role ?? node.type ?? role;
     for (const [k, val] of Object.entries(node)) {
       if (k === 'text' && typeof val === 'string' && val) out.add(val);
       else if (k === 'content' && typeof val === 'string' && val && ['user', 'human', 'HumanMessage'].includes(r)) out.add(val);
@@ -565,7 +565,7 @@ async function main() {
     console.error(`conformance: no tmend binary at ${TMEND} (build it, or set TMEND_BIN)`);
     process.exit(1);
   }
-  let cases = [...aiCases(), ...lcCases(), ...(mastra ? mastraCases() : [])];
+  let cases = [...aiCases(), ...lcCases(), ...mastraCases()];
   if (filters.length) cases = cases.filter((c) => filters.some((f) => c.name.includes(f)));
   if (!cases.length) {
     console.error('conformance: no case matches');
