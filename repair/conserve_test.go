@@ -70,6 +70,10 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 				addResult(x, "toolCallId")
 			case typ == "tool_result":
 				addResult(x, "tool_use_id")
+			case typ == "tool-call": // AI SDK ModelMessage parts
+				addCall(x, "toolCallId")
+			case typ == "tool-result":
+				addResult(x, "toolCallId")
 			case strings.HasSuffix(typ, "_call_output"):
 				if _, ok := x["call_id"]; ok {
 					addResult(x, "call_id")

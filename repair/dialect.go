@@ -18,7 +18,7 @@ var registry []*spec
 
 func init() {
 	registry = []*spec{geminiSpec, aiSDKUISpec, mastraSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec,
-		bedrockSpec, anthropicSpec}
+		bedrockSpec, anthropicSpec, aiSDKModelSpec}
 }
 
 // Dialects lists every dialect in a stable order.
@@ -87,6 +87,10 @@ type spec struct {
 	// inPlace dialects keep a call and its result in one part (AI SDK UIMessage, Mastra):
 	// see inplace.go.
 	inPlace bool
+	// slotRun: the results of a turn may be in any message of the run of result messages
+	// right after it (AI SDK tool messages, which the SDK joins into one); new ones go
+	// into the first.
+	slotRun bool
 	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
 	// one for the provider to accept them (nil: never).
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
@@ -120,6 +124,9 @@ const (
 	partOther partKind = iota
 	partCall
 	partResult
+	// partRef names a call without being one or answering it (an AI SDK approval request
+	// or response): neither paired nor searched for unrecognised calls, never removed.
+	partRef
 )
 
 // part is one tool call, tool result or other piece of a message: a content block, a
@@ -142,6 +149,9 @@ type part struct {
 	// In-place dialects: the call's part holds its result too (answered), or it ran on
 	// the provider's side (providerRun).
 	answered, providerRun bool
+	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
+	// while nothing follows its turn it is pending however old the session is.
+	awaiting bool
 }
 
 // message is one transcript element with what tmend found in it.
@@ -225,6 +235,9 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// providerCalls are the ids of the calls seen so far that the provider runs itself
+	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
+	providerCalls map[string]bool
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.

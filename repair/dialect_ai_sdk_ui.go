@@ -12,7 +12,8 @@ var aiSDKUISpec = &spec{
 	parse:   parseAISDKUI,
 	inPlace: true,
 	messageSignal: func(f msgFacts) bool {
-		return uiRoles.has(f.role) && (f.hasParts && partsTyped(f.parts) == allTyped || f.hasToolInvocations)
+		return (f.hasParts || f.hasToolInvocations) && uiRoles.has(f.role) &&
+			(f.hasToolInvocations || partsTyped(f.parts) == allTyped)
 	},
 }
 

@@ -11,7 +11,7 @@ var mastraSpec = &spec{
 	parse:   parseMastra,
 	inPlace: true,
 	messageSignal: func(f msgFacts) bool {
-		return uiRoles.has(f.role) && isMastraContent(f.content)
+		return len(f.content) > 0 && f.content[0] == '{' && uiRoles.has(f.role) && isMastraContent(f.content)
 	},
 }
 

@@ -136,12 +136,15 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 		p.malformed = "arguments missing"
 	}
 	p.answered = state == stateAnswered
-	p.synthetic = p.answered && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil))
+	p.synthetic = p.answered && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil) ||
+		isSyntheticText(o.get(keyApproval), nil))
 }
 
 // answerInPlace returns a tool part whose call got no result with tmend's error as its
 // result, its input kept: state output-error with errorText (AI SDK 5+), or state result
-// with the text as result (AI SDK 4 and Mastra, which have no error state).
+// with the text as result (AI SDK 4 and Mastra, which have no error state). A call whose
+// approval was asked for and never given is denied instead (state output-denied, its
+// approval {approved: false, reason}): the SDK accepts an error only after an approval.
 func answerInPlace(raw []byte) []byte {
 	ms, err := membersOf(raw)
 	if err != nil {
@@ -151,6 +154,13 @@ func answerInPlace(raw []byte) []byte {
 		return setMember(raw, m, answerInPlace(m.val(raw)))
 	}
 	if _, ok := findCode(ms, keyType); ok { // an AI SDK 5+ part
+		if st, _ := findCode(ms, keyState); isString(st.val(raw), "approval-requested") {
+			if ap, ok := findMember(raw, ms, "approval"); ok && ap.val(raw)[0] == '{' {
+				approval := setOrAddMember(ap.val(raw), "approved", []byte("false"))
+				raw = setMember(raw, ap, setOrAddMember(approval, "reason", jsonString(SyntheticResultText)))
+				return setOrAddMember(raw, "state", jsonString("output-denied"))
+			}
+		}
 		raw = setOrAddMember(raw, "state", jsonString("output-error"))
 		return setOrAddMember(raw, "errorText", jsonString(SyntheticResultText))
 	}
@@ -279,21 +289,9 @@ func callInput(raw []byte) []byte {
 func (p *plan) renumberInPlace() {
 	var used map[string]bool
 	for ci := range p.calls {
-		c := &p.calls[ci]
-		if !c.renew {
-			continue
+		if p.calls[ci].renew {
+			used = p.renewCallID(&p.calls[ci], used)
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		pt := p.part(c.msg, c.part)
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
 	}
 }
 

@@ -64,6 +64,7 @@ const (
 	keyToolInvocations
 	keyProviderExecuted
 	keyFormat
+	keyApproval
 	keyCount
 )
 
@@ -82,6 +83,7 @@ var keyNames = [keyCount]string{
 	keyThinking: "thinking", keySignature: "signature", keyIsErrorSnake: "is_error",
 	keyState: "state", keyErrorText: "errorText", keyResult: "result", keyToolInvocation: "toolInvocation",
 	keyToolInvocations: "toolInvocations", keyProviderExecuted: "providerExecuted", keyFormat: "format",
+	keyApproval: "approval",
 }
 
 // The codes must fit the bit set of keySet.

@@ -444,6 +444,10 @@ func (p *plan) findTurns() {
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
 				t.slotMsg = j
 				p.slotOf[j] = int32(ti)
+				for p.spec.slotRun && j+1 < n && p.msgs[j+1].kind == msgUser && p.msgs[j+1].partsKey != keyOther {
+					j++
+					p.slotOf[j] = int32(ti)
+				}
 			}
 			t.slotLast = t.last
 		} else {
@@ -674,7 +678,7 @@ func (p *plan) openTurn() int {
 			return -1
 		}
 		for pi := range m.parts {
-			if m.parts[pi].kind != partResult {
+			if k := m.parts[pi].kind; k != partResult && k != partRef {
 				return -1 // the user wrote on: the run is over
 			}
 		}
@@ -760,6 +764,8 @@ func (p *plan) decide() {
 			p.issue(IssueMisplacedResult, r.msg, p.resPart(kept), "")
 		case c.turn == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
+		case pt.awaiting && c.msg == len(p.msgs)-1 && !p.opts.Force:
+			p.report.PendingCalls++ // a person has yet to approve it
 		case pt.callType == "computer_call":
 			// A computer_call_output must carry a screenshot; none can be made up.
 			c.removed = true
@@ -1078,17 +1084,26 @@ func (p *plan) uniqueIDs() {
 			seen[c.key] = true
 			continue
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+		used = p.renewCallID(c, used)
 	}
+}
+
+// renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
+// old one (valid under the same rules, and under the target's when there is one) that no
+// id in used (every id of the transcript, made on first need) has. It returns used.
+func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
+	if used == nil {
+		used = p.usedIDs()
+	}
+	pt := p.part(c.msg, c.part)
+	rule, ok := idRules[p.opts.Target]
+	if !ok {
+		rule = ruleLike(c.key)
+	}
+	id := rule.freshID(c.key, used)
+	p.issue(IssueDuplicateCallID, c.msg, pt, "")
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	return used
 }
 
 // alignPaddedIDs rewrites the padded side of each pair whose ids are equal only after

@@ -86,7 +86,7 @@ func TestUnrecognizedMessageIsNeverClean(t *testing.T) {
 		"NoDialect": {`[{"foo":1},{"bar":2}]`, "message 0 (no role or type) is not a message tmend can read"},
 		"UnknownRole": {`[{"role":"user","content":"hi"},{"role":"robot","content":"beep"}]`,
 			`message 1 (role "robot") is not a message tmend can read`},
-		"ToolishBlock": {`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"f","input":{}}]}]`,
+		"ToolishBlock": {`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"function-request","ref":"c1","fn":"f"}]}]`,
 			`message 1 (role "assistant") is not a message tmend can read`},
 		"ContentObject": {`[{"role":"assistant","content":{"format":3,"parts":[]}}]`,
 			`message 0 (role "assistant") is not a message tmend can read`},

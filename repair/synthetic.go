@@ -90,7 +90,7 @@ func textValue(v []byte, blks []block) []byte {
 		if err != nil {
 			return nil
 		}
-		for _, k := range []string{"error", "output", "content", "result"} {
+		for _, k := range []string{"error", "output", "content", "result", "reason"} {
 			if m, ok := findMember(v, ms, k); ok && m.val(v)[0] == '"' {
 				return m.val(v)
 			}

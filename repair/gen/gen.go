@@ -60,9 +60,11 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).legacyBlocks
 	case FaultDanglingReasoning:
 		return dialectOf(d).reasoning
-	case FaultMisplacedResult, FaultDuplicateResult, FaultSyntheticThenReal, FaultOrphanResult, FaultFailedTurn, FaultPaddedID:
+	case FaultMisplacedResult, FaultDuplicateResult, FaultSyntheticThenReal, FaultOrphanResult, FaultPaddedID:
 		// A call and its result in one part cannot be apart, twice, or padded apart.
 		return dialectOf(d).renderAll == nil
+	case FaultFailedTurn:
+		return !dialectOf(d).noTurnEnd && dialectOf(d).renderAll == nil
 	}
 	return true
 }

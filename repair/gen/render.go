@@ -27,6 +27,9 @@ type dialect struct {
 	// whole conversation (a call's part needs its result, which a later event holds);
 	// render is then unused.
 	renderAll func(evs []event, t0 int64) []json.RawMessage
+	// noTurnEnd: a turn carries no stop reason, so a failed one cannot be told apart
+	// (failed_turn does not apply).
+	noTurnEnd bool
 }
 
 // dialects is the registry, one line a dialect.
@@ -40,6 +43,7 @@ var dialects = map[repair.Dialect]dialect{
 	repair.LangChain:       langChain,
 	repair.AISDKUI:         aiSDKUI,
 	repair.Mastra:          mastra,
+	repair.AISDKModel:      aiSDKModel,
 }
 
 func dialectOf(d repair.Dialect) dialect {

@@ -1,0 +1,175 @@
+package repair
+
+import "strings"
+
+// AISDKModel is the Vercel AI SDK's ModelMessage arrays (what response.messages returns
+// in ai 5 to 7; ai 4's CoreMessage too): assistant content parts {type:"tool-call",
+// toolCallId, toolName, input} (ai 4: args), answered by {type:"tool-result", toolCallId,
+// toolName, output:{type, value}} (ai 4: result) parts of the role:"tool" messages right
+// after the turn, which the SDK joins into one. A call the provider runs itself
+// (providerExecuted: true) is answered by the provider, in assistant content, and is no
+// client call; approval requests (assistant) and approval responses (tool) name a call
+// without being one or answering it.
+const AISDKModel Dialect = "ai-sdk-model"
+
+var aiSDKModelSpec = &spec{
+	name:  AISDKModel,
+	parse: parseAISDKModel,
+	block: true,
+	// The tool message right after a turn takes its results even when it holds only
+	// approval responses so far, and a result may be in any tool message of the run.
+	anyUserSlot: true,
+	slotRun:     true,
+	// A content part's type together with its toolCallId member: a role:"tool" message
+	// alone is OpenAI chat's shape too. (A UI message's part for a tool named "call" has
+	// the type tool-call as well, but lives in parts, where detection does not look.)
+	blockSignal: func(o obj, typ []byte) bool {
+		return (isString(typ, "tool-call") || isString(typ, "tool-result")) && o.has(keyToolCallIDCamel)
+	},
+	synth: func(c *part, text string) []byte {
+		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
+		if c.callType == aiSDK4Call {
+			return b.str("result", text).raw("isError", []byte("true")).done()
+		}
+		return b.raw("output", objectBuilder(nil).str("type", "error-text").str("value", text).done()).done()
+	},
+	wrap: func(p [][]byte) []byte {
+		out := append([]byte(`{"role":"tool","content":`), joinArray(p)...)
+		return append(out, '}')
+	},
+}
+
+// aiSDK4Call is the callType of a call written as ai 4 wrote it (args, not input): its
+// synthetic result is written the same way (result, not output), which ai 4 reads.
+const aiSDK4Call = "ai4"
+
+// aiSDKModelRoles are ModelMessage roles.
+var aiSDKModelRoles = words("system", "user", "assistant", "tool")
+
+func parseAISDKModel(m *message, ps *parser) error {
+	role := m.word(keyRole)
+	m.known = aiSDKModelRoles.has(role)
+	switch string(role) {
+	case "assistant":
+		m.kind = msgAssistant
+		if err := parseBlocks(m, ps, keyContent, func(p *part, o obj) { aiSDKAssistantPart(p, o) }); err != nil {
+			return err
+		}
+		markAwaiting(m)
+	case "tool":
+		m.kind = msgUser
+		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			typ := o.get(keyType)
+			switch {
+			case isString(typ, "tool-result"):
+				id, _ := idString(o.get(keyToolCallIDCamel))
+				if ps.providerCalls[strings.TrimSpace(id)] {
+					return // the provider's result (a denied provider-run tool), not a client's
+				}
+				resultShape(p, o, pathToolCallIDCamel)
+				p.name, _ = inputString(o.get(keyToolName))
+				p.synthetic = aiSDKSynthetic(o)
+			case isString(typ, "tool-approval-response"):
+				p.kind = partRef
+			}
+		})
+	default:
+		checkForeignContent(m, ps)
+	}
+	return nil
+}
+
+// aiSDKAssistantPart reads one part of an assistant message's content.
+func aiSDKAssistantPart(p *part, o obj) {
+	typ := o.get(keyType)
+	switch {
+	case isString(typ, "tool-call"):
+		if pe, ok := findMember(o.raw, o.ms, "providerExecuted"); ok && isTrue(pe.val(o.raw)) {
+			// Run and answered by the provider (in this content or a later assistant
+			// message): no client call, left as it is.
+			if id, ok := idString(o.get(keyToolCallIDCamel)); ok {
+				if o.ps.providerCalls == nil {
+					o.ps.providerCalls = map[string]bool{}
+				}
+				o.ps.providerCalls[strings.TrimSpace(id)] = true
+			}
+			return
+		}
+		aiSDKCallShape(p, o)
+	case isString(typ, "tool-approval-request"):
+		p.kind = partRef
+		if auto, ok := findMember(o.raw, o.ms, "isAutomatic"); ok && isTrue(auto.val(o.raw)) {
+			return // decided by the agent's own rule: nobody is asked
+		}
+		// The id of the call that waits for a person (markAwaiting).
+		if v := o.get(keyToolCallIDCamel); v != nil && v[0] == '"' {
+			p.id, _ = idString(v)
+			p.idRaw, p.hasID = v, true
+		}
+	}
+	// A tool-result part here is a provider-run tool's result: not a client result.
+}
+
+// aiSDKCallShape is callShape for a tool-call part, whose name is in toolName and whose
+// arguments are in input (ai 4: args).
+func aiSDKCallShape(p *part, o obj) {
+	args := keyInput
+	if !o.has(keyInput) && o.has(keyArgs) {
+		args = keyArgs
+		p.callType = aiSDK4Call
+	}
+	callShape(p, o, pathToolCallIDCamel, o, o, args, false)
+	p.name, _ = inputString(o.get(keyToolName))
+	// callShape judged the name by a name member, which these parts do not have; judge it
+	// by toolName instead, in the same order (a name before the arguments).
+	switch p.malformed {
+	case "", "missing or blank name", "arguments missing":
+		switch {
+		case isBlank(p.name):
+			p.malformed = "missing or blank name"
+		case !o.has(args):
+			p.malformed = "arguments missing"
+		default:
+			p.malformed = ""
+		}
+	}
+}
+
+// markAwaiting marks each call of m that an approval request of m names as waiting for a
+// person's approval.
+func markAwaiting(m *message) {
+	for i := range m.parts {
+		r := &m.parts[i]
+		if r.kind != partRef || !r.hasID {
+			continue
+		}
+		for j := range m.parts {
+			if c := &m.parts[j]; c.kind == partCall && c.hasID && c.id == r.id {
+				c.awaiting = true
+			}
+		}
+	}
+}
+
+// aiSDKSynthetic reports a tool-result part whose output (ai 4: result) is a known
+// inserted text: output {type:"error-text" or "text", value} or {type:"content", value:
+// [{type:"text", text}]}.
+func aiSDKSynthetic(o obj) bool {
+	out := o.get(keyOutput)
+	if out == nil {
+		if r, ok := findMember(o.raw, o.ms, "result"); ok {
+			return isSyntheticText(r.val(o.raw), nil)
+		}
+		return false
+	}
+	// Every known text is short: a long output is never one (and is not scanned twice).
+	if len(out) > 4096 || out[0] != '{' {
+		return false
+	}
+	sub, ok, _ := o.ps.obj(out) // in the scratch space, which parseBlocks resets
+	if !ok {
+		return false // a key repeated: which text it holds is unclear
+	}
+	v, ok := findMember(out, sub.ms, "value")
+	return ok && isSyntheticText(v.val(out), nil)
+}
