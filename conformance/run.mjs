@@ -63,9 +63,11 @@ function jsonLines(text) {
   return text.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l));
 }
 
-// providerCheck runs `tmend check --dialect D` on a captured request's messages.
+// providerCheck runs `tmend check --dialect D --target T` on a captured request's messages:
+// the pairing rules, and the provider's own rules for call ids.
+const TARGET = { anthropic: 'anthropic', 'openai-chat': 'openai', 'openai-responses': 'openai-responses' };
 function providerCheck(dialect, messages) {
-  const r = tmend(['check', '--json', '--dialect', dialect, '-'], JSON.stringify(messages));
+  const r = tmend(['check', '--json', '--dialect', dialect, '--target', TARGET[dialect], '-'], JSON.stringify(messages));
   if (r.status !== 0 && r.status !== 3) {
     throw new Error(`tmend check --dialect ${dialect} exited ${r.status}: ${r.stderr.trim()}`);
   }
@@ -76,8 +78,8 @@ function providerCheck(dialect, messages) {
 
 // fix runs `tmend fix --force` on a stored session; it returns the repaired session and the
 // report's session line.
-function fix(stored, dialect) {
-  const argv = ['fix', '--json', '--force', ...(dialect ? ['--dialect', dialect] : []), '-'];
+function fix(stored, dialect, extra = []) {
+  const argv = ['fix', '--json', '--force', ...(dialect ? ['--dialect', dialect] : []), ...extra, '-'];
   const r = tmend(argv, JSON.stringify(stored));
   const report = jsonLines(r.stderr).find((l) => l.type === 'session') ?? {};
   if (r.status !== 0) {
@@ -398,14 +400,22 @@ function lcCases() {
       const { human, ai } = await lcCall('openai-responses');
       return [human, ai, new HumanMessage('Are you still there?')];
     }],
+    // An OpenAI-compatible server (Kimi, for one) names calls "functions.NAME:N"; when the app
+    // moves the session to ChatAnthropic, Anthropic rejects the id (^[a-zA-Z0-9_-]+$) until
+    // `tmend fix --target anthropic` rewrites it in the call, its provider copy and its result.
+    ['ChatOpenAI-compatible call id moved to ChatAnthropic (--target anthropic)', 'anthropic', async () => {
+      const { human, ai } = await lcCall('openai-chat', { id: 'functions.get_weather:0' });
+      return [human, ai, toolMessage(ai), new HumanMessage('And tomorrow?')];
+    }, ['--target', 'anthropic']],
   ];
   const cases = [];
   for (const [formName, form] of Object.entries(lcForms)) {
-    for (const [name, provider, build] of scenarios) {
+    for (const [name, provider, build, fixArgs] of scenarios) {
       cases.push({
         name: `langchain ${formName}: ${name}`,
         lib: '@langchain/core',
         kind: 'broken',
+        fixArgs,
         build: async () => form.store(await build()),
         load: async (stored) => lcRequest(provider, await form.load(stored)),
       });
@@ -536,7 +546,7 @@ async function runCase(c) {
   if (c.kind === 'tolerated' && isBroken(res.before)) {
     res.problems.push('the library rejects a session this case expects it to tolerate');
   }
-  const f = fix(stored, c.dialect);
+  const f = fix(stored, c.dialect, c.fixArgs);
   res.fix = f.report;
   if (f.error) {
     res.problems.push(f.error);
