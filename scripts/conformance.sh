@@ -38,7 +38,7 @@ if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json"
 fi
 
 tmp=
-trap '[ -n "$tmp" ] && rm -rf "$tmp"' EXIT
+trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
 if [ -z "${TMEND_BIN:-}" ]; then
   tmp=$(mktemp -d /tmp/tmend-conformance.XXXXXX)
   CGO_ENABLED=0 go build -o "$tmp/tmend" ./cmd/tmend
