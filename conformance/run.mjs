@@ -25,10 +25,12 @@ globalThis.fetch = async (input) => {
   throw new Error(`conformance: a request to ${input?.url ?? input} bypassed the stubs`);
 };
 
+const ai4 = await import('ai4');
 const ai5 = await import('ai5');
 const ai6 = await import('ai6');
 const ai7 = await import('ai7');
 const AI = {
+  4: { ai: ai4, anthropic: (await import('ai-sdk-anthropic4')).createAnthropic, openai: (await import('ai-sdk-openai4')).createOpenAI },
   5: { ai: ai5, anthropic: (await import('ai-sdk-anthropic5')).createAnthropic, openai: (await import('ai-sdk-openai5')).createOpenAI },
   6: { ai: ai6, anthropic: (await import('ai-sdk-anthropic6')).createAnthropic, openai: (await import('ai-sdk-openai6')).createOpenAI },
   7: { ai: ai7, anthropic: (await import('ai-sdk-anthropic7')).createAnthropic, openai: (await import('ai-sdk-openai7')).createOpenAI },
@@ -298,6 +300,52 @@ function aiCases() {
     }, { webSearch: true });
   }
   return cases;
+}
+
+// AI SDK 4: UIMessages are {id, role, content, parts} with `tool-invocation` parts (states
+// partial-call, call, result), older ones with a `toolInvocations` array instead; apps store
+// what appendResponseMessages returns. convertToCoreMessages throws on a call with no result.
+async function ai4Load(stored) {
+  return aiRequests(4, ai4.convertToCoreMessages(stored));
+}
+
+// ai4Turn stores one real turn the way an ai 4 app does: generateText against a stubbed
+// Anthropic that calls getWeather, then appendResponseMessages.
+async function ai4Turn(messages, { execute } = {}) {
+  const { model } = aiModel(4, 'anthropic', anthropicReply(
+    [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_01', name: 'getWeather', input: { city: 'Paris' } }], 'tool_use'));
+  const getWeather = ai4.tool({
+    description: 'Current weather for a city',
+    parameters: ai4.jsonSchema(WEATHER_SCHEMA),
+    ...(execute ? { execute: async ({ city }) => ({ city, celsius: 21 }) } : {}),
+  });
+  const r = await ai4.generateText({ model, messages: ai4.convertToCoreMessages(messages), tools: { getWeather }, maxRetries: 0 });
+  return JSON.parse(JSON.stringify(ai4.appendResponseMessages({ messages, responseMessages: r.response.messages })));
+}
+
+const ai4User = (id, text) => ({ id, role: 'user', content: text, parts: [{ type: 'text', text }] });
+
+function ai4Cases() {
+  const mk = (name, build) => ({ name: `ai4 ui: ${name}`, lib: 'ai@4', kind: 'broken', build, load: ai4Load });
+  return [
+    mk('tool-invocation left in state "call"', async () => [...await ai4Turn([ai4User('msg_u1', 'Weather in Paris?')]), ai4User('msg_u2', 'Are you still there?')]),
+    mk('partial-call leftover (stream stopped)', async () => {
+      const s = await ai4Turn([ai4User('msg_u1', 'Weather in Paris?')]);
+      const a = s[1];
+      for (const p of a.parts) if (p.type === 'tool-invocation') Object.assign(p.toolInvocation, { state: 'partial-call', args: { city: 'Pa' } });
+      if (a.toolInvocations) a.toolInvocations = a.parts.filter((p) => p.type === 'tool-invocation').map((p) => p.toolInvocation);
+      return [...s, ai4User('msg_u2', 'Hello?')];
+    }),
+    mk('retry duplicated the assistant message', async () => {
+      const s = await ai4Turn([ai4User('msg_u1', 'Weather in Paris?')], { execute: true });
+      return [...s, { ...structuredClone(s[1]), id: 'msg_a1_retry' }, ai4User('msg_u2', 'Thanks!')];
+    }),
+    mk('older message with toolInvocations and no parts, state "call"', async () => {
+      const s = await ai4Turn([ai4User('msg_u1', 'Weather in Paris?')]);
+      const { parts, ...legacy } = s[1];
+      return [{ id: 'msg_u1', role: 'user', content: 'Weather in Paris?' }, legacy, { id: 'msg_u2', role: 'user', content: 'Hello?' }];
+    }),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,7 +623,7 @@ async function main() {
     console.error(`conformance: no tmend binary at ${TMEND} (build it, or set TMEND_BIN)`);
     process.exit(1);
   }
-  let cases = [...aiCases(), ...lcCases(), ...mastraCases()];
+  let cases = [...ai4Cases(), ...aiCases(), ...lcCases(), ...mastraCases()];
   if (filters.length) cases = cases.filter((c) => filters.some((f) => c.name.includes(f)));
   if (!cases.length) {
     console.error('conformance: no case matches');
