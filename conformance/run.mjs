@@ -416,6 +416,27 @@ async function lcCall(provider, { id, args = '{"city":"Paris"}' } = {}) {
   return { human, ai };
 }
 
+// lcCutStream streams from ChatAnthropic through a stub whose event stream stops in the middle
+// of a tool_use block's input, and returns what the app accumulated: an AIMessageChunk whose
+// call LangChain parsed from the partial JSON, with the raw tool_call_chunks beside it.
+async function lcCutStream() {
+  const ev = (type, data) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const body = [
+    ev('message_start', { message: { id: 'msg_cut', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } } }),
+    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Checking.' } }),
+    ev('content_block_stop', { index: 0 }),
+    ev('content_block_start', { index: 1, content_block: { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: {} } }),
+    ev('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"city": "Pa' } }),
+  ].join('');
+  const fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  const model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, streaming: true, clientOptions: { fetch } });
+  const human = new HumanMessage('Weather in Paris?');
+  let acc;
+  for await (const chunk of await model.stream([human])) acc = acc ? acc.concat(chunk) : chunk;
+  return { human, ai: acc };
+}
+
 const toolMessage = (ai, i = 0) => new ToolMessage({ content: '{"city":"Paris","celsius":21}', tool_call_id: (ai.tool_calls[i] ?? ai.invalid_tool_calls[i]).id, name: 'get_weather' });
 
 function lcCases() {
@@ -428,6 +449,11 @@ function lcCases() {
     ['ChatAnthropic ToolMessage twice', 'anthropic', async () => {
       const { human, ai } = await lcCall('anthropic');
       return [human, ai, toolMessage(ai), toolMessage(ai), new HumanMessage('And tomorrow?')];
+    }],
+    ['ChatAnthropic stream cut off mid tool input (AIMessageChunk)', 'anthropic', async () => {
+      const { human, ai } = await lcCutStream();
+      assert.ok(ai.tool_call_chunks?.length === 1 && ai.tool_calls.length === 1, 'the chunk holds the call and its raw chunks');
+      return [human, ai, new HumanMessage('Hello?')];
     }],
     ['ChatOpenAI call, no ToolMessage', 'openai-chat', async () => {
       const { human, ai } = await lcCall('openai-chat');
