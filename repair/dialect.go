@@ -552,10 +552,15 @@ func messageSignal(m *message, ps *parser) int {
 			f.hasToolInvocations = true
 		case keyContent:
 			f.content = mb.val(m.raw)
-			if content, ok := m.fields(ps, keyContent); ok {
-				f.format2 = isFormat2(content)
+			if f.content[0] == '{' {
+				if content, ok := m.fields(ps, keyContent); ok {
+					f.format2 = isFormat2(content)
+				}
 			}
 		}
+	}
+	if f.plain() {
+		return -1 // most messages: spared a call per dialect
 	}
 	for k, s := range registry {
 		if s.messageSignal != nil && s.messageSignal(f) {
@@ -589,6 +594,13 @@ func blockSignal(o obj) Dialect {
 		}
 	}
 	return ""
+}
+
+// plain reports facts that no dialect's messageSignal takes for its own: a user or
+// assistant message with none of the members that signal (TestPlainFactsSignalNothing).
+func (f *msgFacts) plain() bool {
+	return (string(f.role) == "user" || string(f.role) == "assistant") && f.typ == nil && !f.hasParts &&
+		!f.hasToolCalls && !f.hasToolCallID && !f.hasToolInvocations && !f.format2
 }
 
 // typing says whether the objects of a parts array carry a "type" member.
