@@ -25,22 +25,14 @@ func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
 // planner's statistics: the sessions an incremental run from there reads. Without an
 // updated-at column it is EstimateSessions.
 func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, error) {
-	if !s.sql.hasUpdatedAt {
+	if !s.layout.hasUpdatedAt() {
 		return s.EstimateSessions(ctx)
 	}
-	var plan []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		}
-	}
-	err := s.pool.QueryRow(ctx, s.sql.changed, since).Scan(&plan)
-	if err == nil && len(plan) == 0 {
-		err = errors.New("EXPLAIN gave no plan")
-	}
+	n, err := s.layout.estimateChanged(ctx, since)
 	if err != nil {
 		return 0, classify(fmt.Errorf("estimate the sessions of %s changed since %s: %w", s.src.Name(), since.Format(time.RFC3339), err))
 	}
-	return int64(plan[0].Plan.Rows), nil
+	return int64(n), nil
 }
 
 // EstimateRun returns how many sessions a scan reads, by the table's statistics: the
@@ -156,9 +148,9 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	if rows > splitSample {
 		percent = max(100*splitSample/rows, 0.001)
 	}
-	var bounds []string
 	for {
-		if err := q.QueryRow(ctx, s.sql.split, fractions, percent).Scan(&bounds); err != nil {
+		bounds, err := s.layout.split(ctx, q, fractions, percent)
+		if err != nil {
 			return nil, fmt.Errorf("split the ids of %s: %w", s.src.Name(), err)
 		}
 		// A sample that found nothing (stale statistics, an unlucky draw) is taken again

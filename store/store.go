@@ -27,7 +27,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	src  Source
 	key  string // the source's key in tmend's tables (see checkSource)
-	sql  sessionSQL
+	// layout is how the source's table keeps its sessions.
+	layout layout
 	// origin stamps the run and report rows this store writes.
 	origin model.Origin
 }
@@ -39,7 +40,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &Store{pool: pool, src: src, key: t.key, sql: buildSessionSQL(src, t)}, nil
+	l := newRowLayout(pool, src, t)
+	return &Store{pool: pool, src: src, key: l.key(), layout: l}, nil
 }
 
 // SetOrigin sets the binary's version and the host that the run and report rows this
