@@ -17,6 +17,10 @@ import (
 // EstimateSessions returns the number of rows in the source's table by the planner's
 // statistics (0 when the table was never analyzed): cheap, and good enough to size runs.
 func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
+	if m, ok := s.layout.(*messageLayout); ok {
+		n, err := m.estimateSessions(ctx, s.pool)
+		return int64(n), classify(err)
+	}
 	n, err := s.estimate(ctx, s.pool)
 	return int64(n), classify(err)
 }

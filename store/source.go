@@ -14,10 +14,18 @@ import (
 type Source struct {
 	// Table is "table" or "schema.table". An unqualified name is looked up on the
 	// search_path, where tmend's schema comes first.
-	Table           string
-	IDColumn        string
-	MessagesColumn  string
-	UpdatedAtColumn string // optional; without it every run is a full run
+	Table string
+	// Layout is how the table keeps sessions: LayoutSessions ("" too), one row per
+	// session, or LayoutMessages, one row per message.
+	Layout Layout
+	// One row per session: its id and its messages array.
+	IDColumn       string
+	MessagesColumn string
+	// One row per message: the session it belongs to, the column that orders a
+	// session's rows (an integer or a timestamp; the primary key breaks ties), and the
+	// message (json, jsonb or text holding one JSON object).
+	SessionColumn, OrderColumn, MessageColumn string
+	UpdatedAtColumn                           string // optional; without it every run is a full run
 
 	// How tmend writes (both off by default, so a repair changes nothing but the
 	// messages column and tells nobody):
@@ -42,8 +50,23 @@ const DefaultNotifyChannel = "tmend_session_changed"
 // DefaultSource is tmend's own sessions table.
 var DefaultSource = Source{Table: "sessions", IDColumn: "id", MessagesColumn: "messages", UpdatedAtColumn: "updated_at"}
 
+// Layout is how a table keeps its sessions.
+type Layout string
+
+// The layouts.
+const (
+	LayoutSessions Layout = "sessions" // one row per session, holding the messages array
+	LayoutMessages Layout = "messages" // one row per message
+)
+
+// Layouts lists the layouts.
+func Layouts() []Layout { return []Layout{LayoutSessions, LayoutMessages} }
+
 // Name identifies the source in runs and scan state.
 func (s Source) Name() string {
+	if s.Layout == LayoutMessages {
+		return fmt.Sprintf("%s(messages:%s,%s,%s,%s)", s.Table, s.SessionColumn, s.OrderColumn, s.MessageColumn, s.UpdatedAtColumn)
+	}
 	return fmt.Sprintf("%s(%s,%s,%s)", s.Table, s.IDColumn, s.MessagesColumn, s.UpdatedAtColumn)
 }
 

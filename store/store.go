@@ -36,11 +36,23 @@ type Store struct {
 // Open checks the source mapping against the database (table, column types and
 // privileges; readOnly skips the UPDATE privilege) and prepares its queries.
 func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*Store, error) {
-	t, err := checkSource(ctx, pool, src, readOnly)
-	if err != nil {
-		return nil, classify(err)
+	var l layout
+	switch src.Layout {
+	case "", LayoutSessions:
+		t, err := checkSource(ctx, pool, src, readOnly)
+		if err != nil {
+			return nil, classify(err)
+		}
+		l = newRowLayout(pool, src, t)
+	case LayoutMessages:
+		m, err := openMessageLayout(ctx, pool, src, readOnly)
+		if err != nil {
+			return nil, classify(err)
+		}
+		l = m
+	default:
+		return nil, fmt.Errorf("%w: unknown layout %q (want %q or %q)", ErrSource, src.Layout, LayoutSessions, LayoutMessages)
 	}
-	l := newRowLayout(pool, src, t)
 	return &Store{pool: pool, src: src, key: l.key(), layout: l}, nil
 }
 
