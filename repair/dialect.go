@@ -96,6 +96,14 @@ type spec struct {
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
 	synth             func(c *part, text string) []byte
 	wrap              func(parts [][]byte) []byte
+
+	// mayHideResultID reports whether a result part without an id may carry one in a
+	// member tmend does not read (it is then not dropped as an orphan); nil: any id-like
+	// key or escape in its text may (mayHoldIDKey).
+	mayHideResultID func(raw []byte, ps *parser) bool
+	// resultName is the member of a result message naming its tool, which converters to
+	// Gemini copy into functionResponse.name (OpenClaw's toolName); keyOther: none.
+	resultName keyCode
 }
 
 // msgFacts are the members of a message that detection looks at, found in one pass.

@@ -20,11 +20,25 @@ var aiSDKModelSpec = &spec{
 	// approval responses so far, and a result may be in any tool message of the run.
 	anyUserSlot: true,
 	slotRun:     true,
+	// A tool message whose content is an array and that has no tool_call_id (OpenAI chat's
+	// tool message has one): a repair may leave one holding nothing else of the dialect.
+	messageSignal: func(f msgFacts) bool {
+		return string(f.role) == "tool" && !f.hasToolCallID && len(f.content) > 0 && f.content[0] == '['
+	},
 	// A content part's type together with its toolCallId member: a role:"tool" message
 	// alone is OpenAI chat's shape too. (A UI message's part for a tool named "call" has
 	// the type tool-call as well, but lives in parts, where detection does not look.)
+	// Approval parts, with their approvalId, are evidence too: what a repair leaves of a
+	// turn whose only call was malformed.
 	blockSignal: func(o obj, typ []byte) bool {
-		return (isString(typ, "tool-call") || isString(typ, "tool-result")) && o.has(keyToolCallIDCamel)
+		switch {
+		case isString(typ, "tool-call"), isString(typ, "tool-result"):
+			return o.has(keyToolCallIDCamel)
+		case isString(typ, "tool-approval-request"), isString(typ, "tool-approval-response"):
+			_, ok := findMember(o.raw, o.ms, "approvalId")
+			return ok
+		}
+		return false
 	},
 	synth: func(c *part, text string) []byte {
 		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
@@ -48,66 +62,113 @@ var aiSDKModelRoles = words("system", "user", "assistant", "tool")
 
 func parseAISDKModel(m *message, ps *parser) error {
 	role := m.word(keyRole)
-	m.known = aiSDKModelRoles.has(role)
+	// Content is text (never for a tool message) or parts; a part whose type names a tool
+	// and that tmend does not read (a tool-result in a user message, a part type of a
+	// later SDK, a provider's result without its id) makes the message unknown.
+	v := m.get(keyContent)
+	m.known = aiSDKModelRoles.has(role) && len(v) > 0 && (v[0] == '[' || v[0] == '"' && string(role) != "tool")
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
-		if err := parseBlocks(m, ps, keyContent, func(p *part, o obj) { aiSDKAssistantPart(p, o) }); err != nil {
+		if err := parseBlocks(m, ps, keyContent, func(p *part, o obj) {
+			if !aiSDKAssistantPart(p, o) {
+				m.known = false
+			}
+		}); err != nil {
 			return err
 		}
 		markAwaiting(m)
 	case "tool":
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
-			typ := o.get(keyType)
-			switch {
-			case isString(typ, "tool-result"):
-				id, _ := idString(o.get(keyToolCallIDCamel))
-				if ps.providerCalls[strings.TrimSpace(id)] {
-					return // the provider's result (a denied provider-run tool), not a client's
-				}
-				resultShape(p, o, pathToolCallIDCamel)
-				p.name, _ = inputString(o.get(keyToolName))
-				p.synthetic = aiSDKSynthetic(o)
-			case isString(typ, "tool-approval-response"):
-				p.kind = partRef
+			if !aiSDKToolPart(p, o) {
+				m.known = false
 			}
 		})
 	default:
+		for _, blk := range m.contentBlocks() {
+			if blk.ms != nil && !aiSDKPlainPart(obj{blk.raw, blk.ms, ps}.get(keyType)) {
+				m.known = false
+			}
+		}
 		checkForeignContent(m, ps)
 	}
 	return nil
 }
 
-// aiSDKAssistantPart reads one part of an assistant message's content.
-func aiSDKAssistantPart(p *part, o obj) {
+// aiSDKPlainPart reports a part type (or none) that names no tool, call or function.
+func aiSDKPlainPart(typ []byte) bool {
+	return typ == nil || aiSDKPlainParts.has(wordOf(typ)) || !toolish(wordOf(typ))
+}
+
+// aiSDKPlainParts are the ModelMessage part types that hold no tool call or result
+// (ai 4 to 7), spared the toolish test.
+var aiSDKPlainParts = words("text", "reasoning", "file", "image", "reasoning-file", "redacted-reasoning", "custom")
+
+// aiSDKToolPart reads one part of a tool message's content, and reports whether it is
+// one tmend reads.
+func aiSDKToolPart(p *part, o obj) bool {
+	typ := o.get(keyType)
+	switch {
+	case isString(typ, "tool-result"):
+		id, _ := idString(o.get(keyToolCallIDCamel))
+		if o.ps.providerCalls[strings.TrimSpace(id)] {
+			return true // the provider's result (a denied provider-run tool), not a client's
+		}
+		resultShape(p, o, pathToolCallIDCamel)
+		p.name, _ = inputString(o.get(keyToolName))
+		p.synthetic = aiSDKSynthetic(o)
+	case isString(typ, "tool-approval-response"):
+		p.kind = partRef
+		return hasApprovalID(o)
+	default:
+		return aiSDKPlainPart(typ)
+	}
+	return true
+}
+
+// hasApprovalID: an approval part without its approvalId is no evidence of the dialect
+// (the spec's blockSignal), so what a repair leaves would not be read again.
+func hasApprovalID(o obj) bool { _, ok := findMember(o.raw, o.ms, "approvalId"); return ok }
+
+// aiSDKAssistantPart reads one part of an assistant message's content, and reports
+// whether it is one tmend reads. A provider's call or result must carry its toolCallId,
+// which makes it evidence of the dialect (the spec's blockSignal): without it, what a
+// repair leaves would not be read again. A client's call without one is malformed.
+func aiSDKAssistantPart(p *part, o obj) bool {
 	typ := o.get(keyType)
 	switch {
 	case isString(typ, "tool-call"):
 		if pe, ok := findMember(o.raw, o.ms, "providerExecuted"); ok && isTrue(pe.val(o.raw)) {
 			// Run and answered by the provider (in this content or a later assistant
 			// message): no client call, left as it is.
-			if id, ok := idString(o.get(keyToolCallIDCamel)); ok {
+			v := o.get(keyToolCallIDCamel)
+			if id, ok := idString(v); ok {
 				if o.ps.providerCalls == nil {
 					o.ps.providerCalls = map[string]bool{}
 				}
 				o.ps.providerCalls[strings.TrimSpace(id)] = true
 			}
-			return
+			return v != nil
 		}
 		aiSDKCallShape(p, o)
+	case isString(typ, "tool-result"):
+		return o.has(keyToolCallIDCamel) // a provider-run tool's result: not a client result
 	case isString(typ, "tool-approval-request"):
 		p.kind = partRef
 		if auto, ok := findMember(o.raw, o.ms, "isAutomatic"); ok && isTrue(auto.val(o.raw)) {
-			return // decided by the agent's own rule: nobody is asked
+			return hasApprovalID(o) // decided by the agent's own rule: nobody is asked
 		}
 		// The id of the call that waits for a person (markAwaiting).
 		if v := o.get(keyToolCallIDCamel); v != nil && v[0] == '"' {
 			p.id, _ = idString(v)
 			p.idRaw, p.hasID = v, true
 		}
+		return hasApprovalID(o)
+	default:
+		return aiSDKPlainPart(typ)
 	}
-	// A tool-result part here is a provider-run tool's result: not a client result.
+	return true
 }
 
 // aiSDKCallShape is callShape for a tool-call part, whose name is in toolName and whose
@@ -152,8 +213,8 @@ func markAwaiting(m *message) {
 }
 
 // aiSDKSynthetic reports a tool-result part whose output (ai 4: result) is a known
-// inserted text: output {type:"error-text" or "text", value} or {type:"content", value:
-// [{type:"text", text}]}.
+// inserted text: output {type:"error-text" or "text", value}, {type:"content", value:
+// [{type:"text", text}]} or {type:"error-json", value:{error}}.
 func aiSDKSynthetic(o obj) bool {
 	out := o.get(keyOutput)
 	if out == nil {
@@ -171,5 +232,13 @@ func aiSDKSynthetic(o obj) bool {
 		return false // a key repeated: which text it holds is unclear
 	}
 	v, ok := findMember(out, sub.ms, "value")
-	return ok && isSyntheticText(v.val(out), nil)
+	if !ok {
+		return false
+	}
+	// A text, or content parts; an object only as error-json's value ({"error": text}),
+	// which spares reading every json result's object.
+	if val := v.val(out); val[0] != '{' || isString(sub.get(keyType), "error-json") {
+		return isSyntheticText(val, nil)
+	}
+	return false
 }

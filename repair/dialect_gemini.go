@@ -27,6 +27,42 @@ var geminiSpec = &spec{
 		return objectBuilder(nil).raw("functionResponse", fr.done()).done()
 	},
 	wrap: func(p [][]byte) []byte { return wrapUser(keyParts, p) },
+
+	mayHideResultID: geminiMayHideID,
+}
+
+// geminiMayHideID: a response without an id is a form Gemini defines (it pairs by
+// position and name), and its response member is the tool's output, not a place for a
+// call id; only a member beside id, name and response may hold one.
+func geminiMayHideID(raw []byte, ps *parser) bool {
+	mark := len(ps.scratch)
+	defer func() { ps.scratch = ps.scratch[:mark] }()
+	o, ok, _ := ps.obj(raw)
+	if !ok {
+		return true
+	}
+	for _, m := range o.ms {
+		if m.code != keyFunctionResponse {
+			if mayHoldIDKey(raw[m.keyStart:m.valEnd]) {
+				return true
+			}
+			continue
+		}
+		fr, ok, _ := ps.obj(m.val(raw))
+		if !ok {
+			return true
+		}
+		for _, fm := range fr.ms {
+			switch fm.code {
+			case keyID, keyName, keyResponse:
+			default:
+				if mayHoldIDKey(fr.raw[fm.keyStart:fm.valEnd]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 var geminiRoles = words("model", "user", "function", "tool", "system")

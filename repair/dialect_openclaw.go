@@ -27,6 +27,8 @@ var openClawSpec = &spec{
 		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", c.idRaw).str("toolName", c.name).
 			raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
 	},
+
+	resultName: keyToolName,
 }
 
 var pathToolCallIDCamel = []keyCode{keyToolCallIDCamel}

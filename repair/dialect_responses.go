@@ -3,8 +3,9 @@ package repair
 import "bytes"
 
 // OpenAIResponses is the OpenAI Responses API: items {type:"function_call", call_id, name,
-// arguments} (and custom_tool_call, local_shell_call, computer_call), answered by items
-// {type:"function_call_output", call_id} (and the matching *_output types).
+// arguments} (and custom_tool_call, local_shell_call, computer_call, Codex's
+// tool_search_call), answered by items {type:"function_call_output", call_id} (and the
+// matching *_output types).
 const OpenAIResponses Dialect = "openai-responses"
 
 var responsesSpec = &spec{
@@ -20,8 +21,14 @@ var responsesSpec = &spec{
 	},
 	synth: func(c *part, text string) []byte {
 		typ := "function_call_output" // also for local_shell_call, as Codex answers them
-		if c.callType == "custom_tool_call" {
+		switch c.callType {
+		case "custom_tool_call":
 			typ = "custom_tool_call_output"
+		case "tool_search_call":
+			// Codex's own stand-in: no tools found. The item has no member for a text, so
+			// it cannot carry tmend's; an empty one is read as synthetic (parseResponses).
+			return objectBuilder(nil).str("type", "tool_search_output").raw("call_id", c.idRaw).
+				str("status", "completed").str("execution", "client").raw("tools", []byte("[]")).done()
 		}
 		return objectBuilder(nil).str("type", typ).raw("call_id", c.idRaw).str("output", text).done()
 	},
@@ -37,6 +44,7 @@ var responsesCalls = map[string]struct {
 	"custom_tool_call": {keyInput, ""},
 	"local_shell_call": {keyAction, "local_shell"},
 	"computer_call":    {keyAction, "computer"},
+	"tool_search_call": {keyArguments, "tool_search"},
 }
 
 var responsesOutputs = map[string]bool{
@@ -44,6 +52,18 @@ var responsesOutputs = map[string]bool{
 	"custom_tool_call_output": true,
 	"local_shell_call_output": true,
 	"computer_call_output":    true,
+	"tool_search_output":      true,
+}
+
+// serverSearch reports a Codex tool search item without a call_id: the server ran the
+// search (execution "server") and put call and output in one response; it is not a
+// call or result for tmend to pair.
+func serverSearch(m *message, typ []byte) bool {
+	if string(typ) != "tool_search_call" && string(typ) != "tool_search_output" {
+		return false
+	}
+	v := m.get(keyCallID)
+	return v == nil || string(v) == "null"
 }
 
 // responsesItems are the other item types of a Responses input: messages, reasoning, and
@@ -59,6 +79,10 @@ func parseResponses(m *message, ps *parser) error {
 	typ := m.word(keyType)
 	o := obj{m.raw, m.ms, ps}
 	m.known = responsesItems.has(typ) || typ == nil && !m.has(keyType) && responsesRoles.has(m.word(keyRole))
+	if serverSearch(m, typ) {
+		m.known = true
+		return nil
+	}
 	if c, ok := responsesCalls[string(typ)]; ok {
 		m.known = true
 		m.kind = msgCall
@@ -82,12 +106,19 @@ func parseResponses(m *message, ps *parser) error {
 			idPath = pathID
 		}
 		resultShape(&p, o, idPath)
-		p.synthetic = isSyntheticText(m.get(keyOutput), nil)
+		p.synthetic = isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m)
 		m.parts = ps.one(p)
 		return nil
 	}
 	m.reasoning = string(typ) == "reasoning"
 	return nil
+}
+
+// emptySearch reports a tool_search_output that loaded no tools: what Codex (and tmend)
+// put in for a search whose output is missing.
+func emptySearch(m *message) bool {
+	tm, ok := findMember(m.raw, m.ms, "tools")
+	return ok && isEmptyValue(tm.val(m.raw))
 }
 
 // responsesFollower says what a reasoning item is followed by: the model item it produced

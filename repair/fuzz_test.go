@@ -14,6 +14,8 @@ func FuzzRepair(f *testing.F) {
 		f.Add(in)
 	}
 	f.Add([]byte(`[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]`))
+	// AI SDK ModelMessages: a provider-run call, an approval, an ai 4 call, a run of tool messages.
+	f.Add([]byte(`[{"role":"assistant","content":[{"type":"tool-call","toolCallId":"p","toolName":"s","input":{},"providerExecuted":true},{"type":"tool-call","toolCallId":"a","toolName":"f","input":{}},{"type":"tool-approval-request","approvalId":"r","toolCallId":"a"},{"type":"tool-call","toolCallId":"b","toolName":"f","args":{}}]},{"role":"tool","content":[{"type":"tool-approval-response","approvalId":"r","approved":true}]},{"role":"tool","content":[{"type":"tool-result","toolCallId":"a","toolName":"f","output":{"type":"text","value":"x"}}]}]`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkPieces(t, in, repair.Options{})
 		res, err := repair.Repair(in, repair.Options{})

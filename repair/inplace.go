@@ -289,21 +289,9 @@ func callInput(raw []byte) []byte {
 func (p *plan) renumberInPlace() {
 	var used map[string]bool
 	for ci := range p.calls {
-		c := &p.calls[ci]
-		if !c.renew {
-			continue
+		if p.calls[ci].renew {
+			used = p.renewCallID(&p.calls[ci], used)
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		pt := p.part(c.msg, c.part)
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
 	}
 }
 

@@ -113,6 +113,7 @@ type callRef struct {
 	firstRes, lastRes, nextSame int32
 	kept                        int  // the result it keeps, or -1
 	slotted                     bool // a result in its turn's slot is paired with it
+	answered                    bool // a real result is paired with it
 	removed                     bool
 	renew                       bool // in place: another call that reuses an earlier one's id
 }
@@ -186,6 +187,14 @@ type plan struct {
 	from         []int32  // per message of out, its offset in src when it is unchanged input, else -1
 	origin       []int32  // per message of out, the input message it came from, else -1 (see origin.go)
 	report       Report
+
+	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
+	// no real result yet. Filled only once a response without an id is met outside a slot.
+	idlessOpen map[string]openCalls
+	idlessSeen int
+	// ambiguous is a response without an id that several calls may answer (strayCall), of
+	// ambiguousN calls, or -1; checkUnrecognized refuses it.
+	ambiguous, ambiguousN int
 }
 
 var plans = sync.Pool{New: func() any {
@@ -285,10 +294,11 @@ func (p *plan) release() {
 	clear(p.byKey)
 	clear(p.names)
 	clear(p.suspects)
+	clear(p.idlessOpen)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
-		byKey: p.byKey, names: p.names, suspects: p.suspects,
+		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
 	}
@@ -497,8 +507,14 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it. Ids match when
-// they are equal after trimming surrounding white space.
+// they are equal after trimming surrounding white space. A response without an id pairs
+// by position and name: in a slot, with its turn's calls without an id; outside one,
+// with the one earlier such call left without a real result (strayCall). A result whose
+// id is blank, alone in the slot of a turn with one call left without a result, can
+// answer only that call (whole-message dialects, as LiteLLM pairs it).
 func (p *plan) pair() {
+	p.ambiguous = -1
+	var blanks []int32 // results with a blank id in a slot, unpaired
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		if p.part(c.msg, c.part).malformed != "" {
@@ -549,22 +565,126 @@ func (p *plan) pair() {
 				if r.call < 0 {
 					r.call = p.latestBefore(ch, mi, pt.id)
 				}
+			} else if !pt.hasID && !inSlot {
+				r.call = p.strayCall(len(p.results), mi, pt.name)
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
 			p.results = append(p.results, r)
-			if r.call >= 0 {
-				c := &p.calls[r.call]
-				if c.lastRes >= 0 {
-					p.results[c.lastRes].nextRes = ri
-				} else {
-					c.firstRes = ri
-				}
-				c.lastRes = ri
-				c.slotted = c.slotted || r.slotted
+			switch {
+			case r.call >= 0:
+				p.link(ri)
+			case inSlot && !p.spec.block && pt.hasID && isBlank(pt.id):
+				blanks = append(blanks, ri)
 			}
 		}
 	}
+	for k, ri := range blanks {
+		ti := p.slotOf[p.results[ri].msg]
+		if k > 0 && p.slotOf[p.results[blanks[k-1]].msg] == ti || k+1 < len(blanks) && p.slotOf[p.results[blanks[k+1]].msg] == ti {
+			continue // several in one slot: which one answers is unclear
+		}
+		r := &p.results[ri]
+		if ci := p.onlyOpenCall(int(ti)); ci >= 0 && p.mayName(r, ci) {
+			r.call, r.slotted, r.inSlot = ci, true, true
+			p.link(ri)
+		}
+	}
+}
+
+// link adds result ri to the results of its call.
+func (p *plan) link(ri int32) {
+	r := &p.results[ri]
+	c := &p.calls[r.call]
+	if c.lastRes >= 0 {
+		p.results[c.lastRes].nextRes = ri
+	} else {
+		c.firstRes = ri
+	}
+	c.lastRes = ri
+	c.slotted = c.slotted || r.slotted
+	if !p.part(r.msg, r.part).synthetic && !c.answered {
+		if r.call < p.idlessSeen {
+			p.countOpen(r.call, -1)
+		}
+		c.answered = true
+	}
+}
+
+// mayName reports whether result r names call ci's tool, or none.
+func (p *plan) mayName(r *resultRef, ci int) bool {
+	c := &p.calls[ci]
+	rn := strings.TrimSpace(p.part(r.msg, r.part).name)
+	return rn == "" || rn == strings.TrimSpace(p.part(c.msg, c.part).name)
+}
+
+// onlyOpenCall returns the one well-formed call of turn ti without a result, or -1 when
+// there are none or several.
+func (p *plan) onlyOpenCall(ti int) int {
+	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(c.turn, t) })
+	open := -1
+	for ci := first; ci < len(p.calls) && p.calls[ci].turn == ti; ci++ {
+		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == "" {
+			if open >= 0 {
+				return -1
+			}
+			open = ci
+		}
+	}
+	return open
+}
+
+// strayCall returns the call that result ri, a response without an id outside any slot
+// (in message mi, naming name), answers: the one earlier call of that name without an id
+// that has no real result yet, as the response would pair in its place. -1 when there is
+// none (an orphan) or several (ambiguous: two readings, so the transcript is refused).
+//
+// Calls of turns that ended in error or abort count only when no other call does: their
+// calls are rarely run (clients do not run the calls of a failed turn).
+func (p *plan) strayCall(ri, mi int, name string) int {
+	if p.idlessOpen == nil {
+		p.idlessOpen = map[string]openCalls{} // kept with the plan, as byKey
+	}
+	for ; p.idlessSeen < len(p.calls) && p.calls[p.idlessSeen].msg < mi; p.idlessSeen++ {
+		if !p.calls[p.idlessSeen].answered {
+			p.countOpen(p.idlessSeen, 1)
+		}
+	}
+	o := p.idlessOpen[name]
+	k := 0
+	if o.n[0] == 0 {
+		k = 1
+	}
+	switch {
+	case o.n[k] == 1:
+		return o.sum[k]
+	case o.n[k] > 1 && p.ambiguous < 0:
+		p.ambiguous, p.ambiguousN = ri, o.n[k]
+	}
+	return -1
+}
+
+// openCalls counts calls without an id and without a real result, [0] of turns that
+// completed and [1] of failed ones, with the sum of their indexes: the call itself when
+// it is the only one.
+type openCalls struct{ n, sum [2]int }
+
+// countOpen adds call ci to idlessOpen (delta 1) or takes it out (-1), when it is a
+// well-formed call without an id.
+func (p *plan) countOpen(ci, delta int) {
+	c := &p.calls[ci]
+	pt := p.part(c.msg, c.part)
+	if pt.hasID || pt.malformed != "" {
+		return
+	}
+	k := 0
+	if p.msgs[c.msg].failed {
+		k = 1
+	}
+	o := p.idlessOpen[pt.name]
+	o.n[k] += delta
+	o.sum[k] += delta * ci
+	p.idlessOpen[pt.name] = o
 }
 
 // slotCall returns the call of turn ti in ch that a result in the turn's slot (with id
@@ -739,6 +859,14 @@ func (p *plan) decide() {
 		}
 		kept := p.pickKept(c)
 		c.kept = kept
+		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.resPart(kept).id) {
+			// Paired by position (pair): it takes its call's id, as providers pair by id.
+			r, rp := &p.results[kept], p.resPart(kept)
+			p.issue(IssueResultWithoutCall, r.msg, rp, "blank id")
+			p.setPartID(r.msg, rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp,
+				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
+		}
 		for r32 := c.firstRes; r32 >= 0; r32 = p.results[r32].nextRes {
 			ri := int(r32)
 			if ri == kept {
@@ -790,11 +918,20 @@ func (p *plan) decide() {
 			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
 				p.suspects[r.key] = true
-			} else if p.unsureOrphan < 0 && mayHoldIDKey(pt.raw) {
+			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
 				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
 		}
 	}
+}
+
+// mayHideID reports whether result part pt, which has no id, may carry one in a member
+// tmend does not read.
+func (p *plan) mayHideID(pt *part) bool {
+	if p.spec.mayHideResultID != nil {
+		return p.spec.mayHideResultID(pt.raw, &p.ps)
+	}
+	return mayHoldIDKey(pt.raw)
 }
 
 func (p *plan) resPart(ri int) *part { r := &p.results[ri]; return p.part(r.msg, r.part) }
@@ -844,6 +981,10 @@ func (p *plan) checkUnrecognized() error {
 	if p.unsureOrphan >= 0 {
 		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
 			"so which call it answers is unclear")
+	}
+	if ri := p.ambiguous; ri >= 0 {
+		return p.refuse(p.results[ri].msg, "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
+			p.ambiguousN, p.resPart(ri).name), "so which call it answers is unclear")
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
@@ -932,6 +1073,8 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 		if looseID(p.results[ri].key) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
+	case !rp.hasID && !cp.hasID && rp.name == cp.name:
+		// Gemini pairs these by position and name, and so did pair: no other reading.
 	case rn == "":
 		return "one of them has no id, and the result names no tool"
 	case rn == cn:
@@ -1085,17 +1228,26 @@ func (p *plan) uniqueIDs() {
 			seen[c.key] = true
 			continue
 		}
-		if used == nil {
-			used = p.usedIDs()
-		}
-		rule, ok := idRules[p.opts.Target]
-		if !ok {
-			rule = ruleLike(c.key)
-		}
-		id := rule.freshID(c.key, used)
-		p.issue(IssueDuplicateCallID, c.msg, pt, "")
-		p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+		used = p.renewCallID(c, used)
 	}
+}
+
+// renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
+// old one (valid under the same rules, and under the target's when there is one) that no
+// id in used (every id of the transcript, made on first need) has. It returns used.
+func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
+	if used == nil {
+		used = p.usedIDs()
+	}
+	pt := p.part(c.msg, c.part)
+	rule, ok := idRules[p.opts.Target]
+	if !ok {
+		rule = ruleLike(c.key)
+	}
+	id := rule.freshID(c.key, used)
+	p.issue(IssueDuplicateCallID, c.msg, pt, "")
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	return used
 }
 
 // alignPaddedIDs rewrites the padded side of each pair whose ids are equal only after
@@ -1281,10 +1433,12 @@ func (p *plan) gone(i int) bool {
 	return true
 }
 
-// planMerges marks each message that a removal left right after one the provider will
-// not accept it after (the dialect's mergeAfterRemoval), to be merged into it. A merge
-// that would lose a member (the two messages hold different values under one key) is
-// not made.
+// planMerges marks each message that the provider will not accept after the one before
+// it (the dialect's mergeAfterRemoval), to be merged into it, where a removal left them
+// so: messages between them removed, or one of them lost a call or result (a failed
+// turn's text, then the next assistant turn). A merge that would lose a member (the two
+// messages hold different values under one key) is not made; in a chain of merges, the
+// members of all the messages merged so far count.
 func (p *plan) planMerges() {
 	rule := p.spec.mergeAfterRemoval
 	if rule == nil {
@@ -1292,26 +1446,45 @@ func (p *plan) planMerges() {
 	}
 	var prev outMsg
 	have, gap, gapAt := false, false, 0
+	prevLost := -1 // prev (or one merged into it) lost a part: its index
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
 			cur := outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
-			if have && gap && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
+			lost := -1
+			if p.lostPart(i) {
+				lost = i
+			}
+			at, why := gapAt, "was removed"
+			if !gap {
+				at, why = max(prevLost, lost), "lost a call or result"
+			}
+			if have && at >= 0 && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
 				p.edits[i].merge = true
-				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[gapAt].stage, Action: ActionMerge,
-					MessageIndex: i, Detail: fmt.Sprintf("merged into the %s message before it, next to it once message %d was removed",
-						cur.role, gapAt)})
+				detail := fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				if st := staleStops(prev.raw, m.raw); st != "" {
+					detail += fmt.Sprintf("; it ends the merged message, so %s of the message before it goes", st)
+				}
+				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[at].stage, Action: ActionMerge,
+					MessageIndex: i, Detail: detail})
+				prev.raw = merge(prev.raw, m.raw, m.partsKey) // what the next merge in a chain joins
+				prevLost = max(prevLost, lost)
 			} else {
-				prev, have = cur, true
+				prev, have, prevLost = cur, true, lost
 			}
 			gap = false
 		}
 		if p.spec.block && p.turnSlotMsg(i) < 0 && len(p.after[i]) > 0 {
-			prev, have, gap = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false
+			prev, have, gap, prevLost = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false, -1
 		}
 	}
+}
+
+// lostPart reports whether message i loses a part and keeps others.
+func (p *plan) lostPart(i int) bool {
+	return p.edits[i].dirty && slices.Contains(p.edits[i].removed, true)
 }
 
 // keepsCall reports whether message i keeps a call part.
@@ -1324,8 +1497,38 @@ func (p *plan) keepsCall(i int) bool {
 	return false
 }
 
-// mergeable reports whether cur's members other than its parts and role can join prev
-// without one being lost: each is absent from prev or the same there.
+// isStop reports a member that says how the generation of its message ended: the later
+// message's stands in a merge (the merged message ends where it did), and prev's goes.
+// A failed turn's stop reason kept on the calls of the turn after it would make them
+// look failed to the next repair.
+func isStop(c keyCode) bool { return c == keyStopReason || c == keyStopReasonSnake }
+
+// staleStops lists prev's stop members (key and value, as written) that cur does not
+// repeat: those a merge of cur into prev removes. "" when there are none.
+func staleStops(prev, cur []byte) string {
+	pms, _ := membersOf(prev)
+	cms, _ := membersOf(cur)
+	var out []string
+	for _, pm := range pms {
+		if staleStop(prev, pm, cur, cms) {
+			out = append(out, string(pm.key(prev))+": "+string(pm.val(prev)))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// staleStop reports whether member pm of prev is a stop member that cur (members cms)
+// does not repeat.
+func staleStop(prev []byte, pm member, cur []byte, cms []member) bool {
+	if !isStop(pm.code) {
+		return false
+	}
+	cm, ok := findCode(cms, pm.code)
+	return !ok || !bytes.Equal(cm.val(cur), pm.val(prev))
+}
+
+// mergeable reports whether cur's members other than its parts, role and stop reasons
+// can join prev without one being lost: each is absent from prev or the same there.
 func mergeable(prev, cur []byte, partsKey keyCode) bool {
 	pms, err1 := membersOf(prev)
 	cms, err2 := membersOf(cur)
@@ -1336,7 +1539,7 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 		return false
 	}
 	for _, cm := range cms {
-		if cm.code == partsKey || cm.code == keyRole {
+		if cm.code == partsKey || cm.code == keyRole || isStop(cm.code) {
 			continue
 		}
 		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
@@ -1346,11 +1549,20 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 	return true
 }
 
-// merge returns prev with cur's parts appended to its own and cur's other members that
-// prev lacks added (mergeable said it loses nothing).
+// merge returns prev with cur's parts appended to its own, its stop reasons replaced by
+// cur's (staleStops), and cur's other members that prev lacks added (mergeable said it
+// loses nothing).
 func merge(prev, cur []byte, partsKey keyCode) []byte {
-	pms, _ := membersOf(prev)
 	cms, _ := membersOf(cur)
+	pms, _ := membersOf(prev)
+	for i := 0; i < len(pms); {
+		if staleStop(prev, pms[i], cur, cms) {
+			prev = removeMember(prev, pms, i)
+			pms, _ = membersOf(prev) // rare: read again rather than shift offsets
+			continue
+		}
+		i++
+	}
 	var parts [][]byte
 	pm, _ := findCode(pms, partsKey)
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })

@@ -166,6 +166,7 @@ var expectStage = map[gen.Fault]repair.Stage{
 	gen.FaultDuplicateCallID:   repair.StageNormalizeCallIDs,
 	gen.FaultNoncanonicalCall:  repair.StageNormalizeCallBlocks,
 	gen.FaultDanglingReasoning: repair.StageDropDanglingReasoning,
+	gen.FaultRetryDuplicate:    repair.StageDropDuplicateResults,
 }
 
 func TestEveryFaultInEveryDialect(t *testing.T) {
@@ -408,6 +409,61 @@ func TestGeminiWithoutIDsPairsByNameAndOrder(t *testing.T) {
 	require.Equal(t, map[repair.Stage]int{repair.StageSynthesizeMissingResults: 1}, res.Report.StageCounts)
 	require.Equal(t, "weather", res.Report.Actions[0].ToolName)
 	require.Contains(t, string(res.Messages), `{"functionResponse":{"name":"weather","response":{"error":"[tmend]`)
+}
+
+// TestGeminiWithoutIDsEveryFault: Gemini sessions whose calls and responses carry no ids
+// (gen's OmitIDs) are repaired by position and name whatever the fault, never refused:
+// with one fault there is only one reading.
+func TestGeminiWithoutIDsEveryFault(t *testing.T) {
+	t.Parallel()
+	for _, f := range gen.Faults() {
+		want := []repair.Stage{expectStage[f]}
+		switch f {
+		case gen.FaultPaddedID, gen.FaultDuplicateCallID, gen.FaultNoncanonicalCall, gen.FaultDanglingReasoning,
+			gen.FaultRetryDuplicate:
+			continue // they need ids, or are not Gemini's
+		case gen.FaultDuplicateResult:
+			// A second response of one name in a turn that made one such call is, by
+			// position, one no call of that rank asked for.
+			want = append(want, repair.StageDropOrphanResults)
+		}
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			cfg := gen.Config{Seed: 11, Dialect: repair.Gemini, Sessions: 40, Messages: 30, FaultRate: 1, MaxFaults: 1,
+				Faults: []gen.Fault{f}, OmitIDs: true}
+			applied := 0
+			require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+				if len(s.Faults) == 0 {
+					return nil
+				}
+				applied++
+				in := arrayOf(s.Messages)
+				res := checkInvariants(t, in, repair.Options{})
+				require.Equal(t, repair.StatusRepaired, res.Report.Status, "%s\n%s", s.ID, in)
+				acted := false
+				for _, st := range want {
+					acted = acted || res.Report.StageCounts[st] > 0
+				}
+				require.True(t, acted, "%s: none of %v in %+v\n%s", s.ID, want, res.Report.Actions, in)
+				return nil
+			}))
+			require.Greater(t, applied, 10)
+		})
+	}
+	t.Run("Combined", func(t *testing.T) {
+		t.Parallel()
+		cfg := gen.Config{Seed: 12, Dialect: repair.Gemini, Sessions: 60, Messages: 45, FaultRate: 1, MaxFaults: 4, OmitIDs: true}
+		require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+			in := arrayOf(s.Messages)
+			if r, err := repair.Validate(in, repair.Options{}); err != nil {
+				// Only a response that two calls may take is refused.
+				require.Contains(t, r.Issues[0].Detail, "may answer any of", "%s\n%s", s.ID, in)
+				return nil
+			}
+			checkInvariants(t, in, repair.Options{})
+			return nil
+		}))
+	})
 }
 
 func TestDialectForcedAndDetected(t *testing.T) {

@@ -101,6 +101,9 @@ const (
 	// '^[a-zA-Z0-9_-]+$'", OpenAI "Expected a string with maximum length 40", Mistral
 	// "must be a-z, A-Z, 0-9, with a length of 9".
 	IssueInvalidCallID IssueCode = "invalid_tool_call_id"
+	// A result that names no tool where the target provider needs the name: Gemini
+	// "function_response.name: Name cannot be empty". It is filled in from its call.
+	IssueMissingToolName IssueCode = "missing_tool_name"
 )
 
 // IssueCodes lists every issue code with its one-line meaning, in a stable order.
@@ -124,6 +127,7 @@ func IssueCodes() []struct {
 		{IssueDanglingReasoning, "a reasoning item has no model item after it (provider: \"provided without its required following item\")"},
 		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},
 		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
+		{IssueMissingToolName, "a tool result names no tool where the target provider needs its name (provider: \"function_response.name: Name cannot be empty\")"},
 	}
 }
 

@@ -198,8 +198,10 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"type":"function_call_output","call_id":"fc_1","output":"real output"}]`,
 		// An orphan that may answer a call left without a result, had an id been written
 		// differently: blank or missing on one side, a tool name with padding, or none.
-		"BlankResultID": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		"BlankResultIDTwoOpenCalls": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},
 {"role":"tool","tool_call_id":"","content":"real output"}]`,
+		"TwoBlankResultIDsOneOpenCall": `[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+{"role":"tool","tool_call_id":"","content":"real output"},{"role":"tool","tool_call_id":" ","content":"other output"}]`,
 		"GeminiResponseWithoutID": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}}}]},
 {"role":"user","parts":[{"functionResponse":{"name":"f","response":{"out":"real output"}}}]}]`,
 		"GeminiCallWithoutID": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
@@ -208,8 +210,6 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 {"role":"user","parts":[{"functionResponse":{"name":"f ","response":{"out":"real output"}}}]}]`,
 		"GeminiResponseWithoutName": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
 {"role":"user","parts":[{"functionResponse":{"response":{"out":"real output"}}}]}]`,
-		"GeminiResponseAfterAModelTurn": `[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},
-{"role":"model","parts":[{"text":"thinking"}]},{"role":"function","parts":[{"functionResponse":{"name":"f","response":{"out":"real output"}}}]}]`,
 		"EscapedResultID": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}},{"type":"tool_invocation","id":" c9","tool":"g"}]},
 {"role":"toolResult","toolCallId":"c1","toolName":"f","content":"ok"},{"role":"toolResult","toolCallId":"\u00639","toolName":"g","content":"real output"}]`,
 	}
@@ -364,6 +364,18 @@ func TestRemovalsKeepTurnRules(t *testing.T) {
 		{"AnthropicNoTarget", `[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"","name":"f","input":{}}]},{"role":"user","content":"b"}]`,
 			repair.Options{},
 			`[{"role":"user","content":"a"},{"role":"user","content":"b"}]`},
+		// A failed turn's text, then the retried turn: merged, and the retried call (answered
+		// synthetically) does not inherit the failed turn's stop reason, which would make the
+		// next repair remove it.
+		{"BedrockFailedTurnThenRetry", `[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"f1","name":"f","input":{}}}],"stop_reason":"error"},{"role":"assistant","content":[{"toolUse":{"toolUseId":"r1","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}]}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"r1","name":"f","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"r1","content":[{"text":"` + repair.SyntheticResultText + `"}],"status":"error"}},{"text":"b"}]}]`},
+		{"BedrockMergedAcrossAGapAfterAFailedTurn", `[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"m1","name":"f"}}],"stop_reason":"error"},{"role":"user","content":[{"toolResult":{"toolUseId":"m1","content":[{"text":"r"}]}}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"x1","name":"f","input":{}}}],"stopReason":"tool_use"},{"role":"user","content":[{"text":"b"}]}]`,
+			repair.Options{},
+			`[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"text":"t"},{"toolUse":{"toolUseId":"x1","name":"f","input":{}}}],"stopReason":"tool_use"},{"role":"user","content":[{"toolResult":{"toolUseId":"x1","content":[{"text":"` + repair.SyntheticResultText + `"}],"status":"error"}},{"text":"b"}]}]`},
+		{"GeminiFailedTurnThenCall", `[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"f","args":{}}}],"stop_reason":"error"},{"role":"model","parts":[{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`,
+			repair.Options{},
+			`[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`},
 		{"BedrockConflictingMembers", `[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":2}]`,
 			repair.Options{},
 			`[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"user","content":[{"text":"b"}],"x":2}]`},
@@ -506,4 +518,21 @@ func TestKeysSpelledWithEscapesAreTheSameKeys(t *testing.T) {
 	require.Equal(t, "messages", out.Key)
 	require.Equal(t, map[repair.Stage]int{repair.StageSynthesizeMissingResults: 1}, out.Report.StageCounts)
 	require.True(t, strings.HasPrefix(string(out.Output), `{"id":"s1","mess\u0061ges":[`), "%s", out.Output)
+}
+
+// TestBlankToolNameFilledForGemini: only --target gemini fills an OpenClaw result's blank
+// toolName from its call (Gemini needs functionResponse.name); without it, or for another
+// target, the transcript is clean.
+func TestBlankToolNameFilledForGemini(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},
+{"role":"toolResult","toolCallId":"c1","toolName":" ","content":[{"type":"text","text":"out"}]}]`)
+	for _, target := range []repair.Target{"", repair.TargetAnthropic} {
+		res, err := repair.Repair(in, repair.Options{Target: target})
+		require.NoError(t, err)
+		require.Equal(t, repair.StatusClean, res.Report.Status, "target %q", target)
+	}
+	res := checkInvariants(t, in, repair.Options{Target: repair.TargetGemini})
+	require.Equal(t, []string{string(repair.IssueMissingToolName)}, res.Report.IssueCodeSet())
+	require.Contains(t, string(res.Messages), `{"role":"toolResult","toolCallId":"c1","toolName":"f",`)
 }

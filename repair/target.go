@@ -136,6 +136,9 @@ func (r idRule) newID(old string, attempt int) string {
 // retarget rewrites the ids the target rejects, in each kept call and the result it
 // keeps, so that pairs stay pairs and no two calls share an id.
 func (p *plan) retarget() {
+	if p.opts.Target == TargetGemini && p.spec.resultName != keyOther {
+		p.fillResultNames()
+	}
 	rule := idRules[p.opts.Target]
 	var used map[string]bool
 	for ci := range p.calls {
@@ -152,6 +155,44 @@ func (p *plan) retarget() {
 		p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
 		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
 	}
+}
+
+// fillResultNames gives each kept result that names no tool its call's name: a Gemini
+// functionResponse must carry one, and the dialect's converters take it from the result.
+func (p *plan) fillResultNames() {
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		if c.removed || c.kept < 0 {
+			continue
+		}
+		r, rp, cp := &p.results[c.kept], p.resPart(c.kept), p.part(c.msg, c.part)
+		if !isBlank(rp.name) || isBlank(cp.name) {
+			continue
+		}
+		p.issue(IssueMissingToolName, r.msg, rp, "")
+		rp.raw = withMember(rp.raw, p.spec.resultName, jsonString(cp.name))
+		rp.name = cp.name
+		p.edits[r.msg].dirty = true
+		p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "tool name filled in from its call (Gemini needs it)")
+	}
+}
+
+// withMember returns obj with member key set to val: in place when obj has it, else
+// added at the end.
+func withMember(obj []byte, key keyCode, val []byte) []byte {
+	ms, err := membersOf(obj)
+	if err != nil {
+		return obj
+	}
+	if m, ok := findCode(ms, key); ok {
+		return setMember(obj, m, val)
+	}
+	add := objectBuilder(nil).raw(keyNames[key], val)[1:] // `"key":val`
+	out := append([]byte(nil), obj[:len(obj)-1]...)
+	if len(ms) > 0 {
+		out = append(out, ',')
+	}
+	return append(append(out, add...), '}')
 }
 
 // setPath returns obj with the value at path (nested object keys) replaced by val. A

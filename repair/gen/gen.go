@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,13 +44,16 @@ const (
 	// OpenAI Responses only: a reasoning item with no model item after it, at the end of
 	// the session (a cut-off turn) or right before a user message.
 	FaultDanglingReasoning Fault = "dangling_reasoning"
+	// In-place dialects only (a call and its result in one part): a retry stored an
+	// assistant message twice, the copy repeating its calls with no result of its own.
+	FaultRetryDuplicate Fault = "retry_duplicate"
 )
 
 // Faults lists every fault kind.
 func Faults() []Fault {
 	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
 		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn,
-		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning}
+		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultRetryDuplicate}
 }
 
 // Applies reports whether fault f exists in dialect d. Generate draws only faults that
@@ -65,6 +69,8 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return dialectOf(d).renderAll == nil
 	case FaultFailedTurn:
 		return !dialectOf(d).noTurnEnd && dialectOf(d).renderAll == nil
+	case FaultRetryDuplicate:
+		return dialectOf(d).renderAll != nil
 	}
 	return true
 }
@@ -105,6 +111,10 @@ type Config struct {
 	Start time.Time
 	// Text is the vocabulary of message and result texts; "" is TextASCII.
 	Text Text
+	// OmitIDs writes calls and results without ids, as many SDKs do where the dialect makes
+	// them optional (see IDsOptional); faults that need ids are then not drawn, and a
+	// malformed call loses its name instead of its id.
+	OmitIDs bool
 }
 
 // Text names the vocabulary that message and result texts are drawn from.
@@ -167,9 +177,12 @@ func Generate(cfg Config, fn func(Session) error) error {
 	default:
 		return fmt.Errorf("gen: unknown text %q", cfg.Text)
 	}
+	if cfg.OmitIDs && !IDsOptional(cfg.Dialect) {
+		return fmt.Errorf("gen: %s calls need ids", cfg.Dialect)
+	}
 	var faults []Fault
 	for _, f := range cfg.Faults {
-		if Applies(f, cfg.Dialect) {
+		if Applies(f, cfg.Dialect) && !(cfg.OmitIDs && (f == FaultPaddedID || f == FaultDuplicateCallID)) {
 			faults = append(faults, f)
 		}
 	}
@@ -190,6 +203,9 @@ func Generate(cfg Config, fn func(Session) error) error {
 				}
 			}
 		}
+		if cfg.OmitIDs {
+			omitIDs(conv)
+		}
 		s.Messages = render(cfg.Dialect, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
 		if cfg.Text == TextUnicode {
 			for j, m := range s.Messages {
@@ -201,6 +217,25 @@ func Generate(cfg Config, fn func(Session) error) error {
 		}
 	}
 	return nil
+}
+
+// IDsOptional reports whether calls and results of dialect d may carry no ids (Config.OmitIDs).
+func IDsOptional(d repair.Dialect) bool { return dialectOf(d).idsOptional }
+
+// omitIDs drops every id of evs; a call without an id cannot have a blank one, so a
+// blank_id call loses its name instead.
+func omitIDs(evs []event) {
+	for i := range evs {
+		for j := range evs[i].calls {
+			c := &evs[i].calls[j]
+			if c.id = ""; c.malformed == "blank_id" {
+				c.malformed = "no_name"
+			}
+		}
+		for j := range evs[i].results {
+			evs[i].results[j].id = ""
+		}
+	}
 }
 
 // Summary counts what WriteJSONLines wrote.
@@ -469,6 +504,10 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect, vocab []stri
 		}
 	case FaultDuplicateCallID:
 		return duplicateCallID(rng, evs, t, res.results[k].id)
+	case FaultRetryDuplicate:
+		dup := evs[t]
+		dup.calls = slices.Clone(dup.calls)
+		return insertEv(evs, t+1, dup), true
 	case FaultNoncanonicalCall:
 		c := &evs[t].calls[rng.IntN(len(evs[t].calls))]
 		if c.legacy != nil {

@@ -294,3 +294,23 @@ func TestRawLineSeparators(t *testing.T) {
 	_, err := ParseText("klingon")
 	require.Error(t, err)
 }
+
+// TestOmitIDs: OmitIDs writes Gemini calls and responses without ids, keeps the sessions'
+// other bytes and faults (but those that need ids), and is refused where ids are required.
+func TestOmitIDs(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Seed: 6, Dialect: repair.Gemini, Sessions: 40, Messages: 30, FaultRate: 1, MaxFaults: 3, OmitIDs: true}
+	faults := map[Fault]bool{}
+	for _, s := range generate(t, cfg) {
+		for _, f := range s.Faults {
+			faults[f] = true
+		}
+		for _, m := range s.Messages {
+			require.NotContains(t, string(m), `"id"`)
+		}
+	}
+	require.NotContains(t, faults, FaultPaddedID)
+	require.NotContains(t, faults, FaultDuplicateCallID)
+	require.Contains(t, faults, FaultMisplacedResult)
+	require.Error(t, Generate(Config{Dialect: repair.OpenAIChat, Sessions: 1, OmitIDs: true}, func(Session) error { return nil }))
+}

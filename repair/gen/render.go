@@ -18,6 +18,8 @@ type dialect struct {
 	// argsOptional: a call without arguments is valid, and there is no streaming
 	// leftover shape, so malformed_call uses a blank id instead.
 	argsOptional bool
+	// idsOptional: calls and results may carry no id (Config.OmitIDs).
+	idsOptional bool
 	// legacyBlocks: the platform writes calls in non-canonical block shapes too
 	// (noncanonical_call applies).
 	legacyBlocks bool
@@ -104,10 +106,11 @@ func must(v any) json.RawMessage {
 // args is either the JSON text (a string) or the parsed object.
 func callFields(c gcall, idKey, nameKey, argsKey string, argsAsString bool) obj {
 	var o obj
-	if c.malformed != "blank_id" {
-		o = append(o, kv{idKey, c.id})
-	} else {
+	switch {
+	case c.malformed == "blank_id":
 		o = append(o, kv{idKey, ""})
+	case c.id != "": // "" only under Config.OmitIDs
+		o = append(o, kv{idKey, c.id})
 	}
 	if c.malformed != "no_name" {
 		o = append(o, kv{nameKey, c.name})

@@ -2,7 +2,7 @@ package gen
 
 import "encoding/json"
 
-var gemini = dialect{render: renderGemini, argsOptional: true}
+var gemini = dialect{render: renderGemini, argsOptional: true, idsOptional: true}
 
 func renderGemini(e event, _ int, _ int64) []json.RawMessage {
 	switch e.kind {
@@ -23,8 +23,12 @@ func renderGemini(e event, _ int, _ int64) []json.RawMessage {
 	}
 	var parts []obj
 	for _, r := range e.results {
-		parts = append(parts, obj{{"functionResponse", obj{{"id", r.id}, {"name", r.name},
-			{"response", obj{{"output", r.text}}}}}})
+		var fr obj
+		if r.id != "" { // "" only under Config.OmitIDs
+			fr = obj{{"id", r.id}}
+		}
+		fr = append(fr, kv{"name", r.name}, kv{"response", obj{{"output", r.text}}})
+		parts = append(parts, obj{{"functionResponse", fr}})
 	}
 	if len(parts) == 0 {
 		return nil

@@ -31,6 +31,9 @@ func (o *genOptions) load(*settings, []string) error {
 	if o.cfg.Text, err = gen.ParseText(o.text); err != nil {
 		return fmt.Errorf("--text: %w", err)
 	}
+	if o.cfg.OmitIDs && !gen.IDsOptional(o.cfg.Dialect) {
+		return fmt.Errorf("--omit-ids: %s calls need ids", o.cfg.Dialect)
+	}
 	return nil
 }
 
@@ -63,7 +66,8 @@ stdout may be the sessions.
 Faults: ` + fmt.Sprint(gen.Faults()),
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
-  tmend gen --text unicode --fault-rate 1 -o unicode.jsonl`,
+  tmend gen --text unicode --fault-rate 1 -o unicode.jsonl
+  tmend gen --dialect gemini --omit-ids --fault-rate 1 -o idless.jsonl`,
 		Args: noArgs,
 		RunE: runE(e, o, runGen),
 	}
@@ -76,6 +80,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.IntVar(&o.cfg.MaxFaults, "max-faults", 2, "a broken session gets 1 to this many faults")
 	f.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
 	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
+	f.BoolVar(&o.cfg.OmitIDs, "omit-ids", false, "write calls and results without ids, as many SDKs do (gemini only: ids are optional there)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
 	f.BoolVar(&o.json, "json", false, "write a summary of what was generated to stderr as a JSON object")
 	return cmd
