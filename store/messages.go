@@ -39,17 +39,22 @@ type messageLayout struct {
 type messageTypes struct {
 	ident string // the quoted table name
 	key   string
-	// SQL types of the session id, primary key and message columns, from fixed lists.
-	sid, pk, msg string
-	pkColumn     string
+	// SQL types of the session id and primary key columns, from fixed lists.
+	sid, pk  string
+	pkColumn string
+	// fields make a message: one, the message column, or the column map's.
+	fields []msgField
 	// The order column: its type, whether it is a timestamp, whether it is the primary
 	// key, and the sequence that supplies its values ("" when it has none).
-	ord        string
-	ordTime    bool
-	ordIsPK    bool
-	ordSeq     string
-	pkDefault  bool   // the primary key has a default, which new rows take
-	pkGenerate string // else: "uuid" or "text" keys tmend makes (a random UUID)
+	ord       string
+	ordTime   bool
+	ordIsPK   bool
+	ordSeq    string
+	pkDefault bool // the primary key has a default, which new rows take
+	// pkExplicit: new rows get their key from tmend: the message's id when the map
+	// takes the key from it, else a random UUID (a uuid or text key without default).
+	pkExplicit bool
+	alsoType   string // the OrderAlsoColumn's type, when there is one
 	updatedAt  string
 	// columns are those an INSERT may set (not generated), in table order;
 	// overriding is set when one is an identity column GENERATED ALWAYS.
@@ -71,6 +76,18 @@ type messageSQL struct {
 	estimate                         string
 }
 
+// msgField is where one member of a message is kept: key "" is the whole message.
+type msgField struct {
+	key, column string
+	// typ is the column's type as format_type names it, for casts.
+	typ string
+	// raw: the member's JSON text is the column's text (json, jsonb, the message
+	// column, a text column mapped :json); otherwise a string member is the column's
+	// text and other JSON values are cast from their JSON text.
+	raw  bool
+	isPK bool // the primary key: set on new rows only
+}
+
 var orderTypes = map[string]string{"int8": "bigint", "int4": "integer", "int2": "smallint",
 	"timestamptz": "timestamptz", "timestamp": "timestamp"}
 
@@ -80,10 +97,10 @@ var orderTypes = map[string]string{"int8": "bigint", "int4": "integer", "int2": 
 func checkMessageSource(ctx context.Context, q querier, s Source) (messageTypes, error) {
 	var t messageTypes
 	switch {
-	case s.Table == "" || s.SessionColumn == "" || s.OrderColumn == "" || s.MessageColumn == "":
-		return t, fmt.Errorf("%w: the messages layout needs a table, a session column, an order column and a message column", ErrSource)
-	case strings.Count(s.Table, ".") > 1:
-		return t, fmt.Errorf("%w: table %q: want table or schema.table", ErrSource, s.Table)
+	case s.Table == "" || s.SessionColumn == "" || s.OrderColumn == "" || s.MessageColumn == "" && len(s.MessageMap) == 0:
+		return t, fmt.Errorf("%w: the messages layout needs a table, a session column, an order column and a message column (or map)", ErrSource)
+	case s.MessageColumn != "" && len(s.MessageMap) > 0:
+		return t, fmt.Errorf("%w: give a message column or a message map, not both", ErrSource)
 	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
 		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
 	case len(s.NotifyChannel) > maxChannelBytes:
@@ -97,14 +114,14 @@ func checkMessageSource(ctx context.Context, q querier, s Source) (messageTypes,
 	if oid == nil {
 		return t, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
 	}
-	const columnsSQL = `SELECT a.attname, t.typname, a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',
+	const columnsSQL = `SELECT a.attname, t.typname, format_type(a.atttypid, NULL), a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',
   coalesce(pg_get_serial_sequence($2, a.attname), ''),
   EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND i.indnatts = 1 AND i.indkey[0] = a.attnum),
   (SELECT count(*) FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary)
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 	type column struct {
-		name, typ                             string
+		name, typ, format                     string
 		generated, always, hasDefault, single bool
 		seq                                   string
 		pks                                   int
@@ -115,7 +132,7 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 	}
 	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
 		var c column
-		return c, r.Scan(&c.name, &c.typ, &c.generated, &c.always, &c.hasDefault, &c.seq, &c.single, &c.pks)
+		return c, r.Scan(&c.name, &c.typ, &c.format, &c.generated, &c.always, &c.hasDefault, &c.seq, &c.single, &c.pks)
 	})
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
@@ -153,21 +170,43 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 		return t, err
 	}
 	t.pk, t.pkDefault = typ, pk.hasDefault
-	if !t.pkDefault {
-		switch typ {
-		case "uuid", "text":
-			t.pkGenerate = typ
-		}
-	}
-	if _, t.msg, err = col(s.MessageColumn, "message", messagesTypes, "jsonb, json or text"); err != nil {
-		return t, err
-	}
 	ord, typ, err := col(s.OrderColumn, "order", orderTypes, "an integer or a timestamp")
 	if err != nil {
 		return t, err
 	}
 	t.ord, t.ordIsPK, t.ordSeq = typ, s.OrderColumn == t.pkColumn, ord.seq
 	t.ordTime = typ == "timestamp" || typ == "timestamptz"
+	if s.MessageColumn != "" {
+		c, typ, err := col(s.MessageColumn, "message", messagesTypes, "jsonb, json or text")
+		if err != nil {
+			return t, err
+		}
+		t.fields = []msgField{{column: s.MessageColumn, typ: typ, raw: true, isPK: c.name == t.pkColumn}}
+	}
+	for _, f := range s.MessageMap {
+		c, ok := byName[f.Column]
+		switch {
+		case !ok:
+			return t, fmt.Errorf("%w: table %q has no column %q (message member %q)", ErrSource, s.Table, f.Column, f.Key)
+		case c.generated:
+			return t, fmt.Errorf("%w: column %q of %q is generated; tmend cannot write it", ErrSource, f.Column, s.Table)
+		case f.Column == s.SessionColumn || f.Column == s.OrderColumn || f.Column == s.OrderAlsoColumn:
+			return t, fmt.Errorf("%w: column %q of %q orders or groups the rows; it cannot be part of the message", ErrSource, f.Column, s.Table)
+		case f.JSON && messagesTypes[c.typ] != "text":
+			return t, fmt.Errorf("%w: column %q of %q is %s; :json is for a text column holding JSON", ErrSource, f.Column, s.Table, c.typ)
+		}
+		raw := f.JSON || c.typ == "json" || c.typ == "jsonb"
+		t.fields = append(t.fields, msgField{key: f.Key, column: f.Column, typ: c.format, raw: raw, isPK: f.Column == t.pkColumn})
+	}
+	pkMapped := slices.ContainsFunc(t.fields, func(f msgField) bool { return f.isPK && f.key != "" })
+	t.pkExplicit = !t.ordIsPK && (pkMapped || !t.pkDefault && (t.pk == "uuid" || t.pk == "text"))
+	if s.OrderAlsoColumn != "" {
+		c, ok := byName[s.OrderAlsoColumn]
+		if !ok || !t.ordTime || c.typ != "timestamptz" && c.typ != "timestamp" {
+			return t, fmt.Errorf("%w: the column that holds the order's time too (%q) must be a timestamp beside a timestamp order column", ErrSource, s.OrderAlsoColumn)
+		}
+		t.alsoType = c.typ
+	}
 	if s.UpdatedAtColumn != "" {
 		c, ok := byName[s.UpdatedAtColumn]
 		if !ok {
@@ -178,9 +217,19 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 		}
 		t.updatedAt = c.typ
 	}
-	const keySQL = `SELECT format('%I.%I(%I,%I,%I)', n.nspname, c.relname, $2::text, $3::text, $4::text)
+	// The key names the message column, or the map's columns in braces.
+	message := []string{s.MessageColumn}
+	if len(s.MessageMap) > 0 {
+		message = nil
+		for _, f := range s.MessageMap {
+			message = append(message, f.Column)
+		}
+	}
+	const keySQL = `SELECT format('%I.%I(%I,%I,', n.nspname, c.relname, $2::text, $3::text) ||
+  CASE WHEN cardinality($4::text[]) = 1 AND NOT $5 THEN format('%I', $4[1])
+  ELSE '{' || (SELECT string_agg(format('%I', m), ',' ORDER BY i) FROM unnest($4) WITH ORDINALITY AS x (m, i)) || '}' END || ')'
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
-	if err := q.QueryRow(ctx, keySQL, *oid, s.SessionColumn, s.OrderColumn, s.MessageColumn).Scan(&t.key); err != nil {
+	if err := q.QueryRow(ctx, keySQL, *oid, s.SessionColumn, s.OrderColumn, message, len(s.MessageMap) > 0).Scan(&t.key); err != nil {
 		return t, fmt.Errorf("name table %q: %w", s.Table, err)
 	}
 	return t, nil
@@ -232,7 +281,25 @@ func (l *messageLayout) hasUpdatedAt() bool { return l.src.UpdatedAtColumn != ""
 
 func buildMessageSQL(src Source, t messageTypes) messageSQL {
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	sid, pk, msg, ord := "t."+q(src.SessionColumn), "t."+q(t.pkColumn), "t."+q(src.MessageColumn), "t."+q(src.OrderColumn)
+	sid, pk, ord := "t."+q(src.SessionColumn), "t."+q(t.pkColumn), "t."+q(src.OrderColumn)
+	// The message's JSON text, built from its fields: the message column's text, or an
+	// object of the map's members (keys are from a set that needs no escaping).
+	msg := "t." + q(t.fields[0].column) + "::text"
+	if t.fields[0].key != "" {
+		parts := make([]string, len(t.fields))
+		for i, f := range t.fields {
+			v := fmt.Sprintf("coalesce(to_json(t.%s)::text, 'null')", q(f.column))
+			if f.raw {
+				v = fmt.Sprintf("coalesce(t.%s::text, 'null')", q(f.column))
+			}
+			sep := ","
+			if i == 0 {
+				sep = "{"
+			}
+			parts[i] = fmt.Sprintf(`'%s"%s":' || %s`, sep, f.key, v)
+		}
+		msg = "(" + strings.Join(parts, " || ") + " || '}')"
+	}
 	order := ord + ", " + pk
 	// Order values travel as integers: a timestamp as microseconds since 1970 (its wall
 	// clock for a timestamp without time zone), exact both ways.
@@ -258,7 +325,7 @@ func buildMessageSQL(src Source, t messageTypes) messageSQL {
 	}
 	idParam := func(n int) string { return fmt.Sprintf("$%d::text::%s", n, t.sid) }
 	sha := func(x string) string { return fmt.Sprintf("encode(sha256(convert_to(%s, 'UTF8')), 'hex')", x) }
-	transcript := fmt.Sprintf("'[' || coalesce(string_agg(%s::text, ',' ORDER BY %s), '') || ']'", msg, order)
+	transcript := fmt.Sprintf("'[' || coalesce(string_agg(%s, ',' ORDER BY %s), '') || ']'", msg, order)
 	rowsJSON := fmt.Sprintf("'[' || coalesce(string_agg(row_to_json(t)::text, ',' ORDER BY %s), '') || ']'", order)
 	session := func(n int, lock string) string {
 		return fmt.Sprintf("(SELECT * FROM %s t WHERE %s = %s%s) t", t.ident, sid, idParam(n), lock)
@@ -276,7 +343,7 @@ r AS (
     row_number() OVER (PARTITION BY s.kid ORDER BY %[7]s) AS rn,
     coalesce(sum(octet_length(x.m)) OVER w, 0) + count(*) OVER w + 1 AS sz,
     count(*) FILTER (WHERE x.m IS NULL) OVER w AS nulls
-  FROM s JOIN %[2]s t ON %[1]s = s.kid CROSS JOIN LATERAL (SELECT %[8]s::text AS m OFFSET 0) x
+  FROM s JOIN %[2]s t ON %[1]s = s.kid CROSS JOIN LATERAL (SELECT %[8]s AS m OFFSET 0) x
   WINDOW w AS (PARTITION BY s.kid)
 ), c AS (
   SELECT *, CASE WHEN nulls > 0 OR sz > $1 THEN 0 ELSE sz END AS counted, max(ua) OVER (PARTITION BY kid) AS sua FROM r
@@ -364,24 +431,42 @@ SELECT $2, $4, $1, $5, $6, nullif($7, ''), nullif($8, ''), $9, $10, $11,
 FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
-	// the session (the row before them); tmend sets the message, the order value and,
-	// when the primary key has no default, a new key.
+	// the session (the row before them); tmend sets the message's columns, the order
+	// value and, when it must, the primary key. $n+i is field i's values (text).
 	touch := ""
 	if src.TouchUpdatedAt && src.UpdatedAtColumn != "" {
 		touch = ", " + q(src.UpdatedAtColumn) + " = now()"
 	}
+	also := func(v string) string { return v + " AT TIME ZONE 'UTC'" }
+	unnest := func(fixed ...string) (args, names string) {
+		var a, nm []string
+		for i, f := range fixed {
+			typ, name, _ := strings.Cut(f, " ")
+			a, nm = append(a, fmt.Sprintf("$%d::%s[]", i+1, typ)), append(nm, name)
+		}
+		for i := range t.fields {
+			a, nm = append(a, fmt.Sprintf("$%d::text[]", len(fixed)+i+1)), append(nm, fmt.Sprintf("f%d", i))
+		}
+		return strings.Join(a, ", "), strings.Join(nm, ", ")
+	}
+	fieldOf := func(c string) int {
+		return slices.IndexFunc(t.fields, func(f msgField) bool { return f.column == c })
+	}
 	var names, values []string
 	for _, c := range t.columns {
 		v := "s." + q(c)
-		switch {
-		case c == src.MessageColumn:
-			v = "v.m::" + t.msg
+		switch i := fieldOf(c); {
 		case c == src.OrderColumn:
 			v = ordVal("v.o")
+		case c == t.pkColumn && t.pkExplicit:
+			v = "v.k::" + t.pk
 		case c == t.pkColumn && t.pkDefault:
 			continue
-		case c == t.pkColumn:
-			v = "v.k::" + t.pk
+		case i >= 0:
+			// A member the message does not have is the template's (Mastra's type).
+			v = fmt.Sprintf("coalesce(v.f%d::%s, s.%s)", i, t.fields[i].typ, q(c))
+		case c == src.OrderAlsoColumn:
+			v = also(ordVal("v.o"))
 		case c == src.UpdatedAtColumn && touch != "":
 			v = "now()"
 		}
@@ -391,14 +476,24 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 	if t.overriding {
 		overriding = " OVERRIDING SYSTEM VALUE"
 	}
+	args, cols := unnest("text tk", "int8 o", "text k")
 	s.insert = fmt.Sprintf(`INSERT INTO %s AS t (%s)%s
-SELECT %s FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[]) WITH ORDINALITY AS v (tk, m, o, k, i)
+SELECT %s FROM unnest(%s) WITH ORDINALITY AS v (%s, i)
 JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), overriding, strings.Join(values, ", "),
-		t.ident, q(t.pkColumn), t.pk)
+		args, cols, t.ident, q(t.pkColumn), t.pk)
 	s.delete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = ANY($1::text[]::%s[])`, t.ident, pk, t.pk)
-	s.update = fmt.Sprintf(`UPDATE %[1]s t SET %[2]s = coalesce(v.m::%[3]s, %[4]s), %[5]s = CASE WHEN v.r THEN %[6]s ELSE %[7]s END%[8]s
-FROM unnest($1::text[], $2::text[], $3::int8[], $4::bool[]) AS v (k, m, o, r) WHERE %[9]s = v.k::%[10]s`,
-		t.ident, q(src.MessageColumn), t.msg, msg, q(src.OrderColumn), ordVal("v.o"), ord, touch, pk, t.pk)
+	sets := []string{fmt.Sprintf("%s = CASE WHEN v.r THEN %s ELSE %s END", q(src.OrderColumn), ordVal("v.o"), ord)}
+	if src.OrderAlsoColumn != "" {
+		sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN v.r THEN %[2]s ELSE t.%[1]s END", q(src.OrderAlsoColumn), also(ordVal("v.o"))))
+	}
+	for i, f := range t.fields {
+		if !f.isPK {
+			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN v.c THEN v.f%[2]d::%[3]s ELSE t.%[1]s END", q(f.column), i, f.typ))
+		}
+	}
+	args, cols = unnest("text k", "bool c", "int8 o", "bool r")
+	s.update = fmt.Sprintf(`UPDATE %s t SET %s%s FROM unnest(%s) AS v (%s) WHERE %s = v.k::%s`,
+		t.ident, strings.Join(sets, ", "), touch, args, cols, pk, t.pk)
 	if t.ordSeq != "" {
 		s.nextValues = `SELECT coalesce(array_agg(nextval($1::text::regclass)), '{}') FROM generate_series(1, $2)`
 	}
@@ -525,8 +620,23 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	if err != nil {
 		return out, fmt.Errorf("plan the rows: %w", err)
 	}
-	if len(plan.inserts) > 0 && !l.t.pkDefault && l.t.pkGenerate == "" && !l.t.ordIsPK {
+	if len(plan.inserts) > 0 && !l.t.pkDefault && !l.t.pkExplicit && !l.t.ordIsPK {
 		return out, fmt.Errorf("a new row needs a primary key, and column %q has no default and is not a text or uuid column", l.t.pkColumn)
+	}
+	// The columns of each message written.
+	inserts := make([][]*string, len(plan.inserts))
+	for i, r := range plan.inserts {
+		if inserts[i], err = l.decompose(r.msg); err != nil {
+			return out, err
+		}
+	}
+	updates := make([][]*string, len(plan.updates))
+	for i, u := range plan.updates {
+		if u.msg != nil {
+			if updates[i], err = l.decompose(u.msg); err != nil {
+				return out, err
+			}
+		}
 	}
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
@@ -614,31 +724,27 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	out.ToVersion = out.FromVersion + 1
 	if len(plan.inserts) > 0 {
 		n := len(plan.inserts)
-		tk, m, o, k := make([]string, n), make([]*string, n), make([]int64, n), make([]*string, n)
+		tk, o, k := make([]string, n), make([]int64, n), make([]*string, n)
+		fields := l.fieldArrays(inserts)
 		for i, r := range plan.inserts {
-			msg := string(r.msg)
-			tk[i], m[i], o[i] = r.template, &msg, r.order
-			if l.t.pkGenerate != "" && !l.t.pkDefault {
-				key := newUUID()
-				k[i] = &key
+			tk[i], o[i] = r.template, r.order
+			if l.t.pkExplicit {
+				k[i] = l.newKey(inserts[i])
 			}
 		}
-		queue(int64(n), l.sql.insert, tk, m, o, k)
+		queue(int64(n), l.sql.insert, append([]any{tk, o, k}, fields...)...)
 	}
 	if len(plan.deletes) > 0 {
 		queue(int64(len(plan.deletes)), l.sql.delete, plan.deletes)
 	}
 	if len(plan.updates) > 0 {
 		n := len(plan.updates)
-		k, m, o, r := make([]string, n), make([]*string, n), make([]int64, n), make([]bool, n)
+		k, c, o, r := make([]string, n), make([]bool, n), make([]int64, n), make([]bool, n)
+		fields := l.fieldArrays(updates)
 		for i, u := range plan.updates {
-			k[i], o[i], r[i] = u.key, u.order, u.reorder
-			if u.msg != nil {
-				msg := string(u.msg)
-				m[i] = &msg
-			}
+			k[i], c[i], o[i], r[i] = u.key, u.msg != nil, u.order, u.reorder
 		}
-		queue(int64(n), l.sql.update, k, m, o, r)
+		queue(int64(n), l.sql.update, append([]any{k, c, o, r}, fields...)...)
 	}
 	queue(1, l.sql.saveRepaired, a.Session.ID, l.t.key, out.ToVersion, nilIfZero(a.RunID),
 		report[2], report[3], report[4], report[5], report[6], report[7], report[8],
@@ -669,6 +775,67 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// decompose splits a message into its fields' column values: the message itself for a
+// message column; for a map, each member's JSON text (a raw field) or, for a string,
+// the string. A member no field keeps is refused: writing the message would lose it.
+func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
+	if l.t.fields[0].key == "" {
+		m := string(msg)
+		return []*string{&m}, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &members); err != nil {
+		return nil, fmt.Errorf("a repaired message is not a JSON object: %w", err)
+	}
+	out := make([]*string, len(l.t.fields))
+	for i, f := range l.t.fields {
+		raw, ok := members[f.key]
+		delete(members, f.key)
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		v := string(raw)
+		if !f.raw && raw[0] == '"' {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("member %q: %w", f.key, err)
+			}
+		}
+		out[i] = &v
+	}
+	for k := range members {
+		return nil, fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)
+	}
+	return out, nil
+}
+
+// fieldArrays turns messages' field values into one array a field, as the write
+// statements take them (nil rows: unchanged messages).
+func (l *messageLayout) fieldArrays(msgs [][]*string) []any {
+	out := make([]any, len(l.t.fields))
+	for i := range l.t.fields {
+		col := make([]*string, len(msgs))
+		for j, m := range msgs {
+			if m != nil {
+				col[j] = m[i]
+			}
+		}
+		out[i] = col
+	}
+	return out
+}
+
+// newKey is a new row's primary key: the message's own id when the map keeps it in the
+// key, else a random UUID.
+func (l *messageLayout) newKey(fields []*string) *string {
+	for i, f := range l.t.fields {
+		if f.isPK && f.key != "" && fields[i] != nil {
+			return fields[i]
+		}
+	}
+	k := newUUID()
+	return &k
 }
 
 func sameKeys(keys []string, rows []model.Row) bool {
@@ -726,12 +893,21 @@ func (l *messageLayout) holdHash(ctx context.Context, tx pgx.Tx, id, _ string) (
 	return h, err
 }
 
-// transcript turns a version's rows back into the transcript they make: their message
-// column's values in order (a text column's string is the message's JSON text).
+// transcript turns a version's rows back into the transcript they make, as the
+// sessions read builds it: the message column's text, or the map's members.
 func (l *messageLayout) transcript(content string) (string, error) {
 	var rows []map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(content), &rows); err != nil {
 		return "", fmt.Errorf("read saved rows: %w", err)
+	}
+	// text is a column's text as ::text gives it: a JSON string's contents, else the JSON.
+	text := func(v json.RawMessage) (string, error) {
+		if len(v) > 0 && v[0] == '"' {
+			var s string
+			err := json.Unmarshal(v, &s)
+			return s, err
+		}
+		return string(v), nil
 	}
 	var b strings.Builder
 	b.WriteByte('[')
@@ -739,18 +915,38 @@ func (l *messageLayout) transcript(content string) (string, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		m := r[l.src.MessageColumn]
-		if l.t.msg == "text" && len(m) > 0 && m[0] == '"' {
-			var s string
-			if err := json.Unmarshal(m, &s); err != nil {
-				return "", fmt.Errorf("read saved rows: %w", err)
+		for j, f := range l.t.fields {
+			v := r[f.column]
+			if len(v) == 0 {
+				v = json.RawMessage("null")
 			}
-			m = json.RawMessage(s)
+			if f.key != "" {
+				b.WriteString(map[bool]string{true: "{", false: ","}[j == 0] + `"` + f.key + `":`)
+			}
+			if f.raw && (f.key == "" || string(v) != "null") {
+				s, err := text(v)
+				if err != nil {
+					return "", fmt.Errorf("read saved rows: %w", err)
+				}
+				if f.key == "" || l.isTextColumn(f) {
+					b.WriteString(s)
+					continue
+				}
+			}
+			b.Write(v)
 		}
-		b.Write(m)
+		if l.t.fields[0].key != "" {
+			b.WriteByte('}')
+		}
 	}
 	b.WriteByte(']')
 	return b.String(), nil
+}
+
+// isTextColumn: a field whose column holds its JSON as text (row_to_json gives it as a
+// string).
+func (l *messageLayout) isTextColumn(f msgField) bool {
+	return f.typ == "text" || f.typ == "character varying" || f.typ == "character"
 }
 
 func (l *messageLayout) estimateChanged(ctx context.Context, since time.Time) (float64, error) {

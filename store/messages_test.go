@@ -1,10 +1,14 @@
 package store_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -296,4 +300,84 @@ func TestMessagesLayoutPages(t *testing.T) {
 		Slice: model.Slice{Lower: &lower, Upper: &upper}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"b", "big", "c"}, []string{page[0].ID, page[1].ID, page[2].ID})
+}
+
+// A table ordered by a timestamp: a new row goes between its neighbours, every other
+// row untouched; with no room (equal times), the rows after it move on by microseconds.
+// New rows copy the columns tmend does not set from the row before them.
+func TestMessagesLayoutTimeOrder(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, step time.Duration) (*pgxpool.Pool, *store.Store) {
+		t.Helper()
+		pool := storetest.NewDB(t)
+		_, err := pool.Exec(t.Context(), `CREATE TABLE public."Chat Messages" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "Conv" text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL, note text NOT NULL)`)
+		require.NoError(t, err)
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		for i, m := range []string{lcHuman, lcCall2, lcResult1, lcHuman2} {
+			// Keys in the order of the messages, which ties of created_at fall back on.
+			_, err := pool.Exec(t.Context(), `INSERT INTO public."Chat Messages" (id, "Conv", body, created_at, note) VALUES ($1, 'c', $2, $3, $4)`,
+				fmt.Sprintf("00000000-0000-4000-8000-%012d", i), m, at.Add(time.Duration(i)*step), fmt.Sprint("note ", i))
+			require.NoError(t, err)
+		}
+		st, err := store.Open(t.Context(), pool, store.Source{Table: `public."Chat Messages"`, Layout: store.LayoutMessages,
+			SessionColumn: `"Conv"`, OrderColumn: "created_at", MessageColumn: "body"}, false)
+		require.NoError(t, err)
+		return pool, st
+	}
+	type row struct {
+		ID, Body, Note string
+		At             time.Time
+	}
+	rows := func(t *testing.T, pool *pgxpool.Pool) []row {
+		t.Helper()
+		r, err := pool.Query(t.Context(), `SELECT id::text, body::text, note, created_at FROM public."Chat Messages" ORDER BY created_at, id`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
+		require.NoError(t, err)
+		return out
+	}
+	repairIt := func(t *testing.T, st *store.Store) {
+		t.Helper()
+		l := &langchain{st: st}
+		l.repair(t, l.read(t, "c"))
+	}
+	t.Run("Between", func(t *testing.T) {
+		t.Parallel()
+		pool, st := setup(t, time.Second)
+		before := rows(t, pool)
+		repairIt(t, st)
+		after := rows(t, pool)
+		require.Len(t, after, 5)
+		require.Equal(t, before[:3], after[:3])
+		require.Equal(t, before[3], after[4], "the row after the new one is untouched")
+		require.Contains(t, after[3].Body, `"tool_call_id": "c2"`)
+		require.Equal(t, before[2].At.Add(500*time.Millisecond), after[3].At, "half way between its neighbours")
+		require.Equal(t, "note 2", after[3].Note, "copied from the row before")
+	})
+	t.Run("NoRoom", func(t *testing.T) {
+		t.Parallel()
+		pool, st := setup(t, 0)
+		before := rows(t, pool)
+		repairIt(t, st)
+		after := rows(t, pool)
+		require.Len(t, after, 5)
+		// Equal times: tmend orders them by key, as it read them; the new row and the
+		// row after it take the next microseconds, so that ORDER BY created_at alone
+		// puts them last, in order.
+		require.Contains(t, after[3].Body, `"tool_call_id": "c2"`)
+		require.Equal(t, before[0].At.Add(time.Microsecond), after[3].At)
+		require.Equal(t, before[0].At.Add(2*time.Microsecond), after[4].At)
+		require.Equal(t, compactJSON(t, lcHuman2), compactJSON(t, after[4].Body))
+	})
+}
+
+// compactJSON is s (jsonb's text) as encoding/json writes it, keys sorted.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(s), &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -72,10 +72,12 @@ func (p *rowPlan) fill(values []int64) error {
 		return fmt.Errorf("want %d new order values, got %d", p.fresh, len(values))
 	}
 	for i := range p.inserts {
-		p.inserts[i].order = values[p.inserts[i].slot]
+		if p.inserts[i].slot >= 0 {
+			p.inserts[i].order = values[p.inserts[i].slot]
+		}
 	}
 	for i := range p.updates {
-		if p.updates[i].reorder {
+		if p.updates[i].reorder && p.updates[i].slot >= 0 {
 			p.updates[i].order = values[p.updates[i].slot]
 		}
 	}
@@ -109,6 +111,9 @@ func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderK
 	}
 	keep := increasing(origins[head:])
 	prev, havePrev := int64(0), head > 0
+	// placed: prev is a value tmend gave; a kept row may tie with a row it kept (the
+	// primary key orders those, as it did), not with one it placed.
+	placed := false
 	if havePrev {
 		prev = rows[head-1].Order
 	}
@@ -132,12 +137,14 @@ func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderK
 		if o.Input < 0 || o.Changed {
 			msg = out[o.Start:o.End]
 		}
-		if !tail && o.Input >= 0 && keep[k-head] && (!havePrev || rows[o.Input].Order > prev) {
-			if msg != nil {
-				p.updates = append(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg})
+		if !tail && o.Input >= 0 && keep[k-head] {
+			if ord := rows[o.Input].Order; !havePrev || ord > prev || ord == prev && !placed {
+				if msg != nil {
+					p.updates = append(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg})
+				}
+				prev, havePrev, placed = ord, true, false
+				continue
 			}
-			prev, havePrev = rows[o.Input].Order, true
-			continue
 		}
 		var order int64
 		slot := -1
@@ -148,7 +155,7 @@ func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderK
 			p.fresh++
 		case orderTime:
 			order = between(rows, origins, keep, head, k, prev, havePrev)
-			prev, havePrev = order, true
+			prev, havePrev, placed = order, true, true
 		}
 		if o.Input < 0 {
 			p.inserts = append(p.inserts, rowInsert{template: template(k), msg: msg, order: order, slot: slot})

@@ -57,15 +57,20 @@ func TestPlanRows(t *testing.T) {
 		p := planCase(t, []int64{10, 20, 30, 40}, []int{0, 1, 3, 2}, nil, orderTime)
 		require.Equal(t, rowPlan{updates: []rowUpdate{{key: "r3", order: 25, reorder: true, slot: -1}}}, p)
 	})
-	t.Run("TimeTiesAreBrokenByNewValues", func(t *testing.T) {
+	t.Run("TimeTiesOfKeptRowsStay", func(t *testing.T) {
 		t.Parallel()
-		// Rows with equal times, the second changed: the head is untouched, the rest kept
-		// in order with distinct values.
+		// Rows with equal times keep them (the key orders them, as before); only the
+		// changed message's row is written.
 		p := planCase(t, []int64{10, 10, 10}, []int{0, 1, 2}, map[int]bool{1: true}, orderTime)
-		require.Equal(t, rowPlan{updates: []rowUpdate{
-			{key: "r1", msg: m("m1"), order: 11, reorder: true, slot: -1},
-			{key: "r2", order: 12, reorder: true, slot: -1},
-		}}, p)
+		require.Equal(t, rowPlan{updates: []rowUpdate{{key: "r1", msg: m("m1")}}}, p)
+	})
+	t.Run("TimeInsertAmongTiesMovesTheRowsAfterIt", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{10, 10, 10}, []int{0, -1, 1, 2}, nil, orderTime)
+		require.Equal(t, rowPlan{
+			inserts: []rowInsert{{template: "r0", msg: m("m1"), order: 11, slot: -1}},
+			updates: []rowUpdate{{key: "r1", order: 12, reorder: true, slot: -1}, {key: "r2", order: 13, reorder: true, slot: -1}},
+		}, p)
 	})
 	t.Run("ChangedAndDroppedRows", func(t *testing.T) {
 		t.Parallel()

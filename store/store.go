@@ -36,16 +36,21 @@ type Store struct {
 // Open checks the source mapping against the database (table, column types and
 // privileges; readOnly skips the UPDATE privilege) and prepares its queries.
 func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*Store, error) {
+	// The layouts use the names as Postgres has them; runs keep the source as given.
+	norm, err := src.normalize()
+	if err != nil {
+		return nil, err
+	}
 	var l layout
 	switch src.Layout {
 	case "", LayoutSessions:
-		t, err := checkSource(ctx, pool, src, readOnly)
+		t, err := checkSource(ctx, pool, norm, readOnly)
 		if err != nil {
 			return nil, classify(err)
 		}
-		l = newRowLayout(pool, src, t)
+		l = newRowLayout(pool, norm, t)
 	case LayoutMessages:
-		m, err := openMessageLayout(ctx, pool, src, readOnly)
+		m, err := openMessageLayout(ctx, pool, norm, readOnly)
 		if err != nil {
 			return nil, classify(err)
 		}

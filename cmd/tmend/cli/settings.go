@@ -57,6 +57,7 @@ func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
 	fs.String("session-column", "", "the session id of each row (layout messages)")
 	fs.String("order-column", "", "what orders a session's rows: an integer (a SERIAL id) or a timestamp; the primary key breaks ties (layout messages)")
 	fs.String("message-column", "", "one message, a JSON object (jsonb, json or text; layout messages)")
+	fs.String("message-map", "", `or a message made of columns, key=column,...: id=id,role=role,parts=parts (key=column:json for a text column holding JSON; layout messages)`)
 	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full; layout messages: none unless given)")
 	if writes {
 		fs.Bool("touch-updated-at", false, "also set the updated-at column to now() when a session is repaired or rolled back (needs UPDATE on it)")
@@ -101,7 +102,7 @@ func loadSettings(e *Env, cmd *cobra.Command) (*settings, error) {
 func knownSetting(name string) bool {
 	switch name {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
-		"preset", "layout", "session-column", "order-column", "message-column",
+		"preset", "layout", "session-column", "order-column", "message-column", "message-map",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
 		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after",
@@ -236,10 +237,19 @@ func (s *settings) tableSource() (store.Source, error) {
 	set("messages-column", &src.MessagesColumn)
 	set("session-column", &src.SessionColumn)
 	set("order-column", &src.OrderColumn)
-	set("message-column", &src.MessageColumn)
+	if s.isSet("message-column") {
+		src.MessageColumn, src.MessageMap = s.get("message-column"), nil
+	}
+	if s.isSet("message-map") {
+		m, err := store.ParseMessageMap(s.get("message-map"))
+		if err != nil {
+			return src, usageErrorf("--message-map: %v", err)
+		}
+		src.MessageColumn, src.MessageMap = "", m
+	}
 	set("updated-at-column", &src.UpdatedAtColumn)
-	if src.Layout == store.LayoutMessages && (src.SessionColumn == "" || src.OrderColumn == "" || src.MessageColumn == "") {
-		return src, usageErrorf("--layout messages needs --session-column, --order-column and --message-column (or a --preset)")
+	if src.Layout == store.LayoutMessages && (src.SessionColumn == "" || src.OrderColumn == "" || src.MessageColumn == "" && src.MessageMap == nil) {
+		return src, usageErrorf("--layout messages needs --session-column, --order-column and --message-column or --message-map (or a --preset)")
 	}
 	return src, nil
 }
