@@ -276,8 +276,11 @@ func openMessageLayout(ctx context.Context, pool *pgxpool.Pool, src Source, read
 	return &messageLayout{pool: pool, src: src, t: t, sql: buildMessageSQL(src, t)}, nil
 }
 
-func (l *messageLayout) key() string        { return l.t.key }
-func (l *messageLayout) hasUpdatedAt() bool { return l.src.UpdatedAtColumn != "" }
+func (l *messageLayout) key() string { return l.t.key }
+
+// hasUpdatedAt: incremental runs select the sessions with a row changed since the last
+// run by the updated-at column, else by a timestamp order column (a row added).
+func (l *messageLayout) hasUpdatedAt() bool { return l.src.UpdatedAtColumn != "" || l.t.ordTime }
 
 func buildMessageSQL(src Source, t messageTypes) messageSQL {
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -379,14 +382,15 @@ ORDER BY kid, rn`, sid, t.ident, where, pk, ordKey, ua, order, msg)
 	for v := range 4 {
 		s.full[v] = page(where(bounds(v, 4)...))
 		s.fullAfter[v] = page(where(append([]string{fmt.Sprintf("%s > %s", sid, idParam(5))}, bounds(v, 5)...)...))
-		if src.UpdatedAtColumn != "" {
-			// The sessions with a row changed in the window, in session id order.
+		if src.UpdatedAtColumn != "" || t.ordTime {
+			// The sessions with a row changed (or, by the order's time, added) in the
+			// window, in session id order.
 			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
 			s.incr[v] = page(where(append([]string{window}, bounds(v, 6)...)...))
 			s.incrAfter[v] = page(where(append([]string{window, fmt.Sprintf("%s > %s", sid, idParam(7))}, bounds(v, 7)...)...))
 		}
 	}
-	if src.UpdatedAtColumn != "" {
+	if src.UpdatedAtColumn != "" || t.ordTime {
 		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT DISTINCT %s FROM %s t WHERE %s >= $1::timestamptz::%s`, sid, t.ident, ua, uaType)
 	}
 	s.split = fmt.Sprintf(`WITH s AS (SELECT %[1]s AS k FROM %[2]s t TABLESAMPLE SYSTEM ($2))

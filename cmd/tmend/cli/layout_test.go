@@ -192,14 +192,18 @@ func TestScanRepairsPresetTables(t *testing.T) {
 				}
 			}
 
-			r = runCLI(t, "", b.env, append([]string{"scan", "--json"}, preset...)...)
+			// Partitions are ranges of session ids: each session read once, whole.
+			r = runCLI(t, "", b.env, append([]string{"scan", "--json", "--partitions", "3"}, preset...)...)
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			var run struct {
-				ID     int64          `json:"id"`
-				Counts map[string]int `json:"counts"`
+				ID         int64          `json:"id"`
+				Counts     map[string]int `json:"counts"`
+				Partitions int            `json:"partitions"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
 			require.Equal(t, len(broken), run.Counts["repaired"], r.stdout)
+			require.Equal(t, n, run.Counts["scanned"], r.stdout)
+			require.Greater(t, run.Partitions, 1, r.stdout)
 
 			after := p.sessions(t, b)
 			require.Len(t, after, n)
