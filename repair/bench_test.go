@@ -135,3 +135,37 @@ func BenchmarkManyKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRepairLangChain repairs 64 medium LangChain sessions in each stored form, plain
+// and with a chat model's copies of each call, clean and all broken.
+func BenchmarkRepairLangChain(b *testing.B) {
+	for _, v := range []string{"flat", "flat-openai", "data", "data-anthropic", "lc", "lc-responses"} {
+		for _, kind := range []string{"clean", "broken"} {
+			b.Run(v+"/"+kind, func(b *testing.B) {
+				cfg := gen.Config{Seed: 42, Dialect: repair.LangChain, Variant: v, Sessions: 64, Messages: 45}
+				if kind == "broken" {
+					cfg.FaultRate = 1
+				}
+				var corpus [][]byte
+				var bytes int64
+				if err := gen.Generate(cfg, func(s gen.Session) error {
+					corpus = append(corpus, arrayOf(s.Messages))
+					bytes += int64(len(corpus[len(corpus)-1]))
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(bytes / int64(len(corpus)))
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					if _, err := repair.Repair(corpus[n%len(corpus)], repair.Options{}); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sessions/s")
+			})
+		}
+	}
+}

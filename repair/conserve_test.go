@@ -3,6 +3,7 @@ package repair_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,6 +49,24 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 		case map[string]any:
 			typ, _ := str(x, "type")
 			role, _ := str(x, "role")
+			if depth == 0 {
+				switch kind, fields := langChainMessage(x); kind {
+				case "tool":
+					if id, ok := str(fields, "tool_call_id"); ok {
+						results = append(results, toolRef{strings.TrimSpace(id), without(fields, "tool_call_id")})
+					}
+					return
+				case "ai":
+					if onlyWhereRead {
+						// Providers read the calls of tool_calls and invalid_tool_calls (the
+						// copies elsewhere in the message are the same calls).
+						for _, k := range []string{"tool_calls", "invalid_tool_calls"} {
+							walk(fields[k], true, depth+1)
+						}
+						return
+					}
+				}
+			}
 			addResult := func(o map[string]any, k string) {
 				if id, ok := str(o, k); ok {
 					results = append(results, toolRef{strings.TrimSpace(id), without(o, k)})
@@ -120,12 +139,107 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 					role != "assistant" && role != "model") {
 					continue // calls are read only in the model's messages (a role-less one is rejected whole)
 				}
-				walk(e, k == "tool_calls", depth+1)
+				walk(e, k == "tool_calls" || k == "invalid_tool_calls", depth+1)
 			}
 		}
 	}
 	walk(v, false, 0)
 	return calls, results
+}
+
+// langChainMessage reads a LangChain message in any of its stored forms: flat, {type,
+// data} or {lc, type:"constructor", id, kwargs}. kind is "ai", "tool" or "" (another
+// message, or none), fields the object holding its fields.
+func langChainMessage(x map[string]any) (kind string, fields map[string]any) {
+	if _, ok := x["role"]; ok {
+		return "", nil
+	}
+	typ, _ := x["type"].(string)
+	fields = x
+	if kw, ok := x["kwargs"].(map[string]any); ok && typ == "constructor" && x["lc"] != nil {
+		id, _ := x["id"].([]any)
+		if len(id) == 0 {
+			return "", nil
+		}
+		typ, _ = id[len(id)-1].(string)
+		fields = kw
+	} else if data, ok := x["data"].(map[string]any); ok {
+		fields = data
+	}
+	switch typ {
+	case "ai", "AIMessageChunk", "AIMessage":
+		return "ai", fields
+	case "tool", "ToolMessageChunk", "ToolMessage":
+		return "tool", fields
+	}
+	return "", nil
+}
+
+// checkLangChainCopies asserts that each provider copy of a call in a LangChain AI
+// message of out (content tool_use / tool_call blocks, additional_kwargs.tool_calls,
+// response_metadata.output items, tool_call_chunks) copies a call the message still has:
+// one whose call went must have gone with it, one whose call's id changed must carry the
+// new id.
+func checkLangChainCopies(t testing.TB, out []byte) {
+	t.Helper()
+	var msgs []map[string]any
+	if json.Unmarshal(out, &msgs) != nil {
+		return
+	}
+	elems := func(v any) []map[string]any {
+		var o []map[string]any
+		arr, _ := v.([]any)
+		for _, e := range arr {
+			if m, ok := e.(map[string]any); ok {
+				o = append(o, m)
+			}
+		}
+		return o
+	}
+	for i, m := range msgs {
+		kind, f := langChainMessage(m)
+		if kind != "ai" {
+			continue
+		}
+		calls := map[string]bool{}
+		for _, k := range []string{"tool_calls", "invalid_tool_calls"} {
+			for _, c := range elems(f[k]) {
+				if id, ok := c["id"].(string); ok {
+					calls[strings.TrimSpace(id)] = true
+				}
+			}
+		}
+		var copies []string
+		for _, b := range elems(f["content"]) {
+			switch b["type"] {
+			case "tool_use", "tool_call", "tool_call_chunk", "invalid_tool_call":
+				copies = append(copies, fmt.Sprint(b["id"]))
+			case "function_call":
+				copies = append(copies, fmt.Sprint(b["call_id"]))
+			}
+		}
+		kw, _ := f["additional_kwargs"].(map[string]any)
+		for _, c := range elems(kw["tool_calls"]) {
+			copies = append(copies, fmt.Sprint(c["id"]))
+		}
+		meta, _ := f["response_metadata"].(map[string]any)
+		for _, it := range elems(meta["output"]) {
+			if typ, _ := it["type"].(string); strings.HasSuffix(typ, "_call") && it["call_id"] != nil {
+				copies = append(copies, fmt.Sprint(it["call_id"]))
+			}
+		}
+		for _, c := range elems(f["tool_call_chunks"]) {
+			if c["id"] != nil {
+				copies = append(copies, fmt.Sprint(c["id"]))
+			}
+		}
+		for _, id := range copies {
+			require.True(t, calls[strings.TrimSpace(id)], "message %d keeps a copy of call %q, which it no longer has\n%s", i, id, out)
+		}
+		if tc, ok := kw["tool_calls"].([]any); ok {
+			require.NotEmpty(t, tc, "message %d: an empty additional_kwargs.tool_calls (ChatOpenAI would send it)", i)
+		}
+	}
 }
 
 var surrogateEscape = regexp.MustCompile(`(?i)\\ud[89a-f]`)
@@ -153,6 +267,7 @@ func checkConservation(t testing.TB, in, out []byte) {
 	if surrogateEscape.Match(in) {
 		return // encoding/json, which the oracle decodes with, conflates lone surrogates
 	}
+	checkLangChainCopies(t, out)
 	_, inResults := toolRefs(t, in, false)
 	outCalls, outResults := toolRefs(t, out, false)
 	readCalls, _ := toolRefs(t, out, true)

@@ -96,6 +96,16 @@ type spec struct {
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
 	synth             func(c *part, text string) []byte
 	wrap              func(parts [][]byte) []byte
+	// synthFor, when set, is used instead of synth: the synthetic result for call c of
+	// message m, for a dialect whose result shape depends on the call's message (the
+	// stored form of a LangChain message).
+	synthFor func(m *message, c *part, text string) []byte
+	// rebuild, when set, writes a message that lost parts or whose parts changed
+	// (removed is per part), instead of replacing its partsKey array: for a dialect whose
+	// parts are not one array of the message, or that keeps copies of them elsewhere in
+	// the message (LangChain's nested forms, invalid_tool_calls and provider mirrors).
+	// ok is false when nothing of the message is left. Only non-block dialects use it.
+	rebuild func(m *message, removed []bool) (raw []byte, ok bool)
 
 	// mayHideResultID reports whether a result part without an id may carry one in a
 	// member tmend does not read (it is then not dropped as an orphan); nil: any id-like
@@ -111,6 +121,7 @@ type msgFacts struct {
 	role, typ, content                   []byte
 	hasRole, hasToolCallID, hasToolCalls bool
 	hasToolInvocations                   bool
+	format2                              bool // a content object of format 2 (Mastra)
 	// parts is the message's parts array's blocks, when it has one (hasParts).
 	parts    []block
 	hasParts bool
@@ -160,6 +171,9 @@ type part struct {
 	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
 	// while nothing follows its turn it is pending however old the session is.
 	awaiting bool
+	// invalid: a LangChain invalid_tool_calls entry (arguments that did not parse), which
+	// some clients send as a call and others do not.
+	invalid bool
 }
 
 // message is one transcript element with what tmend found in it.
@@ -182,6 +196,13 @@ type message struct {
 	known     bool
 	failed    bool // the turn ended in error or was aborted
 	reasoning bool // a Responses reasoning item
+	// knownValues are values inside raw that the dialect recognised outside the parts
+	// array (LangChain's provider copies of its calls, and calls in a nested object or in
+	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
+	knownValues [][]byte
+	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
+	// scanner's), or 0 when it has none.
+	fieldsAt int32
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -246,6 +267,17 @@ type parser struct {
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
 	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
 	providerCalls map[string]bool
+	// unknown says why a message is not one the dialect can read as its own although it
+	// looks like one (a LangChain message in another stored form than the transcript's
+	// others): the transcript is then of no known dialect.
+	unknown    string
+	unknownMsg int
+	// form is the stored form of the transcript's messages, for a dialect that has
+	// several (LangChain); 0 until a message sets it. formMsg is that message.
+	form        uint8
+	formMsg     int
+	knownValues [][]byte    // every message's knownValues, in one allocation
+	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.
@@ -473,7 +505,7 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 	var first [16]int // by registry index (room for 16 dialects): 1 + the first message with the signal
 	var order []Dialect
 	for i := range msgs {
-		if k := messageSignal(&msgs[i]); k >= 0 && first[k] == 0 {
+		if k := messageSignal(&msgs[i], ps); k >= 0 && first[k] == 0 {
 			first[k] = i + 1
 			order = append(order, registry[k].name)
 		}
@@ -501,7 +533,7 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 }
 
 // messageSignal returns the registry index of the dialect whose message shape m has, or -1.
-func messageSignal(m *message) int {
+func messageSignal(m *message, ps *parser) int {
 	var f msgFacts
 	for _, mb := range m.ms {
 		switch mb.code {
@@ -520,6 +552,9 @@ func messageSignal(m *message) int {
 			f.hasToolInvocations = true
 		case keyContent:
 			f.content = mb.val(m.raw)
+			if content, ok := m.fields(ps, keyContent); ok {
+				f.format2 = isFormat2(content)
+			}
 		}
 	}
 	for k, s := range registry {
@@ -545,6 +580,9 @@ func blocksSignal(m *message, ps *parser) Dialect {
 // blockSignal names the dialect a content block's shape belongs to, if only one uses it.
 func blockSignal(o obj) Dialect {
 	typ := o.get(keyType)
+	if isString(typ, "text") {
+		return "" // most blocks, and no dialect's call or result
+	}
 	for _, s := range registry {
 		if s.blockSignal != nil && s.blockSignal(o, typ) {
 			return s.name
@@ -598,6 +636,38 @@ func (s wordSet) has(w []byte) bool {
 		}
 	}
 	return false
+}
+
+// fields returns m's object member key as the scanner collected it (see fieldsKey): its
+// members, and the blocks of its block arrays in arrays. ok is false when m has no such
+// object.
+func (m *message) fields(ps *parser, key keyCode) (o fieldsView, ok bool) {
+	if m.fieldsAt <= 0 || int(m.fieldsAt) > len(ps.fields) {
+		return o, false
+	}
+	f := &ps.fields[m.fieldsAt-1]
+	if f.key != key {
+		return o, false
+	}
+	mb, _ := findCode(m.ms, key)
+	return fieldsView{obj{mb.val(m.raw), f.ms, ps}, &f.arrays}, true
+}
+
+// fieldsView is an object member of a message with what the scanner collected of it.
+type fieldsView struct {
+	obj
+	arrays *[len(blockArrays)][]block
+}
+
+// blocks returns the blocks of its array member key (one of blockArrays).
+func (v fieldsView) blocks(key keyCode) ([]block, bool) {
+	for k, c := range blockArrays {
+		if c == key && v.arrays[k] != nil {
+			return v.arrays[k], true
+		}
+	}
+	pv := v.get(key)
+	return nil, len(pv) > 0 && pv[0] == '['
 }
 
 func (m *message) has(key keyCode) bool { _, ok := findCode(m.ms, key); return ok }

@@ -1,44 +1,353 @@
 package repair
 
-// LangChain is LangChain's flat message serialization: {type:"ai", tool_calls:[{id, name,
-// args}]}, answered by {type:"tool", tool_call_id}.
+import (
+	"fmt"
+	"strings"
+)
+
+// LangChain is a list of LangChain messages as the libraries store them, in one of three
+// forms:
+//   - flat, {type:"ai", content, tool_calls, ...}: JS PostgresChatMessageHistory, which
+//     stores a message's fields beside its type;
+//   - {type:"ai", data:{content, tool_calls, ...}}: Python message_to_dict, JS
+//     mapChatMessagesToStoredMessages;
+//   - {lc:1, type:"constructor", id:[..., "AIMessage"], kwargs:{...}}: Python dumpd, JS
+//     JSON.stringify, LangGraph's checkpoint serializer.
+//
+// A store writes one form, and a library reads back only its own, so a transcript
+// mixing them is refused (unknown_dialect). An AI message's calls are its tool_calls
+// [{id, name, args}] and its invalid_tool_calls [{id, name, args:"<string>", error}]
+// (arguments that did not parse; langchain-openai still sends them to the provider), each
+// answered by a tool message {type:"tool", tool_call_id}. The provider's own copies of a
+// call in the same message (langchain_mirrors.go) are the same call: they are kept in
+// step with it, and one that copies no call is refused.
 const LangChain Dialect = "langchain"
 
 var langChainSpec = &spec{
 	name:  LangChain,
 	parse: parseLangChain,
 	messageSignal: func(f msgFacts) bool {
-		switch string(f.typ) {
-		case "ai", "human", "tool", "system", "AIMessageChunk":
-			return !f.hasRole
-		}
-		return false
+		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
-	synth: func(c *part, text string) []byte {
-		return objectBuilder(nil).str("type", "tool").str("content", text).raw("tool_call_id", c.idRaw).
-			str("name", c.name).str("status", "error").done()
+	synth: func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
+	synthFor: func(m *message, c *part, text string) []byte {
+		var v lcView
+		lcRead(m, &parser{}, &v)
+		return lcSynth(v, c, text)
 	},
+	rebuild: rebuildLangChain,
 }
 
-// langChainTypes are the message types LangChain serialises (BaseMessage._getType()).
+// lcForm is a stored form of LangChain messages.
+type lcForm uint8
+
+const (
+	lcFlat lcForm = iota + 1
+	lcData
+	lcConstructor
+)
+
+func (f lcForm) String() string {
+	switch f {
+	case lcFlat:
+		return "the flat form {type, ...fields}"
+	case lcData:
+		return "the {type, data} form"
+	}
+	return "the constructor form {lc, type, id, kwargs}"
+}
+
+type lcKind uint8
+
+const (
+	lcNone lcKind = iota // not a LangChain message
+	lcAI
+	lcTool
+	lcOther // human, system, chat, function, remove
+)
+
+// langChainTypes are the message types LangChain serialises (BaseMessage._getType()), for
+// telling a transcript without any dialect's calls clean (plainMessage).
 var langChainTypes = words("ai", "AIMessageChunk", "human", "system", "tool", "function", "chat", "developer", "generic")
 
-func parseLangChain(m *message, ps *parser) error {
-	typ := m.word(keyType)
-	m.known = langChainTypes.has(typ)
+// lcTypeKind reads the type of the flat and {type, data} forms: Python's type field
+// (chunks have their class name) and JS's _getType().
+func lcTypeKind(typ []byte) lcKind {
 	switch string(typ) {
 	case "ai", "AIMessageChunk":
-		m.kind = msgAssistant
-		m.failed = failedTurn(m)
-		m.otherContent = !isEmptyValue(m.get(keyContent))
-		checkForeignContent(m, ps)
-		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {
-			callShape(p, o, pathID, o, o, keyArgs, false)
-		})
-	case "tool":
-		parseResultMessage(m, ps, pathToolCallID, keyName)
+		return lcAI
+	case "tool", "ToolMessageChunk":
+		return lcTool
+	case "human", "system", "generic", "chat", "function", "remove", "developer",
+		"HumanMessageChunk", "SystemMessageChunk", "ChatMessageChunk", "FunctionMessageChunk":
+		return lcOther
+	}
+	return lcNone
+}
+
+// lcClassKind reads the class name that ends the constructor form's id.
+func lcClassKind(class []byte) lcKind {
+	switch string(class) {
+	case "AIMessage", "AIMessageChunk":
+		return lcAI
+	case "ToolMessage", "ToolMessageChunk":
+		return lcTool
+	case "HumanMessage", "HumanMessageChunk", "SystemMessage", "SystemMessageChunk", "ChatMessage",
+		"ChatMessageChunk", "FunctionMessage", "FunctionMessageChunk", "RemoveMessage":
+		return lcOther
+	}
+	return lcNone
+}
+
+// lcView is a LangChain message as its form keeps it: the object holding its fields
+// (the message itself, data or kwargs) and what kind of message it is.
+type lcView struct {
+	form  lcForm // 0: not a LangChain message
+	kind  lcKind
+	inner obj
+	outer keyCode // the member inner is: keyOther (flat), keyData or keyKwargs
+	id    []byte  // the constructor form's id array
+	// arrays are inner's block arrays as the scanner collected them; nil when it did not
+	// (a message read again after parsing).
+	arrays *[len(blockArrays)][]block
+}
+
+// blocks returns the scanned blocks of inner's array member key, and whether there are
+// any to go by (else the member is read from its bytes).
+func (v *lcView) blocks(key keyCode) ([]block, bool) {
+	if v.arrays == nil {
+		return nil, false
+	}
+	for k, c := range blockArrays {
+		if c == key {
+			return v.arrays[k], true
+		}
+	}
+	return nil, false
+}
+
+// fieldsOf returns m's fields object under key as the scanner collected it: its members
+// and block arrays, without reading it again.
+func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
+	if m.fieldsAt > 0 && int(m.fieldsAt) <= len(ps.fields) {
+		if f := &ps.fields[m.fieldsAt-1]; f.key == key {
+			mb, _ := findCode(m.ms, key)
+			v.arrays = &f.arrays
+			return obj{mb.val(m.raw), f.ms, ps}
+		}
+	}
+	return obj{m.raw, m.ms, ps}.sub(key)
+}
+
+// lcRead finds m's form and fields, into v (filled in place: it is read for every
+// message). Their members are in ps's scratch space until the caller resets it.
+func lcRead(m *message, ps *parser, v *lcView) {
+	var typ, idv []byte
+	nested := keyOther
+	for _, mb := range m.ms {
+		switch mb.code {
+		case keyType:
+			typ = wordOf(mb.val(m.raw))
+		case keyID:
+			idv = mb.val(m.raw)
+		case keyData, keyKwargs:
+			if mb.valStart < mb.valEnd && m.raw[mb.valStart] == '{' {
+				nested = mb.code
+			}
+		}
+	}
+	self := obj{m.raw, m.ms, ps}
+	v.inner, v.form, v.outer, v.arrays = self, 0, keyOther, nil
+	switch {
+	case nested == keyKwargs && string(typ) == "constructor" && len(idv) > 0 && idv[0] == '[' && self.hasName("lc"):
+		if v.kind = lcClassKind(lastWord(idv)); v.kind != lcNone {
+			v.form, v.inner, v.outer, v.id = lcConstructor, v.fieldsOf(m, ps, keyKwargs), keyKwargs, idv
+		}
+	case nested == keyData:
+		if v.kind = lcTypeKind(typ); v.kind != lcNone {
+			v.form, v.inner, v.outer = lcData, v.fieldsOf(m, ps, keyData), keyData
+		}
 	default:
-		checkForeignContent(m, ps)
+		if v.kind = lcTypeKind(typ); v.kind != lcNone {
+			v.form, v.arrays = lcFlat, &m.arrays
+		}
+	}
+}
+
+// hasName reports whether o has a member named name (one without a key code).
+func (o obj) hasName(name string) bool { _, ok := findMember(o.raw, o.ms, name); return ok }
+
+// lastWord is the last element of the array v when it is a string without escapes.
+func lastWord(v []byte) []byte {
+	var last []byte
+	eachElement(v, func(e []byte) bool { last = e; return true })
+	return wordOf(last)
+}
+
+func parseLangChain(m *message, ps *parser) error {
+	mark := len(ps.scratch)
+	defer func() { ps.scratch = ps.scratch[:mark] }()
+	var v lcView
+	lcRead(m, ps, &v)
+	m.known = v.form != 0
+	if v.form != 0 {
+		switch {
+		case ps.form == 0:
+			ps.form, ps.formMsg = uint8(v.form), ps.msg
+		case lcForm(ps.form) != v.form && ps.unknown == "":
+			ps.unknown, ps.unknownMsg = fmt.Sprintf("a LangChain message in %s, where message %d is in %s; "+
+				"a store writes one form, and a library reads back only its own", v.form, ps.formMsg, lcForm(ps.form)), ps.msg
+		}
+	}
+	switch v.kind {
+	case lcAI:
+		parseLangChainAI(m, ps, &v)
+	case lcTool:
+		m.kind = msgResult
+		p := part{raw: m.raw}
+		idPath := pathToolCallID
+		switch v.outer {
+		case keyData:
+			idPath = pathDataToolCallID
+		case keyKwargs:
+			idPath = pathKwargsToolCallID
+		}
+		resultShape(&p, v.inner, idPath)
+		p.name, _ = inputString(v.inner.get(keyName))
+		blks, _ := v.blocks(keyContent)
+		p.synthetic = isSyntheticText(v.inner.get(keyContent), blks)
+		m.parts = ps.one(p)
+	default:
+		if v.form == lcFlat || v.form == 0 {
+			checkForeignContent(m, ps)
+		} else if ps.detected != "" && ps.foreign == "" {
+			blks, have := v.blocks(keyContent)
+			ps.eachBlock(v.inner.get(keyContent), blks, have, func(_ []byte, o obj) { ps.checkForeign(o) })
+		}
 	}
 	return nil
+}
+
+// Paths from a tool message to its tool_call_id in the nested forms.
+var (
+	pathDataToolCallID   = []keyCode{keyData, keyToolCallID}
+	pathKwargsToolCallID = []keyCode{keyKwargs, keyToolCallID}
+)
+
+// parseLangChainAI reads an AI message: its calls (tool_calls, then invalid_tool_calls,
+// one part per element of each) and the provider copies of them.
+func parseLangChainAI(m *message, ps *parser, v *lcView) {
+	m.kind = msgAssistant
+	m.failed = failedTurn(m) || v.form != lcFlat && failedTurn(&message{raw: v.inner.raw, ms: v.inner.ms})
+	m.partsKey = keyToolCalls
+	start := len(ps.parts)
+	flat := v.form == lcFlat
+	tcBlocks, have := v.blocks(keyToolCalls)
+	ps.eachElem(v.inner.get(keyToolCalls), tcBlocks, have, func(raw []byte, o obj, isObj bool) {
+		ps.parts = append(ps.parts, part{raw: raw})
+		if isObj {
+			callShape(&ps.parts[len(ps.parts)-1], o, pathID, o, o, keyArgs, false)
+		}
+	})
+	f := readLCFields(v.inner)
+	ps.eachElem(f.invalid, nil, false, func(raw []byte, o obj, isObj bool) {
+		ps.parts = append(ps.parts, part{raw: raw})
+		// One without an id is not sent as a call (nothing could answer it).
+		if idv := o.get(keyID); isObj && len(idv) > 0 && string(idv) != "null" {
+			pt := &ps.parts[len(ps.parts)-1]
+			callShape(pt, o, pathID, o, o, keyArgs, false)
+			pt.invalid = true
+		}
+	})
+	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
+	knownFrom := len(ps.knownValues)
+	own := 0 // a flat message's own tool_calls blocks, which the search knows already
+	if flat {
+		own = len(tcBlocks)
+	}
+	for pi := own; pi < len(m.parts); pi++ {
+		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(pt) {
+			ps.knownValues = append(ps.knownValues, pt.raw)
+		}
+	}
+	m.otherContent = lcMirrors(m, ps, v, f)
+	if len(ps.knownValues) > knownFrom {
+		m.knownValues = ps.knownValues[knownFrom:len(ps.knownValues):len(ps.knownValues)]
+	}
+}
+
+// eachElem calls fn with each element of the array v and, for an object, its members
+// (in the parser's scratch space until fn returns). have says blks are v's elements
+// already scanned (a flat message's own block arrays).
+func (ps *parser) eachElem(v []byte, blks []block, have bool, fn func(raw []byte, o obj, isObj bool)) {
+	if have && blks != nil {
+		for _, b := range blks {
+			fn(b.raw, obj{b.raw, b.ms, ps}, b.ms != nil || b.raw[0] == '{')
+		}
+		return
+	}
+	if len(v) == 0 || v[0] != '[' {
+		return
+	}
+	eachElement(v, func(e []byte) bool {
+		mark := len(ps.scratch)
+		o, ok, err := ps.obj(e)
+		if err != nil && ps.err == nil {
+			ps.err, ps.errMsg = err, ps.msg
+		}
+		fn(e, o, ok)
+		ps.scratch = ps.scratch[:mark]
+		return true
+	})
+}
+
+// eachBlock is eachElem for the object elements only.
+func (ps *parser) eachBlock(v []byte, blks []block, have bool, fn func(raw []byte, o obj)) {
+	ps.eachElem(v, blks, have, func(raw []byte, o obj, isObj bool) {
+		if isObj {
+			fn(raw, o)
+		}
+	})
+}
+
+// lcSynth is the synthetic ToolMessage for call c, in the form of the call's message v:
+// the flat form's fields beside its type, the data form's in data (with the type inside
+// too where the call's message has it, as Python's model_dump writes), the constructor
+// form's in kwargs under the call's own namespace.
+func lcSynth(v lcView, c *part, text string) []byte {
+	var f objectBuilder
+	innerType := v.form == lcData && v.inner.has(keyType)
+	if v.form == lcFlat || innerType {
+		f = f.str("type", "tool")
+	}
+	f = f.str("content", text).raw("tool_call_id", c.idRaw).str("name", c.name).str("status", "error")
+	switch v.form {
+	case lcData:
+		return objectBuilder(nil).str("type", "tool").raw("data", f.done()).done()
+	case lcConstructor:
+		return objectBuilder(nil).raw("lc", []byte("1")).str("type", "constructor").
+			raw("id", lcClassID(v.id, "ToolMessage")).raw("kwargs", f.done()).done()
+	}
+	return f.done()
+}
+
+// lcClassID is the constructor id array id with its class name replaced by class: the
+// namespace (["langchain_core","messages"] from JS, ["langchain","schema","messages"]
+// from Python) kept as written.
+func lcClassID(id []byte, class string) []byte {
+	var elems [][]byte
+	eachElement(id, func(e []byte) bool { elems = append(elems, e); return true })
+	if len(elems) == 0 {
+		return joinArray([][]byte{jsonString("langchain_core"), jsonString("messages"), jsonString(class)})
+	}
+	elems[len(elems)-1] = jsonString(class)
+	return joinArray(elems)
+}
+
+// lcKey is a call's key for matching its copies: its id without surrounding white space.
+func lcKey(pt *part) (string, bool) {
+	if pt.kind != partCall || !pt.hasID {
+		return "", false
+	}
+	return strings.TrimSpace(pt.id), true
 }

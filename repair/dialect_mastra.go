@@ -11,40 +11,31 @@ var mastraSpec = &spec{
 	parse:   parseMastra,
 	inPlace: true,
 	messageSignal: func(f msgFacts) bool {
-		return len(f.content) > 0 && f.content[0] == '{' && uiRoles.has(f.role) && isMastraContent(f.content)
+		return f.format2 && uiRoles.has(f.role)
 	},
 }
 
-// isMastraContent reports a content object of format 2.
-func isMastraContent(v []byte) bool {
-	if len(v) == 0 || v[0] != '{' {
-		return false
-	}
-	ms, err := membersOf(v)
-	if err != nil {
-		return false
-	}
-	f, ok := findCode(ms, keyFormat)
-	return ok && string(f.val(v)) == "2"
+// isFormat2 reports a content object of format 2.
+func isFormat2(content fieldsView) bool {
+	f, ok := findCode(content.ms, keyFormat)
+	return ok && string(f.val(content.raw)) == "2"
 }
 
 func parseMastra(m *message, ps *parser) error {
 	role := m.word(keyRole)
-	v := m.get(keyContent)
-	m.known = uiRoles.has(role) && isMastraContent(v)
+	content, ok := m.fields(ps, keyContent)
+	m.known = ok && uiRoles.has(role) && isFormat2(content)
 	if !m.known {
 		return nil
 	}
 	if string(role) == "assistant" {
 		m.kind = msgAssistant
 	}
-	holder := obj{raw: v, ps: ps}
-	holder.ms, _ = membersOf(v) // kept apart from the scratch space the parts use
-	m.otherContent = !isEmptyValue(holder.get(keyContent))
-	if pv := holder.get(keyParts); len(pv) > 0 && pv[0] == '[' {
-		parseInPlaceParts(m, ps, keyContent, keyParts, parseBlockList(pv), holder)
-	} else if tv := holder.get(keyToolInvocations); len(tv) > 0 && tv[0] == '[' {
-		parseInPlaceParts(m, ps, keyContent, keyToolInvocations, parseBlockList(tv), holder)
+	m.otherContent = !isEmptyValue(content.get(keyContent))
+	if blks, ok := content.blocks(keyParts); ok {
+		parseInPlaceParts(m, ps, keyContent, keyParts, blks, content.obj)
+	} else if tv := content.get(keyToolInvocations); len(tv) > 0 && tv[0] == '[' {
+		parseInPlaceParts(m, ps, keyContent, keyToolInvocations, parseBlockList(tv), content.obj)
 	}
 	return nil
 }

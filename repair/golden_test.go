@@ -242,6 +242,10 @@ func generatedCases(t *testing.T, d repair.Dialect) []goldenCase {
 		}
 	}
 	add("combined", gen.Config{Seed: 3, Dialect: d, Sessions: 1, Messages: 14, FaultRate: 1, MaxFaults: 4})
+	// A dialect stored in several shapes: the same broken session in each of them.
+	for _, v := range gen.Variants(d) {
+		add("combined-"+v, gen.Config{Seed: 68, Dialect: d, Variant: v, Sessions: 1, Messages: 14, FaultRate: 1, MaxFaults: 4})
+	}
 	return cases
 }
 

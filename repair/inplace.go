@@ -310,9 +310,14 @@ func (p *plan) dropBareMarkers() {
 				break
 			}
 		}
-		if bare {
-			for pi := range m.parts {
+		if !bare {
+			continue
+		}
+		for pi := range m.parts {
+			if !e.removed[pi] {
 				e.removed[pi] = true
+				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage, Action: ActionDrop, MessageIndex: i,
+					Detail: "step-start part of a message left with nothing else"})
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -602,30 +603,77 @@ type scanner struct {
 	members      []member // of messages
 	blockMembers []member // of blocks; a slab of its own, filled while members grows
 	blocks       []block
+	fieldMembers []member    // of fields objects
+	fields       []fieldsObj // the messages' fields objects (message.fieldsAt)
 }
 
-// scanMessage validates the object at b[start] and returns its members and the blocks
-// of its blockArrays members (indexed like blockArrays), and its end.
-func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, end int, err error) {
+// fieldsKey reports a message member whose object value holds the message's own fields
+// (LangChain's {type, data} and {lc, type, id, kwargs} forms, Mastra's content object):
+// the scanner collects its members and block arrays in the same pass as the message's,
+// so they are scanned once.
+func fieldsKey(code keyCode) bool { return code == keyData || code == keyKwargs || code == keyContent }
+
+// fieldsObj is a message's fields object: the member holding it, its members (offsets
+// relative to the object) and the blocks of its blockArrays members.
+type fieldsObj struct {
+	key    keyCode
+	ms     []member
+	arrays [len(blockArrays)][]block
+}
+
+// scanMessage validates the object at b[start] and returns its members, the blocks of
+// its blockArrays members (indexed like blockArrays), its first fields object (key
+// keyOther when it has none) and its end.
+func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, in fieldsObj, end int, err error) {
 	base := len(sc.members)
 	sc.members, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
+		if b[vstart] == '{' {
+			return sc.scanFields(b, code, vstart, &in)
+		}
 		for k, c := range blockArrays {
 			if code == c {
 				bbase := len(sc.blocks)
-				vend, err := sc.scanBlocks(b, vstart)
+				vend, err := sc.scanBlocks(b, vstart, 3)
 				arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
 				return vend, true, err
 			}
 		}
 		return 0, false, nil
 	})
-	return sc.members[base:len(sc.members):len(sc.members)], arrays, end, err
+	return sc.members[base:len(sc.members):len(sc.members)], arrays, in, end, err
 }
 
-// scanBlocks validates the array at b[i] (a message member, so at depth 3) and appends
-// its elements to sc.blocks.
-func (sc *scanner) scanBlocks(b []byte, i int) (int, error) {
-	const depth = 3
+// scanFields scans the fields object at b[vstart], the value of message member code,
+// into in, with the blocks of its blockArrays members; ok is false for a second one
+// (scanned as any value; the key check fails it if it repeats the first).
+func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj) (int, bool, error) {
+	if in.key != keyOther {
+		return 0, false, nil
+	}
+	fbase := len(sc.fieldMembers)
+	var vend int
+	var err error
+	sc.fieldMembers, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
+		if b[vs] != '[' {
+			return 0, false, nil // a fields object inside: scanned as any value
+		}
+		for k, key := range blockArrays {
+			if c == key {
+				bbase := len(sc.blocks)
+				vend, err := sc.scanBlocks(b, vs, 4)
+				in.arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
+				return vend, true, err
+			}
+		}
+		return 0, false, nil
+	})
+	in.key, in.ms = code, sc.fieldMembers[fbase:len(sc.fieldMembers):len(sc.fieldMembers)]
+	return vend, true, err
+}
+
+// scanBlocks validates the array at b[i], at nesting level depth (3 for a message
+// member), and appends its elements to sc.blocks.
+func (sc *scanner) scanBlocks(b []byte, i, depth int) (int, error) {
 	return scanElements(b, i, depth, func(j int) (int, error) {
 		blk := block{}
 		var end int
@@ -654,7 +702,7 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
 // value itself and returns its end. value is asked only about members whose value is an
-// array (all its callers look for one), which spares a call per member, and is given the
+// array (all its callers look for one) or a fields object (fieldsKey), which spares a call per member, and is given the
 // code of the decoded key: a key spelled with escapes is the same key. It is scanPairs written out rather than called with
 // a callback: every message and block goes through here, and the callback (with out
 // captured by reference) cost about a tenth of a repair.
@@ -688,7 +736,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 		}
 		var vend int
 		handled := false
-		if value != nil && b[vs] == '[' {
+		if value != nil && (b[vs] == '[' || b[vs] == '{' && fieldsKey(code)) {
 			vend, handled, err = value(code, vs)
 		}
 		if !handled {
@@ -928,8 +976,8 @@ func isEmptyValue(v []byte) bool {
 	}
 	switch v[0] {
 	case '"':
-		s, _ := stringValue(v)
-		return len(bytes.TrimSpace([]byte(s))) == 0
+		s, _ := inputString(v) // only looked at: no copy for a string without escapes
+		return len(strings.TrimSpace(s)) == 0
 	case '[', '{':
 		return skipSpace(v, 1) == len(v)-1
 	}

@@ -46,6 +46,8 @@ const (
 	keyContents
 	keyUpdatedAt
 	keyUpdatedAtCamel
+	keyData   // LangChain's {type, data} form
+	keyKwargs // LangChain's {lc, type:"constructor", id, kwargs} form
 	// Not looked up, but in most messages of some dialect: known, their duplicate check
 	// is a bit test too.
 	keyTimestamp
@@ -79,6 +81,7 @@ var keyNames = [keyCount]string{
 	keyStopReason: "stopReason", keyStopReasonSnake: "stop_reason", keyPartialJSON: "partialJson",
 	keyPartialArgs: "partialArgs", keyPartial: "partial", keyIncomplete: "incomplete", keyStatus: "status",
 	keyMessages: "messages", keyContents: "contents", keyUpdatedAt: "updated_at", keyUpdatedAtCamel: "updatedAt",
+	keyData: "data", keyKwargs: "kwargs",
 	keyTimestamp: "timestamp", keyAPI: "api", keyProvider: "provider", keyModel: "model", keyUsage: "usage",
 	keyThinking: "thinking", keySignature: "signature", keyIsErrorSnake: "is_error",
 	keyState: "state", keyErrorText: "errorText", keyResult: "result", keyToolInvocation: "toolInvocation",

@@ -57,6 +57,9 @@ func TestInspectSeesWhatRepairSees(t *testing.T) {
 				require.True(t, has(out, -1, repair.PartResult, a.CallID, true), "%s: synthetic result for %q", c.Name, a.CallID)
 				require.True(t, has(in, a.MessageIndex, repair.PartCall, a.CallID, false), "%s: call %q", c.Name, a.CallID)
 			case a.Stage == repair.StageDropDuplicateResults && res.Report.Dialect.InPlace():
+				if a.CallID == "" {
+					continue // a step-start marker gone with its message's last tool part
+				}
 				require.True(t, has(in, a.MessageIndex, repair.PartCall, a.CallID, false), "%s: %+v", c.Name, a)
 			case a.Stage == repair.StageDropOrphanResults && a.Action == repair.ActionDrop,
 				a.Stage == repair.StageDropDuplicateResults, a.Action == repair.ActionMove:

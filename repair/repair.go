@@ -176,6 +176,8 @@ type plan struct {
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
 	// get a synthetic result, which no unrecognised block may carry (checkUnrecognized).
 	suspects map[string]bool
+	// skip is the known values of the message checkUnrecognized is searching.
+	skip [][]byte
 	// unsureOrphan is a result without an id about to be dropped as an orphan although it
 	// has an id-like member somewhere (so checkUnrecognized refuses), or -1.
 	unsureOrphan int
@@ -299,8 +301,9 @@ func (p *plan) release() {
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
-		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0]},
+		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
+			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0]},
 	}
 	plans.Put(p)
 }
@@ -333,13 +336,17 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			}
 			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
-		ms, arrays, end, err := p.sc.scanMessage(b, j)
+		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
 		if err != nil {
 			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
 		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
+		if in.key != keyOther {
+			p.sc.fields = append(p.sc.fields, in)
+			m.fieldsAt = int32(len(p.sc.fields))
+		}
 		return end, nil
 	})
 	var ue *UnrepairableError
@@ -353,6 +360,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 func (p *plan) parse() error {
 	p.report.MessagesIn = len(p.msgs)
 	d := p.opts.Dialect
+	p.ps.fields = p.sc.fields // for detection and the parsers
 	found, err := detect(p.msgs, &p.ps)
 	switch {
 	case err != nil:
@@ -391,6 +399,10 @@ func (p *plan) parse() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "shapes of several dialects are mixed: %s, and %s (message %d)",
 			d, p.ps.foreign, p.ps.foreignMsg)
+	}
+	if p.ps.unknown != "" {
+		p.report.Dialect = ""
+		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.unknownMsg, p.ps.unknown)
 	}
 	// A message the dialect does not recognise may hold calls or results tmend cannot
 	// see: never clean, never repaired.
@@ -834,6 +846,16 @@ func (p *plan) decide() {
 				real++
 			}
 		}
+		if pt.invalid && real == 0 {
+			// Answering it would give an orphan result to the clients that do not send
+			// it (JS ChatOpenAI beside valid calls, ChatAnthropic without its tool_use
+			// copy); removing it, with its copies, suits every client.
+			c.removed = true
+			p.removePart(c.msg, c.part, StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, "invalid tool call (arguments that did not parse) without a result")
+			p.issue(IssueMalformedCall, c.msg, pt, "invalid tool call without a result")
+			continue
+		}
 		if p.msgs[c.msg].failed && (real == 0 || p.opts.FailedTurns == FailedTurnsStrip) {
 			c.removed = true
 			p.removePart(c.msg, c.part, StageFailedTurnCalls)
@@ -995,8 +1017,10 @@ func (p *plan) checkUnrecognized() error {
 	if len(p.suspects) == 0 {
 		return nil
 	}
+	defer func() { p.skip = nil }()
 	for i := range p.msgs {
 		m := &p.msgs[i]
+		p.skip = m.knownValues
 		if !m.whole() || shapeless(&m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
@@ -1005,7 +1029,7 @@ func (p *plan) checkUnrecognized() error {
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) {
+				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) || p.skipped(blk.raw) {
 					continue
 				}
 				var key, id string
@@ -1180,6 +1204,9 @@ func mayHoldIDKey(v []byte) bool {
 // members' (a repeated key). The members live in the parser's scratch space until fn
 // returns.
 func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) bool) bool {
+	if p.skipped(v) {
+		return true
+	}
 	switch v[0] {
 	case '{':
 		mark := len(p.ps.scratch)
@@ -1192,6 +1219,17 @@ func (p *plan) eachObject(v []byte, fn func(obj []byte, ms []member, err error) 
 		return more
 	}
 	return true
+}
+
+// skipped reports whether v is one of the values the dialect recognised in the message
+// being searched (message.knownValues): the very bytes, not a copy of them.
+func (p *plan) skipped(v []byte) bool {
+	for _, k := range p.skip {
+		if len(k) == len(v) && len(v) > 0 && &k[0] == &v[0] {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *plan) refuseUnrecognized(msg int, key, id string) error {
@@ -1322,7 +1360,11 @@ func (p *plan) finish() {
 				raws = append(raws, p.resPart(in.result).raw)
 			} else {
 				c := &p.calls[in.call]
-				raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+				if p.spec.synthFor != nil {
+					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), SyntheticResultText))
+				} else {
+					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+				}
 			}
 		}
 		switch {
@@ -1642,6 +1684,9 @@ func (p *plan) turnSlotMsg(i int) int {
 func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
 	e := &p.edits[i]
+	if p.spec.rebuild != nil {
+		return p.spec.rebuild(m, e.removed)
+	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
 		in = p.after[i]

@@ -166,6 +166,7 @@ var expectStage = map[gen.Fault]repair.Stage{
 	gen.FaultDuplicateCallID:   repair.StageNormalizeCallIDs,
 	gen.FaultNoncanonicalCall:  repair.StageNormalizeCallBlocks,
 	gen.FaultDanglingReasoning: repair.StageDropDanglingReasoning,
+	gen.FaultInvalidCall:       repair.StageStripMalformedCalls,
 	gen.FaultRetryDuplicate:    repair.StageDropDuplicateResults,
 }
 
@@ -420,7 +421,7 @@ func TestGeminiWithoutIDsEveryFault(t *testing.T) {
 		want := []repair.Stage{expectStage[f]}
 		switch f {
 		case gen.FaultPaddedID, gen.FaultDuplicateCallID, gen.FaultNoncanonicalCall, gen.FaultDanglingReasoning,
-			gen.FaultRetryDuplicate:
+			gen.FaultRetryDuplicate, gen.FaultInvalidCall:
 			continue // they need ids, or are not Gemini's
 		case gen.FaultDuplicateResult:
 			// A second response of one name in a turn that made one such call is, by
@@ -521,5 +522,50 @@ func TestUnterminatedStringEndingOnAWordBoundary(t *testing.T) {
 	for _, in := range []string{`  "00000000`, `"abcdefgh`, `["abcdefghabcdefgh`} {
 		_, err := repair.Repair([]byte(in), repair.Options{})
 		require.ErrorContains(t, err, "unterminated string", in)
+	}
+}
+
+// TestLangChainEveryVariantAndFault: every fault in every stored form and with every chat
+// model's copies of the calls is repaired with the invariants kept (the copies in step
+// with their calls: checkConservation), and clean sessions come out as they went in.
+func TestLangChainEveryVariantAndFault(t *testing.T) {
+	t.Parallel()
+	for _, v := range gen.Variants(repair.LangChain) {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			clean := gen.Config{Seed: 21, Dialect: repair.LangChain, Variant: v, Sessions: 4, Messages: 30}
+			require.NoError(t, gen.Generate(clean, func(s gen.Session) error {
+				in := arrayOf(s.Messages)
+				res, err := repair.Repair(in, repair.Options{})
+				require.NoError(t, err)
+				require.Equal(t, repair.StatusClean, res.Report.Status, "%s: %+v", s.ID, res.Report.Actions)
+				require.Equal(t, &in[0], &res.Messages[0])
+				return nil
+			}))
+			for _, f := range gen.Faults() {
+				if !gen.Applies(f, repair.LangChain) {
+					continue
+				}
+				applied := 0
+				cfg := gen.Config{Seed: 22, Dialect: repair.LangChain, Variant: v, Sessions: 8, Messages: 24,
+					FaultRate: 1, MaxFaults: 1, Faults: []gen.Fault{f}}
+				require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+					if len(s.Faults) == 0 {
+						return nil
+					}
+					applied++
+					res := checkInvariants(t, arrayOf(s.Messages), repair.Options{})
+					require.Positive(t, res.Report.StageCounts[expectStage[f]], "%s %s: %+v", f, s.ID, res.Report.Actions)
+					return nil
+				}))
+				require.Positive(t, applied, f)
+			}
+			// Targets rewrite ids in the calls and their copies alike.
+			cfg := gen.Config{Seed: 23, Dialect: repair.LangChain, Variant: v, Sessions: 4, Messages: 30, FaultRate: 1, MaxFaults: 3}
+			require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
+				checkInvariants(t, arrayOf(s.Messages), repair.Options{Target: repair.TargetMistral})
+				return nil
+			}))
+		})
 	}
 }

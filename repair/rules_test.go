@@ -154,12 +154,19 @@ func TestUnrecognizedCallShapeLeavesTranscriptUntouched(t *testing.T) {
 		"NestedEscapedKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}},{"type":"wrapper","call":{"toolUseI\u0064":"toolu_9"}}]},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"real output"}]}]`,
 		// A result whose id is under a key its dialect does not use (tool_call_id, not
-		// toolCallId), and LangChain's stored {type, data} messages: results without an id
-		// tmend knows, but with an id-like member.
+		// toolCallId): a result without an id tmend knows, but with an id-like member.
 		"ResultIDUnderAnotherKey": `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"f","arguments":{}}]},
 {"role":"toolResult","tool_call_id":"c1","toolName":"f","content":[{"type":"text","text":"real output"}]},{"role":"user","content":"next"}]`,
-		"LangChainDataEnvelope": `[{"type":"human","data":{"content":"go"}},{"type":"ai","data":{"content":"","tool_calls":[{"id":"c1","name":"f","args":{}}]}},
-{"type":"tool","data":{"tool_call_id":"c1","content":"real output"}}]`,
+		// A LangChain provider copy of a call (a tool_use block, a Responses output item)
+		// that no tool_calls entry has: a call tmend does not know, in each stored form.
+		"LangChainUnmatchedToolUse": `[{"type":"human","content":"go"},{"type":"ai","content":[{"type":"tool_use","id":"toolu_9","name":"g","input":{}}],"tool_calls":[]},
+{"type":"tool","content":"real output","tool_call_id":"toolu_9","name":"g"}]`,
+		"LangChainDataUnmatchedOutputItem": `[{"type":"human","data":{"content":"go"}},{"type":"ai","data":{"content":"","tool_calls":[{"id":"c1","name":"f","args":{}}],"response_metadata":{"output":[{"type":"function_call","id":"fc_1","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call","id":"fc_2","call_id":"c2","name":"g","arguments":"{}"}]}}},
+{"type":"tool","data":{"tool_call_id":"c1","content":"ok"}}]`,
+		"LangChainConstructorUnmatchedKwargsCall": `[{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessage"],"kwargs":{"content":"","tool_calls":[],"additional_kwargs":{"tool_calls":[{"id":"c9","type":"function","function":{"name":"g","arguments":"{}"}}]}}}]`,
+		// A LangChain tool message's id under a key tmend does not read.
+		"LangChainDataResultIDUnderAnotherKey": `[{"type":"human","data":{"content":"go"}},{"type":"ai","data":{"content":"","tool_calls":[{"id":"c1","name":"f","args":{}}]}},
+{"type":"tool","data":{"toolCallId":"c1","content":"real output"}}]`,
 		// Calls where blocks were expected: content an object, or arrays in the array.
 		"ContentAnObject": `[{"role":"user","content":"go"},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"f","input":{}}},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"real output"}]}]`,

@@ -101,6 +101,9 @@ type BlockDiff struct {
 	BeforeContent json.RawMessage `json:"before_content,omitempty"`
 	AfterContent  json.RawMessage `json:"after_content,omitempty"`
 	Actions       []int           `json:"actions,omitempty"`
+	// callAt is, for an inserted Gemini response without an id, where the call it answers
+	// is in the earlier version: the action that synthesized it names that message.
+	callAt *Position
 }
 
 // Position is a block's place: a message index and a block index in it.
@@ -193,6 +196,10 @@ type blk struct {
 	change Change
 	peer   *blk // the block on the other side it is the same as, moved or rewritten
 	newID  string
+	// call is, for a Gemini response without an id, the call of its version it answers
+	// (pairIdless); answered marks a call that a response without an id answers.
+	call     *blk
+	answered bool
 }
 
 // readSide reads a version; with dialect set, as that dialect when it can.
@@ -217,7 +224,105 @@ func readSide(b []byte, dialect repair.Dialect) (*side, error) {
 		}
 		s.msgs = append(s.msgs, m)
 	}
+	s.pairIdless()
 	return s, nil
+}
+
+// idless reports a Gemini call or response without an id (not one with a blank id).
+func (s *side) idless(x *blk) bool {
+	return s.dialect == repair.Gemini && x.part.Kind != repair.PartOther && x.part.CallIDText == nil
+}
+
+// pairIdless pairs each Gemini response without an id with the call it answers, by
+// position and name as the engine does. In the slot of a call turn (the user message
+// right after a model message with calls, when it holds a response), the k-th response of
+// a name answers the turn's k-th call of that name without an id, or none. Outside any
+// slot it answers the one earlier call of its name without an id and without a real
+// response yet, a failed turn's only when no other is; none when there are none or
+// several (the engine refuses those).
+func (s *side) pairIdless() {
+	if s.dialect != repair.Gemini {
+		return
+	}
+	realAnswer := map[*blk]bool{} // calls a real response answers
+	failed := map[*msg]bool{}     // messages read for a stop reason: whether theirs failed
+	for i, m := range s.msgs {
+		var turn *msg // the call turn whose slot m is
+		if i > 0 && geminiUserRoles[m.kind] && slices.ContainsFunc(m.blocks, isResult) &&
+			slices.ContainsFunc(s.msgs[i-1].blocks, isCall) {
+			turn = s.msgs[i-1]
+		}
+		rank := map[string]int{}
+		for _, x := range m.blocks {
+			if x.part.Kind != repair.PartResult || !s.idless(x) {
+				continue
+			}
+			name := x.part.ToolName
+			if turn != nil {
+				k := rank[name]
+				rank[name]++
+				for _, c := range turn.blocks {
+					if c.part.Kind == repair.PartCall && s.idless(c) && c.part.ToolName == name {
+						if k == 0 {
+							x.call = c
+							break
+						}
+						k--
+					}
+				}
+			} else {
+				var open [2][]*blk // calls of completed turns, of failed ones
+				for _, cm := range s.msgs[:i] {
+					for _, c := range cm.blocks {
+						if c.part.Kind == repair.PartCall && s.idless(c) && c.part.ToolName == name && !realAnswer[c] {
+							f, read := failed[cm]
+							if !read {
+								f = failedTurn(cm.raw)
+								failed[cm] = f
+							}
+							k := 0
+							if f {
+								k = 1
+							}
+							open[k] = append(open[k], c)
+						}
+					}
+				}
+				if len(open[0]) == 0 {
+					open[0] = open[1]
+				}
+				if len(open[0]) == 1 {
+					x.call = open[0][0]
+				}
+			}
+			if x.call != nil {
+				x.call.answered = true
+				realAnswer[x.call] = realAnswer[x.call] || !x.part.Synthetic
+			}
+		}
+	}
+}
+
+// geminiUserRoles are the roles of Gemini messages that hold responses.
+var geminiUserRoles = map[string]bool{"user": true, "function": true, "tool": true}
+
+func isResult(x *blk) bool { return x.part.Kind == repair.PartResult }
+func isCall(x *blk) bool   { return x.part.Kind == repair.PartCall }
+
+// failedTurn reports a message whose generation ended in error or was aborted, as the
+// engine reads it.
+func failedTurn(raw []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"stopReason", "stop_reason"} {
+		var v string
+		if json.Unmarshal(m[k], &v) == nil && (v == "error" || v == "aborted") {
+			return true
+		}
+	}
+	return false
 }
 
 func compact(b []byte) string {
@@ -246,12 +351,18 @@ func (m *msg) keys() []string {
 
 // weight makes a common subsequence prefer keeping conversation turns in place over
 // tool results, so that when either could have moved it is the result: tmend moves
-// results, never turns.
+// results, never turns. A message of results only (a Gemini response turn, a user
+// message of tool_result blocks) is results too: tmend moves it whole next to its call.
 func (m *msg) weight() int32 {
-	if m.whole && len(m.blocks) == 1 && m.blocks[0].part.Kind == repair.PartResult {
-		return 1
+	if len(m.blocks) == 0 {
+		return 2
 	}
-	return 2
+	for _, x := range m.blocks {
+		if x.part.Kind != repair.PartResult {
+			return 2
+		}
+	}
+	return 1
 }
 
 func (b *blk) weight() int32 {
@@ -415,26 +526,34 @@ func pairMessages(a, b *side, ops []msgOp) []*msgOp {
 				ins = append(ins, &ops[x])
 			}
 		}
-		used := make([]bool, len(ins))
-		for _, d := range dels {
+		// Pairs keep the order of both sides (a pair never crosses another), and each is
+		// shown after the removals and insertions before it on either side, so that both
+		// sides stay in order: a merge leaves an insertion between two pairs going back.
+		pairedWith := make([]int, len(dels)) // index into ins, or -1
+		next := 0
+		for x, d := range dels {
+			pairedWith[x] = -1
 			am := a.msgs[d.i]
-			for k, in := range ins {
-				bm := b.msgs[in.j]
-				if used[k] || am.kind != bm.kind || am.whole != bm.whole || am.whole && sameTool(am.blocks[0], bm.blocks[0]) == "" {
+			for k := next; k < len(ins); k++ {
+				bm := b.msgs[ins[k].j]
+				if am.kind != bm.kind || am.whole != bm.whole || am.whole && sameTool(am.blocks[0], bm.blocks[0]) == "" {
 					continue
 				}
-				used[k] = true
-				d.kind, d.j = '~', in.j
+				pairedWith[x], next = k, k+1
+				d.kind, d.j = '~', bm.idx
 				d.blocks = lcs(am.keys(), bm.keys(), func(i int) int32 { return am.blocks[i].weight() })
 				break
 			}
+		}
+		k := 0
+		for x, d := range dels {
+			if p := pairedWith[x]; p >= 0 {
+				out = append(out, ins[k:p]...)
+				k = p + 1
+			}
 			out = append(out, d)
 		}
-		for k, in := range ins {
-			if !used[k] {
-				out = append(out, in)
-			}
-		}
+		out = append(out, ins[k:]...)
 	}
 	for _, o := range out {
 		if o.i >= 0 {
@@ -448,8 +567,7 @@ func pairMessages(a, b *side, ops []msgOp) []*msgOp {
 }
 
 // sameTool says how block y is block x changed: ChangeRewrittenID (the same text under
-// another id), ChangeRewritten (a call with the same id in another shape), or "" when it
-// is not. A result with the same id and other content is another result.
+// another id), ChangeRewritten (the same id in another shape), or "" when it is not.
 func sameTool(x, y *blk) Change {
 	if x.part.Kind != y.part.Kind || x.shape == "" || y.shape == "" {
 		return ""
@@ -457,10 +575,26 @@ func sameTool(x, y *blk) Change {
 	switch {
 	case x.part.CallID != y.part.CallID && x.shape == y.shape:
 		return ChangeRewrittenID
-	case x.part.Kind == repair.PartCall && x.part.CallID == y.part.CallID && strings.TrimSpace(x.part.CallID) != "":
+	case rewriteKey(x) != "" && rewriteKey(x) == rewriteKey(y):
 		return ChangeRewritten
 	}
 	return ""
+}
+
+// rewriteKey is what a call or result keeps when tmend rewrites it in a member other than
+// its id (a call's shape, a result's tool name filled in for Gemini): its kind and id, and
+// for a result whether it is synthetic. tmend writes no real result, so a real result with
+// the id of one gone is that one rewritten, not another; a synthetic result is never a
+// real one rewritten. "" for a part without an id.
+func rewriteKey(x *blk) string {
+	if x.part.Kind == repair.PartOther || strings.TrimSpace(x.part.CallID) == "" {
+		return ""
+	}
+	k := string(x.part.Kind) + "\x00" + x.part.CallID
+	if x.part.Kind == repair.PartResult && x.part.Synthetic {
+		k += "\x00synthetic"
+	}
+	return k
 }
 
 // matchBlocks classifies every block of the messages that changed: unchanged within a
@@ -502,12 +636,7 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 			}
 			return string(x.part.Kind) + "\x00" + x.shape
 		}},
-		{ChangeRewritten, func(x *blk) string {
-			if x.part.Kind != repair.PartCall || strings.TrimSpace(x.part.CallID) == "" {
-				return ""
-			}
-			return x.part.CallID
-		}},
+		{ChangeRewritten, rewriteKey},
 	}
 	for _, pass := range passes {
 		index := map[string][]*blk{}
@@ -540,6 +669,9 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 	calls := map[string]bool{}
 	for _, m := range b.msgs {
 		for _, y := range m.blocks {
+			if b.idless(y) {
+				continue // paired by position and name, not by id
+			}
 			id := strings.TrimSpace(y.part.CallID)
 			switch y.part.Kind {
 			case repair.PartResult:
@@ -563,6 +695,19 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 		}
 		id := strings.TrimSpace(x.part.CallID)
 		switch {
+		case x.part.Kind == repair.PartResult && a.idless(x):
+			// Its call is the one it answers by position and name.
+			switch c := across(b, x.call, true); {
+			case c == nil:
+				x.change = ChangeDroppedOrphan
+			case c.answered:
+				x.change = ChangeDroppedDuplicate
+			default:
+				x.change = ChangeRemoved
+			}
+		case x.part.Kind == repair.PartCall && a.dialect.InPlace() && calls[id]:
+			// A part holding a call and its result, repeated: the other copy stays.
+			x.change = ChangeDroppedDuplicate
 		case x.part.Kind != repair.PartResult:
 			x.change = ChangeRemoved
 		case results[id]:
@@ -573,6 +718,24 @@ func matchBlocks(a, b *side, ops []*msgOp) {
 			x.change = ChangeRemoved
 		}
 	}
+}
+
+// across is block x in the other version, other: the later one when toLater, else the
+// earlier one; nil when it is not there.
+func across(other *side, x *blk, toLater bool) *blk {
+	switch {
+	case x == nil:
+		return nil
+	case x.peer != nil:
+		return x.peer
+	case x.m.op != nil && (x.m.op.kind == '=' || x.m.op.kind == '>'):
+		k := x.m.op.i
+		if toLater {
+			k = x.m.op.j
+		}
+		return other.msgs[k].blocks[x.idx]
+	}
+	return nil
 }
 
 func (b *blk) tool() Tool {
@@ -614,8 +777,10 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 	switch {
 	case (am == nil || am.whole) && (bm == nil || bm.whole):
 		// A whole message is its own block: the message shows that block's change.
+		// A rewritten one is shown as it is now, as a rewritten block is (a rewritten id
+		// shows as its old id and the new one).
 		var blk *blk
-		if am != nil {
+		if am != nil && (bm == nil || am.blocks[0].change != ChangeRewritten) {
 			blk = am.blocks[0]
 		} else {
 			blk = bm.blocks[0]
@@ -632,7 +797,7 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 	case o.kind == '+':
 		md.Change = ChangeInserted
 		for _, y := range bm.blocks {
-			md.Blocks = append(md.Blocks, insertedBlock(y))
+			md.Blocks = append(md.Blocks, insertedBlock(a, y))
 		}
 	default:
 		md.Change = ChangeChanged
@@ -648,7 +813,7 @@ func messageDiff(a, b *side, o *msgOp) MessageDiff {
 				}
 				md.Blocks = append(md.Blocks, removedBlock(x))
 			case '+':
-				md.Blocks = append(md.Blocks, insertedBlock(bm.blocks[s.j]))
+				md.Blocks = append(md.Blocks, insertedBlock(a, bm.blocks[s.j]))
 			}
 		}
 	}
@@ -664,9 +829,13 @@ func removedBlock(x *blk) BlockDiff {
 	return bd
 }
 
-// insertedBlock is a block of the later version that was not there before.
-func insertedBlock(y *blk) BlockDiff {
+// insertedBlock is a block of the later version that was not there before; a is the
+// earlier version.
+func insertedBlock(a *side, y *blk) BlockDiff {
 	bd := BlockDiff{Change: y.change, Tool: y.tool(), Before: -1, After: y.idx, AfterContent: raw(y.part.Raw)}
+	if c := across(a, y.call, false); c != nil {
+		bd.callAt = &Position{c.m.idx, c.idx}
+	}
 	if x := y.peer; x != nil {
 		if x.change == ChangeRewrittenID {
 			bd.Tool = x.tool()
@@ -726,12 +895,13 @@ func linkActions(d *TranscriptDiff) {
 		change  Change
 		tool    *Tool
 		actions *[]int
+		callAt  *Position // BlockDiff.callAt
 	}
 	var targets []target
 	var messages []target
 	for i := range d.Messages {
 		md := &d.Messages[i]
-		messages = append(messages, target{md.Before, md.Change, md.Tool, &md.Actions})
+		messages = append(messages, target{md.Before, md.Change, md.Tool, &md.Actions, nil})
 		if md.Tool != nil {
 			targets = append(targets, messages[len(messages)-1])
 		}
@@ -744,11 +914,16 @@ func linkActions(d *TranscriptDiff) {
 			case bd.Before >= 0:
 				before = md.Before
 			}
-			targets = append(targets, target{before, bd.Change, &bd.Tool, &bd.Actions})
+			targets = append(targets, target{before, bd.Change, &bd.Tool, &bd.Actions, bd.callAt})
 		}
 	}
-	sameID := func(t *Tool, id string) bool {
-		id = asStored(strings.TrimSpace(id))
+	// isTool: the action is about the tool part t, by its id; without one (a Gemini
+	// part), by its name too, as Gemini pairs them.
+	isTool := func(t *Tool, a repair.Action) bool {
+		id := asStored(strings.TrimSpace(a.CallID))
+		if id == "" && t.ToolName != "" && a.ToolName != "" && t.ToolName != a.ToolName {
+			return false
+		}
 		return asStored(strings.TrimSpace(t.CallID)) == id || t.NewCallID != "" && asStored(strings.TrimSpace(t.NewCallID)) == id
 	}
 	for ai, a := range d.Actions {
@@ -756,20 +931,23 @@ func linkActions(d *TranscriptDiff) {
 		switch a.Action {
 		case repair.ActionDrop:
 			fits = func(t target) bool {
-				return t.before == a.MessageIndex && sameID(t.tool, a.CallID) &&
+				return t.before == a.MessageIndex && isTool(t.tool, a) &&
 					(t.change == ChangeRemoved || t.change == ChangeDroppedOrphan || t.change == ChangeDroppedDuplicate)
 			}
 		case repair.ActionMove:
 			fits = func(t target) bool {
-				return t.change == ChangeMoved && t.before == a.MessageIndex && sameID(t.tool, a.CallID)
+				return t.change == ChangeMoved && t.before == a.MessageIndex && isTool(t.tool, a)
 			}
 		case repair.ActionInsert:
+			// The action names the message of the call answered: that places a response
+			// without an id.
 			fits = func(t target) bool {
-				return (t.change == ChangeSynthesized || t.change == ChangeInserted) && sameID(t.tool, a.CallID)
+				return (t.change == ChangeSynthesized || t.change == ChangeInserted) && isTool(t.tool, a) &&
+					(t.callAt == nil || t.callAt.Message == a.MessageIndex)
 			}
 		case repair.ActionRewrite:
 			fits = func(t target) bool {
-				return (t.change == ChangeRewrittenID || t.change == ChangeRewritten) && t.before == a.MessageIndex && sameID(t.tool, a.CallID)
+				return (t.change == ChangeRewrittenID || t.change == ChangeRewritten) && t.before == a.MessageIndex && isTool(t.tool, a)
 			}
 		}
 		linked := false

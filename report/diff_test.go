@@ -128,10 +128,14 @@ func requireComplete(t *testing.T, d *report.TranscriptDiff, before, after []byt
 	}
 }
 
-// wantChange is the change an action's effect must show as.
-func wantChange(a repair.Action) []report.Change {
+// wantChange is the change an action's effect must show as; issues are its report's.
+func wantChange(a repair.Action, issues []repair.Issue) []report.Change {
 	switch {
 	case a.Action == repair.ActionMerge:
+		return []report.Change{report.ChangeRemoved}
+	case a.Action == repair.ActionDrop && a.CallID == "" && a.ToolName == "" && a.Stage != repair.StageDropOrphanResults:
+		// A part that is no call or result, gone with the one its message lost (a
+		// step-start marker of ai-sdk-ui and mastra).
 		return []report.Change{report.ChangeRemoved}
 	case a.Action == repair.ActionInsert:
 		return []report.Change{report.ChangeSynthesized}
@@ -147,10 +151,27 @@ func wantChange(a repair.Action) []report.Change {
 		return []report.Change{report.ChangeMoved, report.ChangeUnchanged}
 	case a.Stage == repair.StageNormalizeCallBlocks:
 		return []report.Change{report.ChangeRewritten}
+	case a.Stage == repair.StageSynthesizeMissingResults && a.Action == repair.ActionRewrite:
+		// A call answered in place (ai-sdk-ui, mastra): the same call in another shape.
+		return []report.Change{report.ChangeRewritten}
+	case a.Action == repair.ActionRewrite && filledToolName(a, issues):
+		// --target gemini fills a result's blank tool name from its call (a rewrite in
+		// rewrite_call_ids, but of its tool name): the same id in another shape.
+		return []report.Change{report.ChangeRewritten}
 	case a.Action == repair.ActionRewrite:
 		return []report.Change{report.ChangeRewrittenID}
 	}
 	return nil
+}
+
+// filledToolName reports whether rewrite a filled in a result's missing tool name.
+func filledToolName(a repair.Action, issues []repair.Issue) bool {
+	for _, is := range issues {
+		if is.Code == repair.IssueMissingToolName && is.MessageIndex == a.MessageIndex && is.CallID == a.CallID {
+			return true
+		}
+	}
+	return false
 }
 
 // TestDiffOfEveryGoldenPair diffs each golden case's input with its repaired output, in
@@ -191,7 +212,7 @@ func TestDiffOfEveryGoldenPair(t *testing.T) {
 			for ai, a := range p.Report.Actions {
 				require.NotEmpty(t, linked[ai], "action %d %+v shows nowhere", ai, a)
 				for _, c := range linked[ai] {
-					require.Contains(t, wantChange(a), c, "action %d %+v", ai, a)
+					require.Contains(t, wantChange(a, p.Report.Issues), c, "action %d %+v", ai, a)
 				}
 			}
 			if len(p.Report.Actions) == 0 {
@@ -374,4 +395,51 @@ func TestDiffOfALongTranscript(t *testing.T) {
 	requireComplete(t, d, []byte(before), []byte(after))
 	require.Equal(t, map[report.Change]int{report.ChangeDroppedOrphan: 2, report.ChangeInserted: 1}, d.Counts)
 	require.Equal(t, 1000, d.Messages[1001].After, "the new message is where it was inserted")
+}
+
+// TestDiffPairsIdlessGeminiPartsByPositionAndName: Gemini parts without ids pair by
+// position and name, as the engine pairs them. Two calls of one name get a synthetic
+// response each, and each insert shows beside the one after its own call; two orphans of
+// one response turn are orphans (every id-less response shares the id ""), each beside
+// the drop that names its tool.
+func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","parts":[{"text":"Weather?"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Oslo"}}}]},` +
+		`{"role":"user","parts":[{"text":"And Bergen?"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Bergen"}}},{"functionCall":{"name":"get_time","args":{}}}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"name":"get_time","response":{"t":"9"}}},` +
+		`{"functionResponse":{"name":"get_news","response":{"n":1}}},{"functionResponse":{"name":"get_tide","response":{"h":2}}}]},` +
+		`{"role":"model","parts":[{"text":"done"}]}]`)
+	res, err := repair.Repair(in, repair.Options{})
+	require.NoError(t, err)
+	byTool := map[string]int{}
+	for ai, a := range res.Report.Actions {
+		byTool[fmt.Sprintf("%s %s %d", a.Action, a.ToolName, a.MessageIndex)] = ai
+	}
+	require.Len(t, byTool, 4)
+	d, err := report.DiffTranscripts(in, res.Messages, res.Report.Actions)
+	require.NoError(t, err)
+	type mark struct {
+		Change  report.Change
+		Actions []int
+	}
+	got := map[string]mark{} // tool name and after (or before) message
+	for _, md := range d.Messages {
+		for _, bd := range md.Blocks {
+			if bd.Change != report.ChangeUnchanged {
+				at := md.After
+				if bd.After < 0 {
+					at = md.Before
+				}
+				got[fmt.Sprintf("%s %d", bd.ToolName, at)] = mark{bd.Change, bd.Actions}
+			}
+		}
+	}
+	require.Equal(t, map[string]mark{
+		"get_weather 2": {report.ChangeSynthesized, []int{byTool["insert get_weather 1"]}},
+		"get_weather 5": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
+		"get_news 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_news 4"]}},
+		"get_tide 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_tide 4"]}},
+	}, got)
 }

@@ -99,7 +99,7 @@ func TestAppendsDuringRunsAreNeitherLostNorDuplicated(t *testing.T) {
 			original := map[string][]string{}
 			batch := &pgx.Batch{}
 			at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-			require.NoError(t, gen.Generate(gen.Config{Seed: 5, Dialect: repair.LangChain, Sessions: sessions, Messages: 10, FaultRate: 0.8},
+			require.NoError(t, gen.Generate(gen.Config{Seed: 5, Dialect: repair.LangChain, Variant: "flat", Sessions: sessions, Messages: 10, FaultRate: 0.8},
 				func(s gen.Session) error {
 					ids = append(ids, s.ID)
 					for _, m := range s.Messages {

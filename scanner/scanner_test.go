@@ -49,7 +49,7 @@ func setup(t *testing.T, n int) *testBundle {
 	var sessions []model.Session
 	dialects := repair.Dialects()
 	for i, d := range dialects {
-		cfg := gen.Config{Seed: uint64(i), Dialect: d, Sessions: n / len(dialects), Messages: 20, FaultRate: 0.3, Start: old}
+		cfg := gen.Config{Seed: uint64(i), Dialect: d, Sessions: max(1, n/len(dialects)), Messages: 20, FaultRate: 0.3, Start: old}
 		require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
 			msgs, _ := json.Marshal(s.Messages)
 			id := fmt.Sprintf("%s-%s", d, s.ID)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (`make test`): go vet, then the whole suite with the race detector,
 # against TMEND_TEST_DATABASE_URL or else a throwaway PostgreSQL started here, with
-# Chromium for the console's browser test (installed when missing and possible).
+# Chromium for the console's browser test (installed when missing and possible); then tmend
+# against the real AI SDK, LangChain and Mastra code (scripts/conformance.sh).
 # Screenshots of the console go to TMEND_ARTIFACTS when set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,3 +32,4 @@ chromium_find && echo "Chromium at $TMEND_CHROMIUM" || echo "no Chromium: the co
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...
+scripts/conformance.sh

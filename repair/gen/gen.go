@@ -44,6 +44,10 @@ const (
 	// OpenAI Responses only: a reasoning item with no model item after it, at the end of
 	// the session (a cut-off turn) or right before a user message.
 	FaultDanglingReasoning Fault = "dangling_reasoning"
+	// LangChain only: a call whose arguments did not parse, which LangChain keeps in
+	// invalid_tool_calls (and langchain-openai still sends), left without a result because
+	// agents run only tool_calls.
+	FaultInvalidCall Fault = "invalid_call"
 	// In-place dialects only (a call and its result in one part): a retry stored an
 	// assistant message twice, the copy repeating its calls with no result of its own.
 	FaultRetryDuplicate Fault = "retry_duplicate"
@@ -53,7 +57,8 @@ const (
 func Faults() []Fault {
 	return []Fault{FaultMissingResult, FaultInterrupted, FaultMisplacedResult, FaultDuplicateResult,
 		FaultSyntheticThenReal, FaultOrphanResult, FaultMalformedCall, FaultFailedTurn,
-		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultRetryDuplicate}
+		FaultPaddedID, FaultDuplicateCallID, FaultNoncanonicalCall, FaultDanglingReasoning, FaultRetryDuplicate,
+		FaultInvalidCall}
 }
 
 // Applies reports whether fault f exists in dialect d. Generate draws only faults that
@@ -71,9 +76,16 @@ func Applies(f Fault, d repair.Dialect) bool {
 		return !dialectOf(d).noTurnEnd && dialectOf(d).renderAll == nil
 	case FaultRetryDuplicate:
 		return dialectOf(d).renderAll != nil
+	case FaultInvalidCall:
+		return dialectOf(d).invalidCalls
 	}
 	return true
 }
+
+// Variants lists the stored shapes dialect d is written in, for Config.Variant; nil when
+// it has one shape. LangChain's are its stored form (flat, data, lc), alone or with a
+// chat model's copies of each call (-anthropic, -openai, -responses).
+func Variants(d repair.Dialect) []string { return dialectOf(d).variants }
 
 // ParseFaults accepts "all" or a comma-separated list of fault names.
 func ParseFaults(s string) ([]Fault, error) {
@@ -111,6 +123,9 @@ type Config struct {
 	Start time.Time
 	// Text is the vocabulary of message and result texts; "" is TextASCII.
 	Text Text
+	// Variant is the stored shape to write, one of Variants(Dialect); "" draws one per
+	// session (for dialects with several).
+	Variant string
 	// OmitIDs writes calls and results without ids, as many SDKs do where the dialect makes
 	// them optional (see IDsOptional); faults that need ids are then not drawn, and a
 	// malformed call loses its name instead of its id.
@@ -177,6 +192,14 @@ func Generate(cfg Config, fn func(Session) error) error {
 	default:
 		return fmt.Errorf("gen: unknown text %q", cfg.Text)
 	}
+	dl := dialectOf(cfg.Dialect)
+	if cfg.Variant != "" && !slices.Contains(dl.variants, cfg.Variant) {
+		if len(dl.variants) == 0 {
+			return fmt.Errorf("gen: dialect %s has one shape, no variant %q", cfg.Dialect, cfg.Variant)
+		}
+		return fmt.Errorf("gen: dialect %s has no variant %q (want one of %s)", cfg.Dialect, cfg.Variant,
+			strings.Join(dl.variants, ", "))
+	}
 	if cfg.OmitIDs && !IDsOptional(cfg.Dialect) {
 		return fmt.Errorf("gen: %s calls need ids", cfg.Dialect)
 	}
@@ -206,7 +229,16 @@ func Generate(cfg Config, fn func(Session) error) error {
 		if cfg.OmitIDs {
 			omitIDs(conv)
 		}
-		s.Messages = render(cfg.Dialect, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
+		r := dl.render
+		if len(dl.variants) > 0 {
+			// Drawn last, so that the conversation and its faults are those of any variant.
+			v := cfg.Variant
+			if v == "" {
+				v = dl.variants[rng.IntN(len(dl.variants))]
+			}
+			r = dl.variant(v)
+		}
+		s.Messages = render(cfg.Dialect, r, conv, cfg.Start.Add(time.Duration(i)*3*time.Second))
 		if cfg.Text == TextUnicode {
 			for j, m := range s.Messages {
 				s.Messages[j] = rawLineSeparators(m)
@@ -308,6 +340,7 @@ type gcall struct {
 	id, name, args string
 	malformed      string // "", "blank_id", "partial", "no_name", "no_args"
 	legacy         *legacyShape
+	invalid        bool // args is JSON cut short (invalid_call)
 }
 
 // legacyShape is a non-canonical block a platform writes a call as (noncanonical_call).
@@ -517,6 +550,14 @@ func inject(rng *rand.Rand, evs []event, f Fault, d repair.Dialect, vocab []stri
 		shape.argsKey = []string{"input", "arguments"}[rng.IntN(2)]
 		shape.argsAsString = rng.IntN(2) == 0
 		c.legacy = &shape
+	case FaultInvalidCall:
+		c := findCall(evs[t].calls, res.results[k].id)
+		if c == nil || c.invalid || c.malformed != "" {
+			return evs, false
+		}
+		// The model's arguments stopped short (max_tokens, a cut stream): not JSON.
+		c.invalid, c.args = true, c.args[:len(c.args)/2]
+		res.results = append(res.results[:k:k], res.results[k+1:]...)
 	case FaultDanglingReasoning:
 		var users []int
 		for j := 1; j < len(evs); j++ {

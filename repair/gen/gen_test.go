@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -163,7 +164,7 @@ func TestNoncanonicalCall(t *testing.T) {
 	seen := map[string]bool{}
 	for seed := range uint64(40) {
 		_, evs := injected(t, FaultNoncanonicalCall, repair.OpenClaw, seed)
-		for _, m := range render(repair.OpenClaw, evs, cfgStart) {
+		for _, m := range render(repair.OpenClaw, openClaw.render, evs, cfgStart) {
 			var msg struct {
 				Content []map[string]any `json:"content"`
 			}
@@ -197,7 +198,7 @@ func TestDanglingReasoning(t *testing.T) {
 	atEnd, beforeUser := 0, 0
 	for seed := range uint64(30) {
 		_, evs := injected(t, FaultDanglingReasoning, repair.OpenAIResponses, seed)
-		items := render(repair.OpenAIResponses, evs, cfgStart)
+		items := render(repair.OpenAIResponses, openAIResponses.render, evs, cfgStart)
 		dangling := 0
 		for i, m := range items {
 			var it struct{ Type, Role string }
@@ -293,6 +294,116 @@ func TestRawLineSeparators(t *testing.T) {
 	require.Equal(t, "{\"a\":\"x\u2028y\\\\u2029z\u2029\",\"b\":\"\\\"\\u00e9\"}", string(rawLineSeparators([]byte(in))))
 	_, err := ParseText("klingon")
 	require.Error(t, err)
+}
+
+// TestLangChainVariants: each variant writes its stored form and its chat model's copies
+// of the calls, from the same conversation; no variant draws a mix of all three forms.
+func TestLangChainVariants(t *testing.T) {
+	t.Parallel()
+	vs := Variants(repair.LangChain)
+	require.Len(t, vs, 12)
+	require.Nil(t, Variants(repair.OpenClaw))
+	ids := func(ss []Session) []string {
+		var out []string
+		for _, s := range ss {
+			for _, m := range s.Messages {
+				out = append(out, regexpCallIDs.FindAllString(string(m), -1)...)
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	var first []string
+	for _, v := range vs {
+		ss := generate(t, Config{Seed: 5, Dialect: repair.LangChain, Variant: v, Sessions: 10, Messages: 20, FaultRate: 0.5})
+		form, provider, _ := strings.Cut(v, "-")
+		copies := 0
+		for _, s := range ss {
+			for _, raw := range s.Messages {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(raw, &m))
+				fields := m
+				switch form {
+				case "flat":
+					require.NotContains(t, m, "data", v)
+					require.NotContains(t, m, "lc", v)
+				case "data":
+					fields = m["data"].(map[string]any)
+				case "lc":
+					require.Equal(t, "constructor", m["type"], v)
+					fields = m["kwargs"].(map[string]any)
+				}
+				b := string(raw)
+				switch provider {
+				case "anthropic":
+					copies += strings.Count(b, `"type":"tool_use"`)
+				case "openai":
+					if kw, ok := fields["additional_kwargs"].(map[string]any); ok && kw["tool_calls"] != nil {
+						copies++
+					}
+				case "responses":
+					copies += strings.Count(b, `"type":"function_call"`)
+				}
+			}
+		}
+		if provider != "" {
+			require.Positive(t, copies, "%s: no copies of calls", v)
+		}
+		if first == nil {
+			first = ids(ss)
+		} else {
+			require.Equal(t, first, ids(ss), "%s: another conversation than the other variants'", v)
+		}
+	}
+	forms := map[string]bool{}
+	for _, s := range generate(t, Config{Seed: 6, Dialect: repair.LangChain, Sessions: 60, Messages: 10}) {
+		b := string(s.Messages[0])
+		switch {
+		case strings.Contains(b, `"lc":1`):
+			forms["lc"] = true
+		case strings.Contains(b, `"data":{`):
+			forms["data"] = true
+		default:
+			forms["flat"] = true
+		}
+	}
+	require.Len(t, forms, 3, "the default draws every form")
+
+	err := Generate(Config{Dialect: repair.LangChain, Variant: "nested", Sessions: 1}, func(Session) error { return nil })
+	require.ErrorContains(t, err, `no variant "nested"`)
+	err = Generate(Config{Dialect: repair.OpenClaw, Variant: "flat", Sessions: 1}, func(Session) error { return nil })
+	require.ErrorContains(t, err, "has one shape")
+}
+
+var regexpCallIDs = regexp.MustCompile(`call_\d+_\d+_[0-9a-f]+`)
+
+// TestInvalidCall: the call keeps its name and id, its arguments stop short of JSON, and
+// it loses its result.
+func TestInvalidCall(t *testing.T) {
+	t.Parallel()
+	before, after := injected(t, FaultInvalidCall, repair.LangChain, 12)
+	var bad *gcall
+	for i := range after {
+		for j := range after[i].calls {
+			if after[i].calls[j].invalid {
+				bad = &after[i].calls[j]
+			}
+		}
+	}
+	require.NotNil(t, bad)
+	require.False(t, json.Valid([]byte(bad.args)), bad.args)
+	count := func(evs []event) (n int) {
+		for _, e := range evs {
+			for _, r := range e.results {
+				if r.id == bad.id {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, count(before))
+	require.Zero(t, count(after))
 }
 
 // TestOmitIDs: OmitIDs writes Gemini calls and responses without ids, keeps the sessions'

@@ -32,6 +32,13 @@ type dialect struct {
 	// noTurnEnd: a turn carries no stop reason, so a failed one cannot be told apart
 	// (failed_turn does not apply).
 	noTurnEnd bool
+	// invalidCalls: calls whose arguments did not parse are kept apart (invalid_call
+	// applies).
+	invalidCalls bool
+	// variants are the dialect's stored shapes (Variants), and variant returns the
+	// renderer of one of them; none for a dialect with one shape (render).
+	variants []string
+	variant  func(name string) func(e event, i int, ts int64) []json.RawMessage
 }
 
 // dialects is the registry, one line a dialect.
@@ -56,11 +63,10 @@ func dialectOf(d repair.Dialect) dialect {
 	return sp
 }
 
-func render(d repair.Dialect, evs []event, t0 time.Time) []json.RawMessage {
+func render(d repair.Dialect, r func(e event, i int, ts int64) []json.RawMessage, evs []event, t0 time.Time) []json.RawMessage {
 	if all := dialectOf(d).renderAll; all != nil {
 		return all(evs, t0.UnixMilli())
 	}
-	r := dialectOf(d).render
 	var out []json.RawMessage
 	ts := t0.UnixMilli()
 	for i, e := range evs {

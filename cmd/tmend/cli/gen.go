@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +32,13 @@ func (o *genOptions) load(*settings, []string) error {
 	}
 	if o.cfg.Text, err = gen.ParseText(o.text); err != nil {
 		return fmt.Errorf("--text: %w", err)
+	}
+	if vs := gen.Variants(o.cfg.Dialect); o.cfg.Variant != "" && !slices.Contains(vs, o.cfg.Variant) {
+		if len(vs) == 0 {
+			return fmt.Errorf("--variant: dialect %s has one shape", o.cfg.Dialect)
+		}
+		return fmt.Errorf("--variant: dialect %s has no variant %q (want one of %s)", o.cfg.Dialect, o.cfg.Variant,
+			strings.Join(vs, ", "))
 	}
 	if o.cfg.OmitIDs && !gen.IDsOptional(o.cfg.Dialect) {
 		return fmt.Errorf("--omit-ids: %s calls need ids", o.cfg.Dialect)
@@ -67,7 +76,8 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
   tmend gen --text unicode --fault-rate 1 -o unicode.jsonl
-  tmend gen --dialect gemini --omit-ids --fault-rate 1 -o idless.jsonl`,
+  tmend gen --dialect gemini --omit-ids --fault-rate 1 -o idless.jsonl
+  tmend gen --dialect langchain --variant lc-anthropic --fault-rate 0.5 -o langgraph.jsonl`,
 		Args: noArgs,
 		RunE: runE(e, o, runGen),
 	}
@@ -79,6 +89,8 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.StringVar(&o.faults, "faults", "all", "comma-separated fault kinds to draw from, or all")
 	f.IntVar(&o.cfg.MaxFaults, "max-faults", 2, "a broken session gets 1 to this many faults")
 	f.Uint64Var(&o.cfg.Seed, "seed", 1, "random seed")
+	f.StringVar(&o.cfg.Variant, "variant", "", "stored shape, for a dialect with several (langchain: "+
+		strings.Join(gen.Variants(repair.LangChain), ", ")+"); default: one drawn per session")
 	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
 	f.BoolVar(&o.cfg.OmitIDs, "omit-ids", false, "write calls and results without ids, as many SDKs do (gemini only: ids are optional there)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
