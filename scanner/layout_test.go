@@ -243,3 +243,57 @@ func TestIncrementalRunsReadSessionsWithNewRows(t *testing.T) {
 	require.Len(t, msgs, 5, "the synthetic result in its own row")
 	require.Contains(t, msgs[3], "[tmend]")
 }
+
+// Without an updated-at column or a time to order by (LangChain's SERIAL id), runs
+// record the sequence's mark: an incremental run reads the sessions with a row above
+// the mark of the latest completed run that started before its window (the run before
+// the last one, so that a row that took its id before the last run and committed after
+// it is read too).
+func TestIncrementalRunsFollowTheSequence(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	mt := messageTables[0]
+	pool := storetest.NewDB(t)
+	mt.create(t, pool)
+	for i := range 10 {
+		for _, m := range []string{`{"type":"human","content":"hello"}`, `{"type":"ai","content":"hi"}`} {
+			sql, args := mt.insert(fmt.Sprint("c", i), m, nil)
+			_, err := pool.Exec(ctx, sql, args...)
+			require.NoError(t, err)
+		}
+	}
+	st, err := store.Open(ctx, pool, mt.src, false)
+	require.NoError(t, err)
+	require.True(t, st.HasUpdatedAt())
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: mt.src.Name(), RetryBase: time.Millisecond, Overlap: time.Nanosecond,
+		Repair: repair.Options{QuietPeriod: -1}})
+	incremental := func() model.RunCounts {
+		t.Helper()
+		res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental})
+		require.NoError(t, err)
+		return res.Counts
+	}
+	require.Equal(t, 10, incremental().Scanned, "no run before: everything")
+	require.Equal(t, 10, incremental().Scanned, "no run started before the window: everything")
+	require.Equal(t, 0, incremental().Scanned, "nothing above the first run's mark")
+
+	// The platform adds a call without a result, and the user's next message.
+	for _, m := range []string{`{"type":"ai","content":"","tool_calls":[{"id":"c1","name":"ls","args":{},"type":"tool_call"}]}`,
+		`{"type":"human","content":"well?"}`} {
+		sql, args := mt.insert("c3", m, nil)
+		_, err := pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	c := incremental()
+	require.Equal(t, 1, c.Scanned, "only the session with new rows")
+	require.Equal(t, 1, c.Repaired)
+	c = incremental()
+	require.Equal(t, 1, c.Scanned, "read again, its rows being above the run before's mark")
+	require.Zero(t, c.Repaired)
+	rows, err := pool.Query(ctx, mt.read, "c3")
+	require.NoError(t, err)
+	msgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Len(t, msgs, 5)
+	require.Contains(t, msgs[3], "[tmend]")
+}

@@ -74,6 +74,9 @@ type messageSQL struct {
 	transcriptHash                   string
 	nextValues, maxOrder             string
 	estimate                         string
+	// orderMark is a run's mark on a sequence order (the column's largest value), for
+	// incremental runs without an updated-at column; "" when times serve instead.
+	orderMark string
 }
 
 // msgField is where one member of a message is kept: key "" is the whole message.
@@ -279,8 +282,12 @@ func openMessageLayout(ctx context.Context, pool *pgxpool.Pool, src Source, read
 func (l *messageLayout) key() string { return l.t.key }
 
 // hasUpdatedAt: incremental runs select the sessions with a row changed since the last
-// run by the updated-at column, else by a timestamp order column (a row added).
-func (l *messageLayout) hasUpdatedAt() bool { return l.src.UpdatedAtColumn != "" || l.t.ordTime }
+// run by the updated-at column, else with a row added, by a timestamp order column or
+// a sequence's mark (see marked).
+func (l *messageLayout) hasUpdatedAt() bool { return true }
+
+// marked: incremental runs go by the sequence order's marks on the runs, not by times.
+func (l *messageLayout) marked() bool { return l.src.UpdatedAtColumn == "" && !l.t.ordTime }
 
 func buildMessageSQL(src Source, t messageTypes) messageSQL {
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -388,10 +395,21 @@ ORDER BY kid, rn`, sid, t.ident, where, pk, ordKey, ua, order, msg)
 			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
 			s.incr[v] = page(where(append([]string{window}, bounds(v, 6)...)...))
 			s.incrAfter[v] = page(where(append([]string{window, fmt.Sprintf("%s > %s", sid, idParam(7))}, bounds(v, 7)...)...))
+		} else {
+			// A sequence: the sessions with a row above the mark of the latest completed
+			// run that started at or before the window's start ($5), which is a run before
+			// the last one when the window overlaps it: a row that took its value before
+			// that run started and committed after is still read. No such run: all.
+			s.incr[v] = page(where(append([]string{markWindow(ord)}, bounds(v, 5)...)...))
+			s.incrAfter[v] = page(where(append([]string{markWindow(ord), fmt.Sprintf("%s > %s", sid, idParam(6))}, bounds(v, 6)...)...))
 		}
 	}
 	if src.UpdatedAtColumn != "" || t.ordTime {
 		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT DISTINCT %s FROM %s t WHERE %s >= $1::timestamptz::%s`, sid, t.ident, ua, uaType)
+	} else {
+		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT DISTINCT %s FROM %s t WHERE %s`, sid, t.ident,
+			strings.ReplaceAll(markWindow(ord), "$5", "$1"))
+		s.orderMark = fmt.Sprintf(`SELECT max(%s)::int8 FROM %s t`, ord, t.ident)
 	}
 	s.split = fmt.Sprintf(`WITH s AS (SELECT %[1]s AS k FROM %[2]s t TABLESAMPLE SYSTEM ($2))
 SELECT coalesce(array_agg(DISTINCT b ORDER BY b) FILTER (WHERE b < (SELECT k FROM s ORDER BY k DESC LIMIT 1)), '{}')::text[]
@@ -517,6 +535,13 @@ SELECT %[2]s FROM json_populate_recordset(NULL::%[1]s,
 	return s
 }
 
+// markWindow is the condition on a sequence order of an incremental run whose window
+// starts at $5, for the source $2.
+func markWindow(ord string) string {
+	return fmt.Sprintf(`%s > coalesce((SELECT r.order_mark FROM repair_runs r WHERE r.source_key = $2 AND r.status = 'completed'
+  AND NOT r.dry_run AND r.order_mark IS NOT NULL AND r.started_at <= $5::timestamptz ORDER BY r.started_at DESC LIMIT 1), -9223372036854775808)`, ord)
+}
+
 // sessions reads a page: the rows of each session, assembled into its transcript.
 func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
 	pageBytes := int64(q.PageBytes)
@@ -538,9 +563,13 @@ func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Se
 	switch {
 	case q.Mode == model.ModeSession:
 		rows, err = l.pool.Query(ctx, l.sql.one, q.MaxBytes, l.t.key, 1, int64(math.MaxInt64), q.SessionID)
-	case q.Mode == model.ModeIncremental && l.hasUpdatedAt() && !q.After.Started:
+	case q.Mode == model.ModeIncremental && l.marked() && !q.After.Started:
+		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From)
+	case q.Mode == model.ModeIncremental && l.marked():
+		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.After.ID)
+	case q.Mode == model.ModeIncremental && !q.After.Started:
 		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To)
-	case q.Mode == model.ModeIncremental && l.hasUpdatedAt():
+	case q.Mode == model.ModeIncremental:
 		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To, q.After.ID)
 	case !q.After.Started:
 		rows, err = query(l.sql.full, q.MaxBytes, l.t.key, q.Limit, pageBytes)
@@ -959,7 +988,11 @@ func (l *messageLayout) estimateChanged(ctx context.Context, since time.Time) (f
 			Rows float64 `json:"Plan Rows"`
 		}
 	}
-	err := l.pool.QueryRow(ctx, l.sql.changed, since).Scan(&plan)
+	args := []any{since}
+	if l.marked() {
+		args = append(args, l.t.key)
+	}
+	err := l.pool.QueryRow(ctx, l.sql.changed, args...).Scan(&plan)
 	if err == nil && len(plan) == 0 {
 		err = errors.New("EXPLAIN gave no plan")
 	}

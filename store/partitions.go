@@ -103,8 +103,8 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) 
 		n.Partitions = len(bounds) + 1
 		// The window ends when the run is recorded: scanned_through is its start time.
 		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
-  scanned_from, scanned_through, actor, tmend_version, host)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, '')) RETURNING id, started_at`,
+  scanned_from, scanned_through, actor, tmend_version, host, order_mark)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), `+s.orderMarkSQL()+`) RETURNING id, started_at`,
 			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
 			n.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
 		if err != nil {
