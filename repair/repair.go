@@ -187,6 +187,7 @@ type plan struct {
 	after        [][][]byte
 	out          [][]byte // assemble's result, reused
 	from         []int32  // per message of out, its offset in src when it is unchanged input, else -1
+	origin       []int32  // per message of out, the input message it came from, else -1 (see origin.go)
 	report       Report
 
 	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
@@ -298,7 +299,7 @@ func (p *plan) release() {
 	clear(p.idlessOpen)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], removed: p.removed[:0],
+		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
 		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
@@ -1629,7 +1630,7 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 // assemble builds the repaired message list, in a slice of the plan's: it lives until
 // release. p.from then tells which of them are input messages left as they were.
 func (p *plan) assemble() [][]byte {
-	out, from := p.out[:0], p.from[:0]
+	out, from, origin := p.out[:0], p.from[:0], p.origin[:0]
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
@@ -1650,6 +1651,7 @@ func (p *plan) assemble() [][]byte {
 			from[len(from)-1] = -1
 		default:
 			out = append(out, raw)
+			origin = append(origin, int32(i))
 			// Unchanged when it is the very bytes the message was scanned from.
 			if len(raw) == len(m.raw) && &raw[0] == &m.raw[0] {
 				from = append(from, int32(m.off))
@@ -1660,11 +1662,11 @@ func (p *plan) assemble() [][]byte {
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
 			out = append(out, p.after[i]...)
 			for range p.after[i] {
-				from = append(from, -1)
+				from, origin = append(from, -1), append(origin, -1)
 			}
 		}
 	}
-	p.out, p.from = out, from
+	p.out, p.from, p.origin = out, from, origin
 	return out
 }
 

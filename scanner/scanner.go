@@ -629,7 +629,14 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	}
 	opts := s.cfg.Repair
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
-	r, err := repair.Repair(sess.Messages, opts)
+	var r repair.Result
+	var origins []repair.Origin
+	var err error
+	if sess.Rows != nil { // one row per message: the store writes by where each came from
+		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
+	} else {
+		r, err = repair.Repair(sess.Messages, opts)
+	}
 	out.Report = r.Report
 	out.Status, out.Reason = model.EngineStatus(r.Report.Status), r.Report.Reason
 	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
@@ -653,7 +660,7 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	err = s.retry(ctx, "write session", func() error {
 		var err error
 		oc, err = s.store.Apply(ctx, model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
-			NewMessages: r.Messages, Report: report})
+			NewMessages: r.Messages, Origins: origins, Report: report})
 		return err
 	})
 	switch {

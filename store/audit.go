@@ -156,7 +156,7 @@ FROM session_versions WHERE source_key = $1 AND session_id = $2 ORDER BY version
 	return out, classify(err)
 }
 
-// Version returns one saved version with its content.
+// Version returns one saved version with its content, as the session's transcript.
 func (s *Store) Version(ctx context.Context, sessionID string, version int) (model.VersionRow, error) {
 	var v model.VersionRow
 	err := s.pool.QueryRow(ctx, `SELECT session_id, version, kind, content_hash, size_bytes, run_id, created_at, content
@@ -165,7 +165,13 @@ FROM session_versions WHERE source_key = $1 AND session_id = $2 AND version = $3
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, model.ErrNotFound)
 	}
-	return v, classify(err)
+	if err != nil {
+		return v, classify(err)
+	}
+	if v.Content, err = s.layout.transcript(v.Content); err != nil {
+		return v, fmt.Errorf("version %d of session %q: %w", version, sessionID, err)
+	}
+	return v, nil
 }
 
 // History returns what tmend recorded of a session: its reports and its saved versions

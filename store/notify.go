@@ -33,12 +33,12 @@ func touchSQL(src Source) string {
 
 // notifyPayload is the JSON a listener receives. Postgres refuses payloads of 8000 bytes
 // or more, which only a session id of nearly that length reaches.
-func (s *Store) notifyPayload(sessionID string, version int, action string) string {
+func notifyPayload(key, sessionID string, version int, action string) string {
 	b, _ := json.Marshal(struct {
 		Source    string `json:"source"`
 		SessionID string `json:"session_id"`
 		Version   int    `json:"version"`
 		Action    string `json:"action"`
-	}{s.key, sessionID, version, action}) // strings and an int: cannot fail
+	}{key, sessionID, version, action}) // strings and an int: cannot fail
 	return string(b)
 }

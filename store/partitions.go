@@ -17,6 +17,10 @@ import (
 // EstimateSessions returns the number of rows in the source's table by the planner's
 // statistics (0 when the table was never analyzed): cheap, and good enough to size runs.
 func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
+	if m, ok := s.layout.(*messageLayout); ok {
+		n, err := m.estimateSessions(ctx, s.pool)
+		return int64(n), classify(err)
+	}
 	n, err := s.estimate(ctx, s.pool)
 	return int64(n), classify(err)
 }
@@ -25,22 +29,14 @@ func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
 // planner's statistics: the sessions an incremental run from there reads. Without an
 // updated-at column it is EstimateSessions.
 func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, error) {
-	if !s.sql.hasUpdatedAt {
+	if !s.layout.hasUpdatedAt() {
 		return s.EstimateSessions(ctx)
 	}
-	var plan []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		}
-	}
-	err := s.pool.QueryRow(ctx, s.sql.changed, since).Scan(&plan)
-	if err == nil && len(plan) == 0 {
-		err = errors.New("EXPLAIN gave no plan")
-	}
+	n, err := s.layout.estimateChanged(ctx, since)
 	if err != nil {
 		return 0, classify(fmt.Errorf("estimate the sessions of %s changed since %s: %w", s.src.Name(), since.Format(time.RFC3339), err))
 	}
-	return int64(plan[0].Plan.Rows), nil
+	return int64(n), nil
 }
 
 // EstimateRun returns how many sessions a scan reads, by the table's statistics: the
@@ -107,8 +103,8 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) 
 		n.Partitions = len(bounds) + 1
 		// The window ends when the run is recorded: scanned_through is its start time.
 		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
-  scanned_from, scanned_through, actor, tmend_version, host)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, '')) RETURNING id, started_at`,
+  scanned_from, scanned_through, actor, tmend_version, host, order_mark)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), `+s.orderMarkSQL()+`) RETURNING id, started_at`,
 			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
 			n.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
 		if err != nil {
@@ -156,9 +152,9 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	if rows > splitSample {
 		percent = max(100*splitSample/rows, 0.001)
 	}
-	var bounds []string
 	for {
-		if err := q.QueryRow(ctx, s.sql.split, fractions, percent).Scan(&bounds); err != nil {
+		bounds, err := s.layout.split(ctx, q, fractions, percent)
+		if err != nil {
 			return nil, fmt.Errorf("split the ids of %s: %w", s.src.Name(), err)
 		}
 		// A sample that found nothing (stale statistics, an unlucky draw) is taken again

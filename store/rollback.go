@@ -37,8 +37,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return err
 		}
-		var curHash *string
-		err := tx.QueryRow(ctx, s.sql.lock, req.SessionID).Scan(&curHash)
+		curHash, err := s.layout.lock(ctx, tx, req.SessionID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("session %q: %w", req.SessionID, model.ErrNotFound)
 		}
@@ -96,22 +95,24 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		next := latest + 1
 		if latestHash == nil || *latestHash != cur {
 			// Keep what is there now before replacing it.
-			if _, err := tx.Exec(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "preserved", nilIfZero(req.RunID), s.key); err != nil {
+			if _, _, err := s.layout.saveVersion(ctx, tx, req.SessionID, next, "preserved", req.RunID); err != nil {
 				return fmt.Errorf("preserve current content: %w", err)
 			}
 			res.Preserved, next = next, next+1
 		}
-		if _, err := tx.Exec(ctx, s.sql.restore, req.SessionID, res.To, s.key); err != nil {
+		if err := s.layout.restore(ctx, tx, req.SessionID, res.To); err != nil {
 			return fmt.Errorf("restore version %d: %w", res.To, err)
 		}
-		var afterHash string
-		var afterSize int
-		if err := tx.QueryRow(ctx, s.sql.saveVersion, req.SessionID, req.SessionID, next, "restored", nilIfZero(req.RunID), s.key).
-			Scan(&afterHash, &afterSize); err != nil {
+		afterHash, afterSize, err := s.layout.saveVersion(ctx, tx, req.SessionID, next, "restored", req.RunID)
+		if err != nil {
 			return fmt.Errorf("save restored content: %w", err)
 		}
 		res.Written = next
-		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, afterHash, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
+		hold, err := s.layout.holdHash(ctx, tx, req.SessionID, afterHash)
+		if err != nil {
+			return fmt.Errorf("hold session: %w", err)
+		}
+		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, hold, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
 			return fmt.Errorf("hold session: %w", err)
 		}
 		res.Status, res.Reason = model.RollbackRestored, fmt.Sprintf("restored version %d", res.To)
@@ -123,7 +124,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		if s.src.NotifyChannel == "" {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, notifySQL, s.src.NotifyChannel, s.notifyPayload(req.SessionID, next, actionRollback)); err != nil {
+		if _, err := tx.Exec(ctx, notifySQL, s.src.NotifyChannel, notifyPayload(s.key, req.SessionID, next, actionRollback)); err != nil {
 			return fmt.Errorf("notify %q: %w", s.src.NotifyChannel, err)
 		}
 		return nil

@@ -24,13 +24,22 @@ func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, er
 	var id int64
 	var started time.Time
 	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key,
-  actor, tmend_version, host)
-VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, '')) RETURNING id, started_at`,
+  actor, tmend_version, host, order_mark)
+VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''), `+s.orderMarkSQL()+`) RETURNING id, started_at`,
 		r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key, r.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
 	if err != nil {
 		return 0, time.Time{}, classify(fmt.Errorf("start run: %w", err))
 	}
 	return id, started, nil
+}
+
+// orderMarkSQL is the expression a run row's order_mark takes: the order column's
+// largest value for a source that keeps a row per message on a sequence, else NULL.
+func (s *Store) orderMarkSQL() string {
+	if m, ok := s.layout.(*messageLayout); ok && m.sql.orderMark != "" {
+		return "(" + m.sql.orderMark + ")"
+	}
+	return "NULL::bigint"
 }
 
 // FinishRun records a run's outcome and, for a completed run that asks for it, moves the

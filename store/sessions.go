@@ -12,9 +12,27 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tmend/tmend/store/model"
 )
+
+// rowLayout is a table holding one row per session, its messages array in one column:
+// tmend's own sessions table, and any table mapped with Source's IDColumn and
+// MessagesColumn.
+type rowLayout struct {
+	pool *pgxpool.Pool
+	src  Source
+	k    string // the source's key (see checkSource)
+	sql  sessionSQL
+}
+
+func newRowLayout(pool *pgxpool.Pool, src Source, t sourceTypes) *rowLayout {
+	return &rowLayout{pool: pool, src: src, k: t.key, sql: buildSessionSQL(src, t)}
+}
+
+func (l *rowLayout) key() string        { return l.k }
+func (l *rowLayout) hasUpdatedAt() bool { return l.sql.hasUpdatedAt }
 
 // sessionSQL holds the statements for one source, built once from quoted identifiers and
 // the column types found by checkSource.
@@ -145,12 +163,16 @@ RETURNING content_hash, size_bytes`, t.ident, msgs, id, idParam(1))
 }
 
 // HasUpdatedAt reports whether the source supports incremental runs.
-func (s *Store) HasUpdatedAt() bool { return s.sql.hasUpdatedAt }
+func (s *Store) HasUpdatedAt() bool { return s.layout.hasUpdatedAt() }
 
 // Sessions returns one page of sessions in keyset order: at most q.Limit sessions and,
 // when q.PageBytes is set, the content of those whose content before them is within
 // q.PageBytes; the session that crosses it comes Deferred, without its content, last.
 func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	return s.layout.sessions(ctx, q)
+}
+
+func (s *rowLayout) sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
 	var rows pgx.Rows
 	var err error
 	pageBytes := int64(q.PageBytes)
@@ -170,15 +192,15 @@ func (s *Store) Sessions(ctx context.Context, q model.Query) ([]model.Session, e
 	}
 	switch {
 	case q.Mode == model.ModeSession:
-		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.key, q.SessionID)
+		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.k, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
-		rows, err = query(s.sql.incr, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To)
+		rows, err = query(s.sql.incr, q.MaxBytes, s.k, q.Limit, pageBytes, q.From, q.To)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt:
-		rows, err = query(s.sql.incrAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
+		rows, err = query(s.sql.incrAfter, q.MaxBytes, s.k, q.Limit, pageBytes, q.From, q.To, q.After.Position, q.After.ID)
 	case !q.After.Started:
-		rows, err = query(s.sql.full, q.MaxBytes, s.key, q.Limit, pageBytes)
+		rows, err = query(s.sql.full, q.MaxBytes, s.k, q.Limit, pageBytes)
 	default:
-		rows, err = query(s.sql.fullAfter, q.MaxBytes, s.key, q.Limit, pageBytes, q.After.ID)
+		rows, err = query(s.sql.fullAfter, q.MaxBytes, s.k, q.Limit, pageBytes, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -232,7 +254,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	}
 	err = retryTx(ctx, func() error {
 		var err error
-		out, err = s.apply(ctx, a, want, args)
+		out, err = s.layout.apply(ctx, a, want, args)
 		return err
 	})
 	var ce *conflictError
@@ -255,7 +277,7 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 // than the round trips between them). A transaction that fails or is refused is left
 // open on purpose: the pool closes a connection released inside a transaction, and the
 // server rolls it back.
-func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
+func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return out, err
@@ -266,7 +288,7 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b.Queue("BEGIN")
 	// A live agent holding the row must not stall a run; it is retried next run.
 	b.Queue("SET LOCAL lock_timeout = '5s'")
-	b.Queue(s.sql.lockState, a.Session.ID, s.key)
+	b.Queue(s.sql.lockState, a.Session.ID, s.k)
 	br := conn.SendBatch(ctx, b)
 	var curHash *string
 	var last int
@@ -309,11 +331,11 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.key,
+		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.k,
 		report[16], report[17], report[18])
 	notify := s.src.NotifyChannel != ""
 	if notify {
-		b.Queue(notifySQL, s.src.NotifyChannel, s.notifyPayload(a.Session.ID, out.ToVersion, actionRepair))
+		b.Queue(notifySQL, s.src.NotifyChannel, notifyPayload(s.k, a.Session.ID, out.ToVersion, actionRepair))
 	}
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
@@ -336,4 +358,52 @@ func (s *Store) apply(ctx context.Context, a model.Apply, want string, report []
 	}
 	out.Applied = true
 	return out, nil
+}
+
+func (s *rowLayout) lock(ctx context.Context, tx pgx.Tx, id string) (*string, error) {
+	var h *string
+	err := tx.QueryRow(ctx, s.sql.lock, id).Scan(&h)
+	return h, err
+}
+
+func (s *rowLayout) saveVersion(ctx context.Context, tx pgx.Tx, id string, n int, kind string, runID int64) (string, int, error) {
+	var hash string
+	var size int
+	err := tx.QueryRow(ctx, s.sql.saveVersion, id, id, n, kind, nilIfZero(runID), s.k).Scan(&hash, &size)
+	return hash, size, err
+}
+
+func (s *rowLayout) restore(ctx context.Context, tx pgx.Tx, id string, n int) error {
+	_, err := tx.Exec(ctx, s.sql.restore, id, n, s.k)
+	return err
+}
+
+// holdHash: the row holds the transcript itself.
+func (s *rowLayout) holdHash(_ context.Context, _ pgx.Tx, _, versionHash string) (string, error) {
+	return versionHash, nil
+}
+
+// transcript: a version holds the transcript itself.
+func (s *rowLayout) transcript(content string) (string, error) { return content, nil }
+
+func (s *rowLayout) estimateChanged(ctx context.Context, since time.Time) (float64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	err := s.pool.QueryRow(ctx, s.sql.changed, since).Scan(&plan)
+	if err == nil && len(plan) == 0 {
+		err = errors.New("EXPLAIN gave no plan")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return plan[0].Plan.Rows, nil
+}
+
+func (s *rowLayout) split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error) {
+	var bounds []string
+	err := q.QueryRow(ctx, s.sql.split, fractions, percent).Scan(&bounds)
+	return bounds, err
 }

@@ -14,9 +14,24 @@ import (
 type Source struct {
 	// Table is "table" or "schema.table". An unqualified name is looked up on the
 	// search_path, where tmend's schema comes first.
-	Table           string
-	IDColumn        string
-	MessagesColumn  string
+	Table string
+	// Layout is how the table keeps sessions: LayoutSessions ("" too), one row per
+	// session, or LayoutMessages, one row per message.
+	Layout Layout
+	// One row per session: its id and its messages array.
+	IDColumn       string
+	MessagesColumn string
+	// One row per message: the session it belongs to, the column that orders a
+	// session's rows (an integer or a timestamp; the primary key breaks ties), and the
+	// message (json, jsonb or text holding one JSON object).
+	SessionColumn, OrderColumn, MessageColumn string
+	// MessageMap, instead of MessageColumn, assembles a message from several columns,
+	// one member each: {"id": <id>, "role": <role>, "parts": <parts>}.
+	MessageMap []MapField
+	// OrderAlsoColumn is a timestamptz column holding the order column's time as well
+	// (Mastra's "createdAtZ" beside "createdAt", a UTC wall clock): rows tmend places get
+	// it too.
+	OrderAlsoColumn string
 	UpdatedAtColumn string // optional; without it every run is a full run
 
 	// How tmend writes (both off by default, so a repair changes nothing but the
@@ -42,9 +57,85 @@ const DefaultNotifyChannel = "tmend_session_changed"
 // DefaultSource is tmend's own sessions table.
 var DefaultSource = Source{Table: "sessions", IDColumn: "id", MessagesColumn: "messages", UpdatedAtColumn: "updated_at"}
 
+// MapField is one member of a message assembled from columns: the member Key holds
+// Column's value, as JSON: a json or jsonb column's value as it is, a text column's as
+// a string unless JSON is set (the column holds a JSON value as text), any other
+// column's as to_json gives it.
+type MapField struct {
+	Key, Column string
+	JSON        bool
+}
+
+// ParseMessageMap reads a column map written key=column,... (key=column:json for a
+// text column holding JSON), e.g. id=id,role=role,parts=parts. Keys are letters, digits,
+// and _ $ -; columns are spelled as Postgres spells them ("createdAt" in quotes).
+func ParseMessageMap(s string) ([]MapField, error) {
+	var out []MapField
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		key, col, ok := strings.Cut(strings.TrimSpace(item), "=")
+		f := MapField{Key: key, Column: col}
+		if c, found := strings.CutSuffix(col, ":json"); found {
+			f.Column, f.JSON = c, true
+		}
+		if !ok || !validKey(key) || f.Column == "" {
+			return nil, fmt.Errorf("%w: message map %q: want key=column[:json],...", ErrSource, s)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("%w: message map %q: key %q twice", ErrSource, s, key)
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// validKey keeps message keys to a set that needs no escaping anywhere.
+func validKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '$' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Layout is how a table keeps its sessions.
+type Layout string
+
+// The layouts.
+const (
+	LayoutSessions Layout = "sessions" // one row per session, holding the messages array
+	LayoutMessages Layout = "messages" // one row per message
+)
+
+// Layouts lists the layouts.
+func Layouts() []Layout { return []Layout{LayoutSessions, LayoutMessages} }
+
 // Name identifies the source in runs and scan state.
 func (s Source) Name() string {
+	if s.Layout == LayoutMessages {
+		return fmt.Sprintf("%s(messages:%s,%s,%s,%s)", s.Table, s.SessionColumn, s.OrderColumn, s.messageName(), s.UpdatedAtColumn)
+	}
 	return fmt.Sprintf("%s(%s,%s,%s)", s.Table, s.IDColumn, s.MessagesColumn, s.UpdatedAtColumn)
+}
+
+// messageName is the message column, or the column map as written.
+func (s Source) messageName() string {
+	if len(s.MessageMap) == 0 {
+		return s.MessageColumn
+	}
+	items := make([]string, len(s.MessageMap))
+	for i, f := range s.MessageMap {
+		items[i] = f.Key + "=" + f.Column
+		if f.JSON {
+			items[i] += ":json"
+		}
+	}
+	return "{" + strings.Join(items, ",") + "}"
 }
 
 // ErrSource reports a source mapping that does not fit the database.
@@ -72,7 +163,98 @@ var messagesTypes = map[string]string{"jsonb": "jsonb", "json": "json", "text": 
 var updatedAtTypes = map[string]bool{"timestamptz": true, "timestamp": true}
 
 func (s Source) identifier() pgx.Identifier {
-	return pgx.Identifier(strings.Split(s.Table, "."))
+	parts, _ := splitIdentifier(s.Table) // checked by normalize
+	return pgx.Identifier(parts)
+}
+
+// splitIdentifier splits a name as Postgres spells it into its dot-separated parts: a
+// part in double quotes is taken exactly, dots and all ("" is a quote); an unquoted part
+// is taken as written up to the next dot, quotes and all (not folded to lower case:
+// Message_v2 names "Message_v2", as it always has in tmend's options).
+func splitIdentifier(s string) ([]string, error) {
+	var parts []string
+	for i := 0; ; {
+		var part strings.Builder
+		if i < len(s) && s[i] == '"' {
+			i++
+			for {
+				j := strings.IndexByte(s[i:], '"')
+				if j < 0 {
+					return nil, fmt.Errorf("name %q: unterminated quote", s)
+				}
+				part.WriteString(s[i : i+j])
+				i += j + 1
+				if i < len(s) && s[i] == '"' {
+					part.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+		} else {
+			j := strings.IndexByte(s[i:], '.')
+			if j < 0 {
+				j = len(s) - i
+			}
+			part.WriteString(s[i : i+j])
+			i += j
+		}
+		if part.Len() == 0 {
+			return nil, fmt.Errorf("name %q: empty part", s)
+		}
+		parts = append(parts, part.String())
+		switch {
+		case i == len(s):
+			return parts, nil
+		case s[i] != '.':
+			return nil, fmt.Errorf("name %q: a quoted part must end at a dot", s)
+		}
+		i++
+	}
+}
+
+// column returns a column name as Postgres spells it (see splitIdentifier).
+func column(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	parts, err := splitIdentifier(name)
+	if err == nil && len(parts) != 1 {
+		err = fmt.Errorf("column %q: want one name, not a qualified one", name)
+	}
+	if err != nil {
+		return "", err
+	}
+	return parts[0], nil
+}
+
+// normalize checks the names of the table and columns and takes the quotes off the
+// columns, so that the checks and the statements use them as Postgres has them.
+func (s Source) normalize() (Source, error) {
+	parts, err := splitIdentifier(s.Table)
+	switch {
+	case s.Table == "":
+		return s, nil // the layout's check says what is missing
+	case err != nil:
+		return s, fmt.Errorf("%w: table: %v", ErrSource, err)
+	case len(parts) > 2:
+		return s, fmt.Errorf("%w: table %q: want table or schema.table", ErrSource, s.Table)
+	}
+	for _, c := range []*string{&s.IDColumn, &s.MessagesColumn, &s.SessionColumn, &s.OrderColumn, &s.MessageColumn,
+		&s.UpdatedAtColumn, &s.OrderAlsoColumn} {
+		if *c, err = column(*c); err != nil {
+			return s, fmt.Errorf("%w: %v", ErrSource, err)
+		}
+	}
+	fields := make([]MapField, len(s.MessageMap))
+	for i, f := range s.MessageMap {
+		fields[i] = f
+		if fields[i].Column, err = column(f.Column); err != nil {
+			return s, fmt.Errorf("%w: %v", ErrSource, err)
+		}
+	}
+	s.MessageMap = fields
+	return s, nil
 }
 
 // checkSource verifies that the table and columns exist with usable types and that this
@@ -82,8 +264,6 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 	switch {
 	case s.Table == "" || s.IDColumn == "" || s.MessagesColumn == "":
 		return t, fmt.Errorf("%w: table, id column and messages column are required", ErrSource)
-	case strings.Count(s.Table, ".") > 1:
-		return t, fmt.Errorf("%w: table %q: want table or schema.table", ErrSource, s.Table)
 	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
 		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
 	case len(s.NotifyChannel) > maxChannelBytes:

@@ -27,7 +27,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	src  Source
 	key  string // the source's key in tmend's tables (see checkSource)
-	sql  sessionSQL
+	// layout is how the source's table keeps its sessions.
+	layout layout
 	// origin stamps the run and report rows this store writes.
 	origin model.Origin
 }
@@ -35,11 +36,29 @@ type Store struct {
 // Open checks the source mapping against the database (table, column types and
 // privileges; readOnly skips the UPDATE privilege) and prepares its queries.
 func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*Store, error) {
-	t, err := checkSource(ctx, pool, src, readOnly)
+	// The layouts use the names as Postgres has them; runs keep the source as given.
+	norm, err := src.normalize()
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	return &Store{pool: pool, src: src, key: t.key, sql: buildSessionSQL(src, t)}, nil
+	var l layout
+	switch src.Layout {
+	case "", LayoutSessions:
+		t, err := checkSource(ctx, pool, norm, readOnly)
+		if err != nil {
+			return nil, classify(err)
+		}
+		l = newRowLayout(pool, norm, t)
+	case LayoutMessages:
+		m, err := openMessageLayout(ctx, pool, norm, readOnly)
+		if err != nil {
+			return nil, classify(err)
+		}
+		l = m
+	default:
+		return nil, fmt.Errorf("%w: unknown layout %q (want %q or %q)", ErrSource, src.Layout, LayoutSessions, LayoutMessages)
+	}
+	return &Store{pool: pool, src: src, key: l.key(), layout: l}, nil
 }
 
 // SetOrigin sets the binary's version and the host that the run and report rows this

@@ -43,6 +43,17 @@ type Session struct {
 	// HoldHash is set when a rollback asked scheduled runs to leave the session alone
 	// while its content hashes to this.
 	HoldHash string
+	// Rows are the session's rows in order, for a table that keeps one row per message:
+	// Messages is their messages joined into an array, one each. The store matches them
+	// again when it writes the session; nil for a table that keeps one row per session.
+	Rows []Row
+}
+
+// Row is one stored row of a session kept one row per message: its primary key as text
+// and its order value (an integer, or a timestamp in microseconds since 1970).
+type Row struct {
+	Key   string
+	Order int64
 }
 
 // ContentHash is the hash tmend records for a content: hex SHA-256 of its text.
@@ -149,7 +160,10 @@ type Apply struct {
 	Trigger     Trigger
 	Session     Session // as read: its Messages are the expected current content
 	NewMessages []byte
-	Report      Report
+	// Origins say where each message of NewMessages came from (repair.RepairWithOrigins):
+	// a session kept one row per message (Session.Rows) is written by this map.
+	Origins []repair.Origin
+	Report  Report
 }
 
 // Outcome is what became of an Apply.

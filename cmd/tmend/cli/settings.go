@@ -49,10 +49,16 @@ func registerDBFlags(fs *pflag.FlagSet) {
 // registerSourceFlags adds where the sessions are and, for commands that write them, who
 // hears of a write.
 func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
+	fs.String("preset", "", "a platform's own table, all its options set: "+strings.Join(store.Presets(), ", ")+" (options given as well win)")
 	fs.String("table", store.DefaultSource.Table, "table holding the sessions (table or schema.table)")
-	fs.String("id-column", store.DefaultSource.IDColumn, "its id column (text, uuid or integer)")
-	fs.String("messages-column", store.DefaultSource.MessagesColumn, "its transcript column (jsonb, json or text)")
-	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full)")
+	fs.String("layout", string(store.LayoutSessions), "how the table keeps sessions: sessions (a row each, holding the messages array) or messages (a row per message)")
+	fs.String("id-column", store.DefaultSource.IDColumn, "its id column (text, uuid or integer; layout sessions)")
+	fs.String("messages-column", store.DefaultSource.MessagesColumn, "its transcript column (jsonb, json or text; layout sessions)")
+	fs.String("session-column", "", "the session id of each row (layout messages)")
+	fs.String("order-column", "", "what orders a session's rows: an integer (a SERIAL id) or a timestamp; the primary key breaks ties (layout messages)")
+	fs.String("message-column", "", "one message, a JSON object (jsonb, json or text; layout messages)")
+	fs.String("message-map", "", `or a message made of columns, key=column,...: id=id,role=role,parts=parts (key=column:json for a text column holding JSON; layout messages)`)
+	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full; layout messages: none unless given)")
 	if writes {
 		fs.Bool("touch-updated-at", false, "also set the updated-at column to now() when a session is repaired or rolled back (needs UPDATE on it)")
 		fs.String("notify-channel", "", "pg_notify this channel for every session repaired or rolled back, on commit (e.g. "+store.DefaultNotifyChannel+")")
@@ -96,6 +102,7 @@ func loadSettings(e *Env, cmd *cobra.Command) (*settings, error) {
 func knownSetting(name string) bool {
 	switch name {
 	case "database-url", "schema", "log-level", "table", "id-column", "messages-column", "updated-at-column",
+		"preset", "layout", "session-column", "order-column", "message-column", "message-map",
 		"dialect", "target", "failed-turns", "quiet-period", "workers", "batch-size", "max-bytes", "max-inflight-bytes", "overlap",
 		"batch-pause", "schedule", "time-zone", "listen", "api-token", "read-token", "shutdown-timeout",
 		"prune-schedule", "prune-older-than", "partitions", "concurrency", "partition-slice", "rescue-after",
@@ -165,9 +172,28 @@ func (s *settings) bool(name string) (bool, error) {
 	return v, nil
 }
 
+// isSet reports whether an option was given (flag, environment or config file) rather
+// than left at its default.
+func (s *settings) isSet(name string) bool {
+	if f := s.fs.Lookup(name); f != nil && f.Changed {
+		return true
+	}
+	if _, ok := s.lookupEnv(name); ok {
+		return true
+	}
+	_, ok := s.file[name]
+	return ok
+}
+
 func (s *settings) source() (store.Source, error) {
 	src := store.Source{Table: s.get("table"), IDColumn: s.get("id-column"),
 		MessagesColumn: s.get("messages-column"), UpdatedAtColumn: s.get("updated-at-column")}
+	if s.fs.Lookup("layout") != nil {
+		var err error
+		if src, err = s.tableSource(); err != nil {
+			return src, err
+		}
+	}
 	if s.fs.Lookup("touch-updated-at") == nil {
 		return src, nil // a command that writes no sessions
 	}
@@ -175,6 +201,57 @@ func (s *settings) source() (store.Source, error) {
 	src.TouchUpdatedAt, err = s.bool("touch-updated-at")
 	src.NotifyChannel = s.get("notify-channel")
 	return src, err
+}
+
+// tableSource is the table mapping: a preset's, with the options given as well over it,
+// or the options alone.
+func (s *settings) tableSource() (store.Source, error) {
+	src := store.DefaultSource
+	if name := s.get("preset"); name != "" {
+		p, err := store.Preset(name)
+		if err != nil {
+			return src, usageErrorf("--preset: %v", err)
+		}
+		src = p
+	}
+	set := func(name string, field *string) {
+		if s.isSet(name) {
+			*field = s.get(name)
+		}
+	}
+	layout := string(src.Layout)
+	set("layout", &layout)
+	src.Layout = store.Layout(layout)
+	switch src.Layout {
+	case "", store.LayoutSessions:
+	case store.LayoutMessages:
+		if s.get("preset") == "" {
+			// The one-row-per-session defaults do not apply.
+			src.IDColumn, src.MessagesColumn, src.UpdatedAtColumn = "", "", ""
+		}
+	default:
+		return src, usageErrorf("--layout must be sessions or messages, got %q", layout)
+	}
+	set("table", &src.Table)
+	set("id-column", &src.IDColumn)
+	set("messages-column", &src.MessagesColumn)
+	set("session-column", &src.SessionColumn)
+	set("order-column", &src.OrderColumn)
+	if s.isSet("message-column") {
+		src.MessageColumn, src.MessageMap = s.get("message-column"), nil
+	}
+	if s.isSet("message-map") {
+		m, err := store.ParseMessageMap(s.get("message-map"))
+		if err != nil {
+			return src, usageErrorf("--message-map: %v", err)
+		}
+		src.MessageColumn, src.MessageMap = "", m
+	}
+	set("updated-at-column", &src.UpdatedAtColumn)
+	if src.Layout == store.LayoutMessages && (src.SessionColumn == "" || src.OrderColumn == "" || src.MessageColumn == "" && src.MessageMap == nil) {
+		return src, usageErrorf("--layout messages needs --session-column, --order-column and --message-column or --message-map (or a --preset)")
+	}
+	return src, nil
 }
 
 // newLogger writes zerolog JSON to stderr, or readable lines when stderr is a terminal.

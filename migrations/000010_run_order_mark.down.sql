@@ -1,0 +1,1 @@
+ALTER TABLE repair_runs DROP COLUMN order_mark;

@@ -1,0 +1,85 @@
+package repair
+
+// Origin says where one message of a repaired transcript came from, so that a caller
+// keeping each message apart (one database row per message) can change only the rows
+// whose message changed, by this map rather than by comparing contents.
+type Origin struct {
+	// Input is the index of the input message this one came from: the same message,
+	// possibly changed or moved. -1 when tmend made it: a synthetic result, or a new
+	// message holding results moved out of other messages.
+	Input int
+	// Changed is set when its bytes differ from the input message's (parts removed,
+	// results moved in, a message merged into it, ids rewritten). An unchanged message
+	// is the input message's exact bytes.
+	Changed bool
+	// Start and End delimit the message's bytes in Result.Messages.
+	Start, End int
+}
+
+// RepairWithOrigins is Repair that also returns, for each message of Result.Messages in
+// order, its Origin. Input messages that have no Origin were dropped (or merged into the
+// message before them, whose Origin is then Changed). Messages may come out of their
+// input order (a result moved to after its call); Input then decreases somewhere. When
+// Repair returns an error, the origins are nil.
+func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
+	p, err := newPlan(msgs, opts)
+	defer p.release()
+	if err != nil {
+		return Result{Messages: msgs, Report: p.report}, nil, err
+	}
+	if len(p.report.Actions) == 0 {
+		p.report.MessagesOut = p.report.MessagesIn
+		origins := make([]Origin, len(p.msgs))
+		for i := range p.msgs {
+			m := &p.msgs[i]
+			origins[i] = Origin{Input: i, Start: m.off, End: m.off + len(m.raw)}
+		}
+		return Result{Messages: msgs, Report: p.report}, origins, nil
+	}
+	out := p.assemble()
+	p.report.MessagesOut = len(out)
+	return Result{Messages: joinArray(out), Report: p.report}, p.origins(out), nil
+}
+
+// origins maps assemble's output to the input messages: assemble records which input
+// message each output message stands for (plan.origin) and which it left as it was
+// (plan.from); results moved after their call's turn (whole-message dialects) are found
+// by their bytes, which are the moved result's own.
+func (p *plan) origins(out [][]byte) []Origin {
+	var moved map[*byte]int
+	origins := make([]Origin, len(out))
+	at := 1 // after joinArray's '['
+	for k, raw := range out {
+		o := Origin{Input: int(p.origin[k]), Changed: p.from[k] < 0, Start: at, End: at + len(raw)}
+		at = o.End + 1 // and the comma
+		if o.Input < 0 && len(raw) > 0 {
+			if moved == nil {
+				moved = p.movedResults()
+			}
+			if i, ok := moved[&raw[0]]; ok {
+				m := &p.msgs[i]
+				o.Input, o.Changed = i, len(raw) != len(m.raw) || &raw[0] != &m.raw[0]
+			}
+		}
+		if o.Input < 0 {
+			o.Changed = false
+		}
+		origins[k] = o
+	}
+	return origins
+}
+
+// movedResults maps the first byte of each result's current bytes to its message, for a
+// dialect whose results are whole messages.
+func (p *plan) movedResults() map[*byte]int {
+	m := map[*byte]int{}
+	if p.spec == nil || p.spec.block {
+		return m
+	}
+	for ri := range p.results {
+		if raw := p.resPart(ri).raw; len(raw) > 0 {
+			m[&raw[0]] = p.results[ri].msg
+		}
+	}
+	return m
+}

@@ -1,0 +1,1017 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// messageLayout is a table holding one row per message (LangChain's
+// langchain_chat_histories, the AI SDK chatbot's "Message_v2", Mastra's
+// mastra_messages): a session is the rows of one session id, in the order of the order
+// column and then the primary key. It reads a session as the array of its messages,
+// and writes a repaired one by changing as few rows as it can (see planRows), matched
+// by the engine's map of where each message came from. Its versions hold the session's
+// rows whole, every column, as a JSON array of row objects, so rollback restores them
+// exactly.
+type messageLayout struct {
+	pool *pgxpool.Pool
+	src  Source
+	t    messageTypes
+	sql  messageSQL
+}
+
+// messageTypes is what checkMessageSource found of the table.
+type messageTypes struct {
+	ident string // the quoted table name
+	key   string
+	// SQL types of the session id and primary key columns, from fixed lists.
+	sid, pk  string
+	pkColumn string
+	// fields make a message: one, the message column, or the column map's.
+	fields []msgField
+	// The order column: its type, whether it is a timestamp, whether it is the primary
+	// key, and the sequence that supplies its values ("" when it has none).
+	ord       string
+	ordTime   bool
+	ordIsPK   bool
+	ordSeq    string
+	pkDefault bool // the primary key has a default, which new rows take
+	// pkExplicit: new rows get their key from tmend: the message's id when the map
+	// takes the key from it, else a random UUID (a uuid or text key without default).
+	pkExplicit bool
+	alsoType   string // the OrderAlsoColumn's type, when there is one
+	updatedAt  string
+	// columns are those an INSERT may set (not generated), in table order;
+	// overriding is set when one is an identity column GENERATED ALWAYS.
+	columns    []string
+	overriding bool
+}
+
+// messageSQL holds a messages table's statements, built once from quoted identifiers
+// and the types checkMessageSource found.
+type messageSQL struct {
+	full, fullAfter, incr, incrAfter [4]string
+	one, changed, split              string
+	lockState, lock, saveVersion     string
+	saveOriginal, saveRepaired       string
+	insert, delete, update           string
+	restoreDelete, restoreInsert     string
+	transcriptHash                   string
+	nextValues, maxOrder             string
+	estimate                         string
+	// orderMark is a run's mark on a sequence order (the column's largest value), for
+	// incremental runs without an updated-at column; "" when times serve instead.
+	orderMark string
+}
+
+// msgField is where one member of a message is kept: key "" is the whole message.
+type msgField struct {
+	key, column string
+	// typ is the column's type as format_type names it, for casts.
+	typ string
+	// raw: the member's JSON text is the column's text (json, jsonb, the message
+	// column, a text column mapped :json); otherwise a string member is the column's
+	// text and other JSON values are cast from their JSON text.
+	raw  bool
+	isPK bool // the primary key: set on new rows only
+}
+
+var orderTypes = map[string]string{"int8": "bigint", "int4": "integer", "int2": "smallint",
+	"timestamptz": "timestamptz", "timestamp": "timestamp"}
+
+// checkMessageSource verifies a one-row-per-message mapping: the table, its columns'
+// types, a single-column primary key, and the privileges tmend needs (SELECT on every
+// column, since versions keep whole rows; INSERT, UPDATE and DELETE unless readOnly).
+func checkMessageSource(ctx context.Context, q querier, s Source) (messageTypes, error) {
+	var t messageTypes
+	switch {
+	case s.Table == "" || s.SessionColumn == "" || s.OrderColumn == "" || s.MessageColumn == "" && len(s.MessageMap) == 0:
+		return t, fmt.Errorf("%w: the messages layout needs a table, a session column, an order column and a message column (or map)", ErrSource)
+	case s.MessageColumn != "" && len(s.MessageMap) > 0:
+		return t, fmt.Errorf("%w: give a message column or a message map, not both", ErrSource)
+	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
+		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
+	case len(s.NotifyChannel) > maxChannelBytes:
+		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
+	}
+	t.ident = s.identifier().Sanitize()
+	var oid *uint32
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", t.ident).Scan(&oid); err != nil {
+		return t, fmt.Errorf("look up table %q: %w", s.Table, err)
+	}
+	if oid == nil {
+		return t, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	}
+	const columnsSQL = `SELECT a.attname, t.typname, format_type(a.atttypid, NULL), a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',
+  coalesce(pg_get_serial_sequence($2, a.attname), ''),
+  EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND i.indnatts = 1 AND i.indkey[0] = a.attnum),
+  (SELECT count(*) FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary)
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
+	type column struct {
+		name, typ, format                     string
+		generated, always, hasDefault, single bool
+		seq                                   string
+		pks                                   int
+	}
+	rows, err := q.Query(ctx, columnsSQL, *oid, t.ident)
+	if err != nil {
+		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
+		var c column
+		return c, r.Scan(&c.name, &c.typ, &c.format, &c.generated, &c.always, &c.hasDefault, &c.seq, &c.single, &c.pks)
+	})
+	if err != nil {
+		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
+	}
+	byName := map[string]column{}
+	for _, c := range cols {
+		byName[c.name] = c
+		if !c.generated {
+			t.columns = append(t.columns, c.name)
+			t.overriding = t.overriding || c.always
+		}
+		if c.single {
+			t.pkColumn = c.name
+		}
+	}
+	if t.pkColumn == "" {
+		return t, fmt.Errorf("%w: table %q needs a single-column primary key (tmend tells its rows apart by it)", ErrSource, s.Table)
+	}
+	col := func(name, role string, types map[string]string, want string) (column, string, error) {
+		c, ok := byName[name]
+		if !ok {
+			return c, "", fmt.Errorf("%w: table %q has no %s column %q", ErrSource, s.Table, role, name)
+		}
+		typ := types[c.typ]
+		if typ == "" {
+			return c, "", fmt.Errorf("%w: %s column %q of %q is %s; want %s", ErrSource, role, name, s.Table, c.typ, want)
+		}
+		return c, typ, nil
+	}
+	if _, t.sid, err = col(s.SessionColumn, "session", idTypes, "text, uuid or an integer type"); err != nil {
+		return t, err
+	}
+	pk, typ, err := col(t.pkColumn, "primary key", idTypes, "text, uuid or an integer type")
+	if err != nil {
+		return t, err
+	}
+	t.pk, t.pkDefault = typ, pk.hasDefault
+	ord, typ, err := col(s.OrderColumn, "order", orderTypes, "an integer or a timestamp")
+	if err != nil {
+		return t, err
+	}
+	t.ord, t.ordIsPK, t.ordSeq = typ, s.OrderColumn == t.pkColumn, ord.seq
+	t.ordTime = typ == "timestamp" || typ == "timestamptz"
+	if s.MessageColumn != "" {
+		c, typ, err := col(s.MessageColumn, "message", messagesTypes, "jsonb, json or text")
+		if err != nil {
+			return t, err
+		}
+		t.fields = []msgField{{column: s.MessageColumn, typ: typ, raw: true, isPK: c.name == t.pkColumn}}
+	}
+	for _, f := range s.MessageMap {
+		c, ok := byName[f.Column]
+		switch {
+		case !ok:
+			return t, fmt.Errorf("%w: table %q has no column %q (message member %q)", ErrSource, s.Table, f.Column, f.Key)
+		case c.generated:
+			return t, fmt.Errorf("%w: column %q of %q is generated; tmend cannot write it", ErrSource, f.Column, s.Table)
+		case f.Column == s.SessionColumn || f.Column == s.OrderColumn || f.Column == s.OrderAlsoColumn:
+			return t, fmt.Errorf("%w: column %q of %q orders or groups the rows; it cannot be part of the message", ErrSource, f.Column, s.Table)
+		case f.JSON && messagesTypes[c.typ] != "text":
+			return t, fmt.Errorf("%w: column %q of %q is %s; :json is for a text column holding JSON", ErrSource, f.Column, s.Table, c.typ)
+		}
+		raw := f.JSON || c.typ == "json" || c.typ == "jsonb"
+		t.fields = append(t.fields, msgField{key: f.Key, column: f.Column, typ: c.format, raw: raw, isPK: f.Column == t.pkColumn})
+	}
+	pkMapped := slices.ContainsFunc(t.fields, func(f msgField) bool { return f.isPK && f.key != "" })
+	t.pkExplicit = !t.ordIsPK && (pkMapped || !t.pkDefault && (t.pk == "uuid" || t.pk == "text"))
+	if s.OrderAlsoColumn != "" {
+		c, ok := byName[s.OrderAlsoColumn]
+		if !ok || !t.ordTime || c.typ != "timestamptz" && c.typ != "timestamp" {
+			return t, fmt.Errorf("%w: the column that holds the order's time too (%q) must be a timestamp beside a timestamp order column", ErrSource, s.OrderAlsoColumn)
+		}
+		t.alsoType = c.typ
+	}
+	if s.UpdatedAtColumn != "" {
+		c, ok := byName[s.UpdatedAtColumn]
+		if !ok {
+			return t, fmt.Errorf("%w: table %q has no updated-at column %q", ErrSource, s.Table, s.UpdatedAtColumn)
+		}
+		if !updatedAtTypes[c.typ] {
+			return t, fmt.Errorf("%w: updated-at column %q of %q is %s; want timestamptz or timestamp", ErrSource, s.UpdatedAtColumn, s.Table, c.typ)
+		}
+		t.updatedAt = c.typ
+	}
+	// The key names the message column, or the map's columns in braces.
+	message := []string{s.MessageColumn}
+	if len(s.MessageMap) > 0 {
+		message = nil
+		for _, f := range s.MessageMap {
+			message = append(message, f.Column)
+		}
+	}
+	const keySQL = `SELECT format('%I.%I(%I,%I,', n.nspname, c.relname, $2::text, $3::text) ||
+  CASE WHEN cardinality($4::text[]) = 1 AND NOT $5 THEN format('%I', $4[1])
+  ELSE '{' || (SELECT string_agg(format('%I', m), ',' ORDER BY i) FROM unnest($4) WITH ORDINALITY AS x (m, i)) || '}' END || ')'
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
+	if err := q.QueryRow(ctx, keySQL, *oid, s.SessionColumn, s.OrderColumn, message, len(s.MessageMap) > 0).Scan(&t.key); err != nil {
+		return t, fmt.Errorf("name table %q: %w", s.Table, err)
+	}
+	return t, nil
+}
+
+// checkMessagePrivileges: every column is read (versions keep whole rows); a repair
+// inserts, updates and deletes rows, and may lock the table against appends while it
+// places rows.
+func checkMessagePrivileges(ctx context.Context, q querier, s Source, t messageTypes, readOnly bool) error {
+	need := []string{"SELECT"}
+	if !readOnly {
+		need = append(need, "INSERT", "UPDATE", "DELETE")
+	}
+	for _, p := range need {
+		var ok bool
+		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1::regclass, $2)", t.ident, p).Scan(&ok); err != nil {
+			return fmt.Errorf("check privileges on %q: %w", s.Table, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: this role may not %s on %q (GRANT %s ON %s TO ...)", ErrSource, p, s.Table, p, t.ident)
+		}
+	}
+	if !readOnly && t.ordSeq != "" {
+		var ok bool
+		if err := q.QueryRow(ctx, "SELECT has_sequence_privilege($1, 'USAGE')", t.ordSeq).Scan(&ok); err != nil {
+			return fmt.Errorf("check privileges on %q: %w", t.ordSeq, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: this role may not use the sequence %s of %q's order column (GRANT USAGE ON SEQUENCE %s TO ...)",
+				ErrSource, t.ordSeq, s.Table, t.ordSeq)
+		}
+	}
+	return nil
+}
+
+func openMessageLayout(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*messageLayout, error) {
+	t, err := checkMessageSource(ctx, pool, src)
+	if err == nil {
+		err = checkMessagePrivileges(ctx, pool, src, t, readOnly)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &messageLayout{pool: pool, src: src, t: t, sql: buildMessageSQL(src, t)}, nil
+}
+
+func (l *messageLayout) key() string { return l.t.key }
+
+// hasUpdatedAt: incremental runs select the sessions with a row changed since the last
+// run by the updated-at column, else with a row added, by a timestamp order column or
+// a sequence's mark (see marked).
+func (l *messageLayout) hasUpdatedAt() bool { return true }
+
+// marked: incremental runs go by the sequence order's marks on the runs, not by times.
+func (l *messageLayout) marked() bool { return l.src.UpdatedAtColumn == "" && !l.t.ordTime }
+
+func buildMessageSQL(src Source, t messageTypes) messageSQL {
+	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	sid, pk, ord := "t."+q(src.SessionColumn), "t."+q(t.pkColumn), "t."+q(src.OrderColumn)
+	// The message's JSON text, built from its fields: the message column's text, or an
+	// object of the map's members (keys are from a set that needs no escaping).
+	msg := "t." + q(t.fields[0].column) + "::text"
+	if t.fields[0].key != "" {
+		parts := make([]string, len(t.fields))
+		for i, f := range t.fields {
+			v := fmt.Sprintf("coalesce(to_json(t.%s)::text, 'null')", q(f.column))
+			if f.raw {
+				v = fmt.Sprintf("coalesce(t.%s::text, 'null')", q(f.column))
+			}
+			sep := ","
+			if i == 0 {
+				sep = "{"
+			}
+			parts[i] = fmt.Sprintf(`'%s"%s":' || %s`, sep, f.key, v)
+		}
+		msg = "(" + strings.Join(parts, " || ") + " || '}')"
+	}
+	order := ord + ", " + pk
+	// Order values travel as integers: a timestamp as microseconds since 1970 (its wall
+	// clock for a timestamp without time zone), exact both ways.
+	ordKey := ord + "::int8"
+	ordVal := func(p string) string { return p + "::" + t.ord }
+	if t.ordTime {
+		ordKey = fmt.Sprintf("round(extract(epoch FROM %s) * 1000000)::int8", ord)
+		ordVal = func(p string) string {
+			if t.ord == "timestamptz" {
+				return fmt.Sprintf("(to_timestamp(0) + %s * interval '1 microsecond')", p)
+			}
+			return fmt.Sprintf("('epoch'::timestamp + %s * interval '1 microsecond')", p)
+		}
+	}
+	// When a session last changed, for the quiet period: its latest updated-at, else its
+	// latest order value when that is a time.
+	ua, uaType := "NULL::timestamptz", "timestamptz"
+	switch {
+	case src.UpdatedAtColumn != "":
+		ua, uaType = "t."+q(src.UpdatedAtColumn), t.updatedAt
+	case t.ordTime:
+		ua = ord
+	}
+	idParam := func(n int) string { return fmt.Sprintf("$%d::text::%s", n, t.sid) }
+	sha := func(x string) string { return fmt.Sprintf("encode(sha256(convert_to(%s, 'UTF8')), 'hex')", x) }
+	transcript := fmt.Sprintf("'[' || coalesce(string_agg(%s, ',' ORDER BY %s), '') || ']'", msg, order)
+	rowsJSON := fmt.Sprintf("'[' || coalesce(string_agg(row_to_json(t)::text, ',' ORDER BY %s), '') || ']'", order)
+	session := func(n int, lock string) string {
+		return fmt.Sprintf("(SELECT * FROM %s t WHERE %s = %s%s) t", t.ident, sid, idParam(n), lock)
+	}
+
+	// A page is the rows of at most $3 sessions in session id order, and at most $4 bytes
+	// of their assembled content: a session is returned while the content before it is
+	// within $4; the one that crosses it comes without content (deferred), and ends the
+	// page. A session over $1 bytes, or with a NULL message, comes without content and
+	// counts nothing. Sessions without content come as one row.
+	page := func(where string) string {
+		return fmt.Sprintf(`WITH s AS (SELECT DISTINCT %[1]s AS kid FROM %[2]s t %[3]s ORDER BY 1 LIMIT $3),
+r AS (
+  SELECT s.kid, %[4]s::text AS pk, %[5]s AS ok, x.m, %[6]s::timestamptz AS ua,
+    row_number() OVER (PARTITION BY s.kid ORDER BY %[7]s) AS rn,
+    coalesce(sum(octet_length(x.m)) OVER w, 0) + count(*) OVER w + 1 AS sz,
+    count(*) FILTER (WHERE x.m IS NULL) OVER w AS nulls
+  FROM s JOIN %[2]s t ON %[1]s = s.kid CROSS JOIN LATERAL (SELECT %[8]s AS m OFFSET 0) x
+  WINDOW w AS (PARTITION BY s.kid)
+), c AS (
+  SELECT *, CASE WHEN nulls > 0 OR sz > $1 THEN 0 ELSE sz END AS counted, max(ua) OVER (PARTITION BY kid) AS sua FROM r
+), p AS (
+  SELECT *, sum(CASE WHEN rn = 1 THEN counted ELSE 0 END) OVER (ORDER BY kid, rn ROWS UNBOUNDED PRECEDING) AS cum FROM c
+)
+SELECT kid::text, pk, ok, CASE WHEN counted = 0 OR cum > $4 THEN NULL ELSE m END, sz, nulls > 0, sua,
+  CASE WHEN rn = 1 THEN (SELECT h.content_hash FROM session_holds h WHERE h.source_key = $2 AND h.session_id = kid::text) END,
+  cum > $4 AND counted > 0
+FROM p WHERE cum - counted <= $4 AND (rn = 1 OR counted > 0 AND cum <= $4)
+ORDER BY kid, rn`, sid, t.ident, where, pk, ordKey, ua, order, msg)
+	}
+	bounds := func(v, n int) []string {
+		var conds []string
+		if v&1 != 0 {
+			n++
+			conds = append(conds, fmt.Sprintf("%s > %s", sid, idParam(n)))
+		}
+		if v&2 != 0 {
+			n++
+			conds = append(conds, fmt.Sprintf("%s <= %s", sid, idParam(n)))
+		}
+		return conds
+	}
+	where := func(conds ...string) string {
+		conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
+		if len(conds) == 0 {
+			return ""
+		}
+		return "WHERE " + strings.Join(conds, " AND ")
+	}
+	s := messageSQL{one: page(where(fmt.Sprintf("%s = %s", sid, idParam(5))))}
+	for v := range 4 {
+		s.full[v] = page(where(bounds(v, 4)...))
+		s.fullAfter[v] = page(where(append([]string{fmt.Sprintf("%s > %s", sid, idParam(5))}, bounds(v, 5)...)...))
+		if src.UpdatedAtColumn != "" || t.ordTime {
+			// The sessions with a row changed (or, by the order's time, added) in the
+			// window, in session id order.
+			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
+			s.incr[v] = page(where(append([]string{window}, bounds(v, 6)...)...))
+			s.incrAfter[v] = page(where(append([]string{window, fmt.Sprintf("%s > %s", sid, idParam(7))}, bounds(v, 7)...)...))
+		} else {
+			// A sequence: the sessions with a row above the mark of the latest completed
+			// run that started at or before the window's start ($5), which is a run before
+			// the last one when the window overlaps it: a row that took its value before
+			// that run started and committed after is still read. No such run: all.
+			s.incr[v] = page(where(append([]string{markWindow(ord)}, bounds(v, 5)...)...))
+			s.incrAfter[v] = page(where(append([]string{markWindow(ord), fmt.Sprintf("%s > %s", sid, idParam(6))}, bounds(v, 6)...)...))
+		}
+	}
+	if src.UpdatedAtColumn != "" || t.ordTime {
+		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT DISTINCT %s FROM %s t WHERE %s >= $1::timestamptz::%s`, sid, t.ident, ua, uaType)
+	} else {
+		s.changed = fmt.Sprintf(`EXPLAIN (FORMAT JSON) SELECT DISTINCT %s FROM %s t WHERE %s`, sid, t.ident,
+			strings.ReplaceAll(markWindow(ord), "$5", "$1"))
+		s.orderMark = fmt.Sprintf(`SELECT max(%s)::int8 FROM %s t`, ord, t.ident)
+	}
+	s.split = fmt.Sprintf(`WITH s AS (SELECT %[1]s AS k FROM %[2]s t TABLESAMPLE SYSTEM ($2))
+SELECT coalesce(array_agg(DISTINCT b ORDER BY b) FILTER (WHERE b < (SELECT k FROM s ORDER BY k DESC LIMIT 1)), '{}')::text[]
+FROM unnest((SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY k) FROM s)) AS u (b)`, sid, t.ident)
+	// Sessions, not rows: the table's rows times the share of distinct session ids.
+	s.estimate = `SELECT greatest(c.reltuples, 0) * CASE WHEN st.n_distinct IS NULL THEN 1
+  WHEN st.n_distinct < 0 THEN -st.n_distinct ELSE least(st.n_distinct / nullif(greatest(c.reltuples, 1), 0), 1) END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stats st ON st.schemaname = n.nspname AND st.tablename = c.relname AND st.attname = $2
+WHERE c.oid = $1::regclass`
+
+	// Apply's check: the session's rows locked, their keys in order, the hash of the
+	// transcript they make and of the rows whole; and tmend's last saved version.
+	s.lockState = fmt.Sprintf(`SELECT coalesce(array_agg(%[1]s::text ORDER BY %[2]s), '{}'), %[3]s, %[4]s,
+  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 ORDER BY version DESC LIMIT 1)
+FROM %[5]s`, pk, order, sha(transcript), sha(rowsJSON), session(1, " FOR UPDATE OF t"))
+	s.lock = fmt.Sprintf(`SELECT %s FROM %s`, sha(rowsJSON), session(1, " FOR UPDATE OF t"))
+	s.transcriptHash = fmt.Sprintf(`SELECT %s FROM %s`, sha(transcript), session(1, ""))
+	// A version is the session's rows, every column, as a JSON array in order.
+	saveVersion := func(kind string, ret string) string {
+		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $2, $1, $3, %s, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), $4
+FROM (SELECT %s AS c FROM %s) x %s`, kind, rowsJSON, session(1, ""), ret)
+	}
+	s.saveVersion = saveVersion("$5", "RETURNING content_hash, size_bytes")
+	s.saveOriginal = saveVersion("'original'", "")
+	// The repaired version, the report (its hashes and sizes are the saved versions'),
+	// and the end of a rollback's hold, in one statement.
+	s.saveRepaired = fmt.Sprintf(`WITH repaired AS (
+  %s
+), unheld AS (
+  DELETE FROM session_holds WHERE source_key = $2 AND session_id = $1
+)
+INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
+  actor, tmend_version, host)
+SELECT $2, $4, $1, $5, $6, nullif($7, ''), nullif($8, ''), $9, $10, $11,
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 AND version = $12),
+  r.content_hash, $13, $14, $12, $3, nullif($15, ''), nullif($16, ''), nullif($17, '')
+FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
+
+	// The writes. New rows copy the columns tmend does not set from a template row of
+	// the session (the row before them); tmend sets the message's columns, the order
+	// value and, when it must, the primary key. $n+i is field i's values (text).
+	touch := ""
+	if src.TouchUpdatedAt && src.UpdatedAtColumn != "" {
+		touch = ", " + q(src.UpdatedAtColumn) + " = now()"
+	}
+	also := func(v string) string { return v + " AT TIME ZONE 'UTC'" }
+	unnest := func(fixed ...string) (args, names string) {
+		var a, nm []string
+		for i, f := range fixed {
+			typ, name, _ := strings.Cut(f, " ")
+			a, nm = append(a, fmt.Sprintf("$%d::%s[]", i+1, typ)), append(nm, name)
+		}
+		for i := range t.fields {
+			a, nm = append(a, fmt.Sprintf("$%d::text[]", len(fixed)+i+1)), append(nm, fmt.Sprintf("f%d", i))
+		}
+		return strings.Join(a, ", "), strings.Join(nm, ", ")
+	}
+	fieldOf := func(c string) int {
+		return slices.IndexFunc(t.fields, func(f msgField) bool { return f.column == c })
+	}
+	var names, values []string
+	for _, c := range t.columns {
+		v := "s." + q(c)
+		switch i := fieldOf(c); {
+		case c == src.OrderColumn:
+			v = ordVal("v.o")
+		case c == t.pkColumn && t.pkExplicit:
+			v = "v.k::" + t.pk
+		case c == t.pkColumn && t.pkDefault:
+			continue
+		case i >= 0:
+			// A member the message does not have is the template's (Mastra's type).
+			v = fmt.Sprintf("coalesce(v.f%d::%s, s.%s)", i, t.fields[i].typ, q(c))
+		case c == src.OrderAlsoColumn:
+			v = also(ordVal("v.o"))
+		case c == src.UpdatedAtColumn && touch != "":
+			v = "now()"
+		}
+		names, values = append(names, q(c)), append(values, v)
+	}
+	overriding := ""
+	if t.overriding {
+		overriding = " OVERRIDING SYSTEM VALUE"
+	}
+	args, cols := unnest("text tk", "int8 o", "text k")
+	s.insert = fmt.Sprintf(`INSERT INTO %s AS t (%s)%s
+SELECT %s FROM unnest(%s) WITH ORDINALITY AS v (%s, i)
+JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), overriding, strings.Join(values, ", "),
+		args, cols, t.ident, q(t.pkColumn), t.pk)
+	s.delete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = ANY($1::text[]::%s[])`, t.ident, pk, t.pk)
+	sets := []string{fmt.Sprintf("%s = CASE WHEN v.r THEN %s ELSE %s END", q(src.OrderColumn), ordVal("v.o"), ord)}
+	if src.OrderAlsoColumn != "" {
+		sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN v.r THEN %[2]s ELSE t.%[1]s END", q(src.OrderAlsoColumn), also(ordVal("v.o"))))
+	}
+	for i, f := range t.fields {
+		if !f.isPK {
+			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN v.c THEN v.f%[2]d::%[3]s ELSE t.%[1]s END", q(f.column), i, f.typ))
+		}
+	}
+	args, cols = unnest("text k", "bool c", "int8 o", "bool r")
+	s.update = fmt.Sprintf(`UPDATE %s t SET %s%s FROM unnest(%s) AS v (%s) WHERE %s = v.k::%s`,
+		t.ident, strings.Join(sets, ", "), touch, args, cols, pk, t.pk)
+	if t.ordSeq != "" {
+		s.nextValues = `SELECT coalesce(array_agg(nextval($1::text::regclass)), '{}') FROM generate_series(1, $2)`
+	}
+	s.maxOrder = fmt.Sprintf(`SELECT coalesce(max(%s), 0)::int8 FROM %s t`, ord, t.ident)
+
+	// Rollback: the session's rows replaced by those of a saved version, every column
+	// as it was.
+	s.restoreDelete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = %s`, t.ident, sid, idParam(1))
+	quoted := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		quoted[i] = q(c)
+	}
+	s.restoreInsert = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)%[3]s
+SELECT %[2]s FROM json_populate_recordset(NULL::%[1]s,
+  (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1 AND version = $2)::json)`,
+		t.ident, strings.Join(quoted, ", "), overriding)
+	return s
+}
+
+// markWindow is the condition on a sequence order of an incremental run whose window
+// starts at $5, for the source $2.
+func markWindow(ord string) string {
+	return fmt.Sprintf(`%s > coalesce((SELECT r.order_mark FROM repair_runs r WHERE r.source_key = $2 AND r.status = 'completed'
+  AND NOT r.dry_run AND r.order_mark IS NOT NULL AND r.started_at <= $5::timestamptz ORDER BY r.started_at DESC LIMIT 1), -9223372036854775808)`, ord)
+}
+
+// sessions reads a page: the rows of each session, assembled into its transcript.
+func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	pageBytes := int64(q.PageBytes)
+	if pageBytes <= 0 {
+		pageBytes = math.MaxInt64
+	}
+	variant, bounds := 0, []any(nil)
+	if q.Slice.Lower != nil {
+		variant, bounds = variant|1, append(bounds, *q.Slice.Lower)
+	}
+	if q.Slice.Upper != nil {
+		variant, bounds = variant|2, append(bounds, *q.Slice.Upper)
+	}
+	query := func(sql [4]string, args ...any) (pgx.Rows, error) {
+		return l.pool.Query(ctx, sql[variant], append(args, bounds...)...)
+	}
+	var rows pgx.Rows
+	var err error
+	switch {
+	case q.Mode == model.ModeSession:
+		rows, err = l.pool.Query(ctx, l.sql.one, q.MaxBytes, l.t.key, 1, int64(math.MaxInt64), q.SessionID)
+	case q.Mode == model.ModeIncremental && l.marked() && !q.After.Started:
+		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From)
+	case q.Mode == model.ModeIncremental && l.marked():
+		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.After.ID)
+	case q.Mode == model.ModeIncremental && !q.After.Started:
+		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To)
+	case q.Mode == model.ModeIncremental:
+		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To, q.After.ID)
+	case !q.After.Started:
+		rows, err = query(l.sql.full, q.MaxBytes, l.t.key, q.Limit, pageBytes)
+	default:
+		rows, err = query(l.sql.fullAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.After.ID)
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("read sessions: %w", err))
+	}
+	out, err := collectMessageSessions(rows)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read sessions: %w", err))
+	}
+	return out, nil
+}
+
+// collectMessageSessions assembles the rows of a page, in session and row order, into
+// sessions.
+func collectMessageSessions(rows pgx.Rows) ([]model.Session, error) {
+	defer rows.Close()
+	var out []model.Session
+	var buf bytes.Buffer
+	var cur *model.Session
+	end := func() {
+		if cur != nil && cur.Rows != nil {
+			buf.WriteByte(']')
+			cur.Messages = bytes.Clone(buf.Bytes())
+		}
+	}
+	for rows.Next() {
+		var id, key string
+		var ord int64
+		var m []byte
+		var size int
+		var null, deferred bool
+		var ua *time.Time
+		var hold *string
+		if err := rows.Scan(&id, &key, &ord, &m, &size, &null, &ua, &hold, &deferred); err != nil {
+			return nil, err
+		}
+		if cur == nil || cur.ID != id {
+			end()
+			out = append(out, model.Session{ID: id, Size: size, Null: null, Deferred: deferred})
+			cur = &out[len(out)-1]
+			if hold != nil {
+				cur.HoldHash = *hold
+			}
+			if ua != nil {
+				cur.UpdatedAt, cur.Position = *ua, *ua
+			}
+			buf.Reset()
+			buf.WriteByte('[')
+		}
+		if m == nil {
+			continue // a session without content: Null, too large or deferred
+		}
+		if cur.Rows != nil {
+			buf.WriteByte(',')
+		}
+		buf.Write(m)
+		cur.Rows = append(cur.Rows, model.Row{Key: key, Order: ord})
+	}
+	end()
+	return out, rows.Err()
+}
+
+// apply is one attempt at a repaired session's transaction: lock the session's rows
+// (and, when rows are placed, the table against appends, which would otherwise land
+// among them), check they are the rows read, save them as a version unless the latest
+// version is them, change the rows as planned, save the result as a version, and
+// insert the report. Two round trips, as for one row per session.
+func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
+	if a.Origins == nil || a.Session.Rows == nil {
+		return out, errors.New("a session kept one row per message is written by the origins of its messages")
+	}
+	kind := orderSequence
+	if l.t.ordTime {
+		kind = orderTime
+	}
+	plan, err := planRows(a.Session.Rows, a.NewMessages, a.Origins, kind)
+	if err != nil {
+		return out, fmt.Errorf("plan the rows: %w", err)
+	}
+	if len(plan.inserts) > 0 && !l.t.pkDefault && !l.t.pkExplicit && !l.t.ordIsPK {
+		return out, fmt.Errorf("a new row needs a primary key, and column %q has no default and is not a text or uuid column", l.t.pkColumn)
+	}
+	// The columns of each message written.
+	inserts := make([][]*string, len(plan.inserts))
+	for i, r := range plan.inserts {
+		if inserts[i], err = l.decompose(r.msg); err != nil {
+			return out, err
+		}
+	}
+	updates := make([][]*string, len(plan.updates))
+	for i, u := range plan.updates {
+		if u.msg != nil {
+			if updates[i], err = l.decompose(u.msg); err != nil {
+				return out, err
+			}
+		}
+	}
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer conn.Release()
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL lock_timeout = '5s'")
+	lockTable := kind == orderSequence && plan.places()
+	if lockTable {
+		// A sequence hands out values in the order rows are inserted, not committed: a
+		// message appended by a transaction that began before this one could take a
+		// value below those placed here, and land among them. SHARE ROW EXCLUSIVE waits
+		// for the table's writers to finish and keeps new ones out until commit.
+		b.Queue("LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE")
+	}
+	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
+	switch {
+	case plan.fresh > 0 && l.t.ordSeq != "":
+		b.Queue(l.sql.nextValues, l.t.ordSeq, plan.fresh)
+	case plan.fresh > 0:
+		b.Queue(l.sql.maxOrder)
+	}
+	br := conn.SendBatch(ctx, b)
+	var keys []string
+	var transcriptHash, rowsHash string
+	var last int
+	var lastHash *string
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil && lockTable {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&keys, &transcriptHash, &rowsHash, &last, &lastHash)
+	}
+	var values []int64
+	if err == nil && plan.fresh > 0 {
+		if l.t.ordSeq != "" {
+			err = br.QueryRow().Scan(&values)
+			slices.Sort(values)
+		} else {
+			var maxOrd int64
+			err = br.QueryRow().Scan(&maxOrd)
+			for i := range plan.fresh {
+				values = append(values, maxOrd+int64(i)+1)
+			}
+		}
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
+		err = &conflictError{"the session (or, to place rows, the table) was locked by another writer for over 5s"}
+	case err == nil && len(keys) == 0:
+		err = &conflictError{"the session was deleted after it was read"}
+	case err == nil && (transcriptHash != want || !sameKeys(keys, a.Session.Rows)):
+		err = &conflictError{"the session changed after it was read"}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return out, err
+	}
+	if err := plan.fill(values); err != nil {
+		return out, err
+	}
+
+	out.FromVersion = last
+	b = &pgx.Batch{}
+	// What each statement must have changed (-1: any number of rows).
+	var counts []int64
+	queue := func(n int64, sql string, args ...any) {
+		b.Queue(sql, args...)
+		counts = append(counts, n)
+	}
+	if lastHash == nil || *lastHash != rowsHash {
+		out.FromVersion = last + 1
+		queue(1, l.sql.saveOriginal, a.Session.ID, l.t.key, out.FromVersion, nilIfZero(a.RunID))
+	}
+	out.ToVersion = out.FromVersion + 1
+	if len(plan.inserts) > 0 {
+		n := len(plan.inserts)
+		tk, o, k := make([]string, n), make([]int64, n), make([]*string, n)
+		fields := l.fieldArrays(inserts)
+		for i, r := range plan.inserts {
+			tk[i], o[i] = r.template, r.order
+			if l.t.pkExplicit {
+				k[i] = l.newKey(inserts[i])
+			}
+		}
+		queue(int64(n), l.sql.insert, append([]any{tk, o, k}, fields...)...)
+	}
+	if len(plan.deletes) > 0 {
+		queue(int64(len(plan.deletes)), l.sql.delete, plan.deletes)
+	}
+	if len(plan.updates) > 0 {
+		n := len(plan.updates)
+		k, c, o, r := make([]string, n), make([]bool, n), make([]int64, n), make([]bool, n)
+		fields := l.fieldArrays(updates)
+		for i, u := range plan.updates {
+			k[i], c[i], o[i], r[i] = u.key, u.msg != nil, u.order, u.reorder
+		}
+		queue(int64(n), l.sql.update, append([]any{k, c, o, r}, fields...)...)
+	}
+	queue(1, l.sql.saveRepaired, a.Session.ID, l.t.key, out.ToVersion, nilIfZero(a.RunID),
+		report[2], report[3], report[4], report[5], report[6], report[7], report[8],
+		out.FromVersion, a.Session.Size, len(a.NewMessages), report[16], report[17], report[18])
+	notify := l.src.NotifyChannel != ""
+	if notify {
+		queue(-1, notifySQL, l.src.NotifyChannel, notifyPayload(l.t.key, a.Session.ID, out.ToVersion, actionRepair))
+	}
+	queue(-1, "COMMIT")
+	br = conn.SendBatch(ctx, b)
+	for _, n := range counts {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err != nil {
+			break
+		}
+		// The rows are locked and matched, so every statement finds its rows; checked
+		// all the same, before COMMIT.
+		if n >= 0 && tag.RowsAffected() != n {
+			err = fmt.Errorf("%s changed %d rows, not %d", tag, tag.RowsAffected(), n)
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return out, fmt.Errorf("write repaired session: %w", err)
+	}
+	out.Applied = true
+	return out, nil
+}
+
+// decompose splits a message into its fields' column values: the message itself for a
+// message column; for a map, each member's JSON text (a raw field) or, for a string,
+// the string. A member no field keeps is refused: writing the message would lose it.
+func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
+	if l.t.fields[0].key == "" {
+		m := string(msg)
+		return []*string{&m}, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &members); err != nil {
+		return nil, fmt.Errorf("a repaired message is not a JSON object: %w", err)
+	}
+	out := make([]*string, len(l.t.fields))
+	for i, f := range l.t.fields {
+		raw, ok := members[f.key]
+		delete(members, f.key)
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		v := string(raw)
+		if !f.raw && raw[0] == '"' {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("member %q: %w", f.key, err)
+			}
+		}
+		out[i] = &v
+	}
+	for k := range members {
+		return nil, fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)
+	}
+	return out, nil
+}
+
+// fieldArrays turns messages' field values into one array a field, as the write
+// statements take them (nil rows: unchanged messages).
+func (l *messageLayout) fieldArrays(msgs [][]*string) []any {
+	out := make([]any, len(l.t.fields))
+	for i := range l.t.fields {
+		col := make([]*string, len(msgs))
+		for j, m := range msgs {
+			if m != nil {
+				col[j] = m[i]
+			}
+		}
+		out[i] = col
+	}
+	return out
+}
+
+// newKey is a new row's primary key: the message's own id when the map keeps it in the
+// key, else a random UUID.
+func (l *messageLayout) newKey(fields []*string) *string {
+	for i, f := range l.t.fields {
+		if f.isPK && f.key != "" && fields[i] != nil {
+			return fields[i]
+		}
+	}
+	k := newUUID()
+	return &k
+}
+
+func sameKeys(keys []string, rows []model.Row) bool {
+	if len(keys) != len(rows) {
+		return false
+	}
+	for i, r := range rows {
+		if keys[i] != r.Key {
+			return false
+		}
+	}
+	return true
+}
+
+// newUUID returns a random (version 4) UUID, for new rows of a table whose text or uuid
+// primary key has no default.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func (l *messageLayout) lock(ctx context.Context, tx pgx.Tx, id string) (*string, error) {
+	var h *string
+	err := tx.QueryRow(ctx, l.sql.lock, id).Scan(&h)
+	return h, err
+}
+
+func (l *messageLayout) saveVersion(ctx context.Context, tx pgx.Tx, id string, n int, kind string, runID int64) (string, int, error) {
+	var hash string
+	var size int
+	err := tx.QueryRow(ctx, l.sql.saveVersion, id, l.t.key, n, nilIfZero(runID), kind).Scan(&hash, &size)
+	return hash, size, err
+}
+
+// restore replaces the session's rows with those of version n. Appends are kept out
+// while it does, for the same reason as in apply.
+func (l *messageLayout) restore(ctx context.Context, tx pgx.Tx, id string, n int) error {
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+l.t.ident+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, l.sql.restoreDelete, id); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, l.sql.restoreInsert, id, n, l.t.key)
+	return err
+}
+
+// holdHash: a version holds rows; a read session is the transcript they make.
+func (l *messageLayout) holdHash(ctx context.Context, tx pgx.Tx, id, _ string) (string, error) {
+	var h string
+	err := tx.QueryRow(ctx, l.sql.transcriptHash, id).Scan(&h)
+	return h, err
+}
+
+// transcript turns a version's rows back into the transcript they make, as the
+// sessions read builds it: the message column's text, or the map's members.
+func (l *messageLayout) transcript(content string) (string, error) {
+	var rows []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(content), &rows); err != nil {
+		return "", fmt.Errorf("read saved rows: %w", err)
+	}
+	// text is a column's text as ::text gives it: a JSON string's contents, else the JSON.
+	text := func(v json.RawMessage) (string, error) {
+		if len(v) > 0 && v[0] == '"' {
+			var s string
+			err := json.Unmarshal(v, &s)
+			return s, err
+		}
+		return string(v), nil
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j, f := range l.t.fields {
+			v := r[f.column]
+			if len(v) == 0 {
+				v = json.RawMessage("null")
+			}
+			if f.key != "" {
+				b.WriteString(map[bool]string{true: "{", false: ","}[j == 0] + `"` + f.key + `":`)
+			}
+			if f.raw && (f.key == "" || string(v) != "null") {
+				s, err := text(v)
+				if err != nil {
+					return "", fmt.Errorf("read saved rows: %w", err)
+				}
+				if f.key == "" || l.isTextColumn(f) {
+					b.WriteString(s)
+					continue
+				}
+			}
+			b.Write(v)
+		}
+		if l.t.fields[0].key != "" {
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte(']')
+	return b.String(), nil
+}
+
+// isTextColumn: a field whose column holds its JSON as text (row_to_json gives it as a
+// string).
+func (l *messageLayout) isTextColumn(f msgField) bool {
+	return f.typ == "text" || f.typ == "character varying" || f.typ == "character"
+}
+
+func (l *messageLayout) estimateChanged(ctx context.Context, since time.Time) (float64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	args := []any{since}
+	if l.marked() {
+		args = append(args, l.t.key)
+	}
+	err := l.pool.QueryRow(ctx, l.sql.changed, args...).Scan(&plan)
+	if err == nil && len(plan) == 0 {
+		err = errors.New("EXPLAIN gave no plan")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return plan[0].Plan.Rows, nil
+}
+
+func (l *messageLayout) split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error) {
+	var bounds []string
+	err := q.QueryRow(ctx, l.sql.split, fractions, percent).Scan(&bounds)
+	return bounds, err
+}
+
+// estimateSessions is the number of sessions by the table's statistics: its rows times
+// the share of distinct session ids.
+func (l *messageLayout) estimateSessions(ctx context.Context, q querier) (float64, error) {
+	var n float64
+	err := q.QueryRow(ctx, l.sql.estimate, l.t.ident, l.src.SessionColumn).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,383 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+// LangChain messages as PostgresChatMessageHistory stores them ({type, ...data}).
+const (
+	lcHuman    = `{"type":"human","content":"list the files"}`
+	lcCall2    = `{"type":"ai","content":"","tool_calls":[{"id":"c1","name":"ls","args":{},"type":"tool_call"},{"id":"c2","name":"pwd","args":{},"type":"tool_call"}]}`
+	lcCall1    = `{"type":"ai","content":"","tool_calls":[{"id":"c1","name":"ls","args":{},"type":"tool_call"}]}`
+	lcResult1  = `{"type":"tool","content":"a b","tool_call_id":"c1","name":"ls"}`
+	lcOrphan   = `{"type":"tool","content":"stale","tool_call_id":"zz","name":"ls"}`
+	lcHuman2   = `{"type":"human","content":"and then?"}`
+	lcAnswer   = `{"type":"ai","content":"done"}`
+	lcAppended = `{"type":"human","content":"appended meanwhile"}`
+)
+
+// langchain is a database with LangChain's table, created by its own DDL.
+type langchain struct {
+	pool *pgxpool.Pool
+	st   *store.Store
+}
+
+func setupLangchain(t *testing.T) *langchain {
+	t.Helper()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/langchain-postgres.sql")
+	require.NoError(t, err)
+	// The DDL names no schema: create it in public, as the library would.
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	src, err := store.Preset("langchain-postgres")
+	require.NoError(t, err)
+	src.Table = "public." + src.Table
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	return &langchain{pool: pool, st: st}
+}
+
+// add appends messages to a session as the library does: one INSERT a message.
+func (l *langchain) add(t *testing.T, session string, msgs ...string) {
+	t.Helper()
+	for _, m := range msgs {
+		_, err := l.pool.Exec(t.Context(), `INSERT INTO public.langchain_chat_histories (session_id, message) VALUES ($1, $2)`, session, m)
+		require.NoError(t, err)
+	}
+}
+
+type lcRow struct {
+	ID      int
+	Message string
+}
+
+// rows are a session's rows as the library reads them: ORDER BY id.
+func (l *langchain) rows(t *testing.T, session string) []lcRow {
+	t.Helper()
+	rows, err := l.pool.Query(t.Context(), `SELECT id, message::text FROM public.langchain_chat_histories WHERE session_id = $1 ORDER BY id`, session)
+	require.NoError(t, err)
+	var out []lcRow
+	for rows.Next() {
+		var r lcRow
+		require.NoError(t, rows.Scan(&r.ID, &r.Message))
+		out = append(out, r)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// transcript is what the library's getMessages() reads, as one array.
+func (l *langchain) transcript(t *testing.T, session string) string {
+	t.Helper()
+	var msgs []string
+	for _, r := range l.rows(t, session) {
+		msgs = append(msgs, r.Message)
+	}
+	return "[" + strings.Join(msgs, ",") + "]"
+}
+
+// requireStored checks that the library reads want, as jsonb stores it (keys in its
+// order, its spacing): the same JSON values.
+func (l *langchain) requireStored(t *testing.T, want, session string, msgAndArgs ...any) {
+	t.Helper()
+	var norm string
+	require.NoError(t, l.pool.QueryRow(t.Context(), `SELECT coalesce(string_agg(e::text, ',' ORDER BY i), '') FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x (e, i)`, want).Scan(&norm))
+	require.Equal(t, "["+norm+"]", l.transcript(t, session), msgAndArgs...)
+}
+
+// whole is every column of a session's rows, as JSON.
+func (l *langchain) whole(t *testing.T, session string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, l.pool.QueryRow(t.Context(), `SELECT coalesce(json_agg(t ORDER BY id)::text, '') FROM public.langchain_chat_histories t WHERE session_id = $1`, session).Scan(&s))
+	return s
+}
+
+func (l *langchain) read(t *testing.T, session string) model.Session {
+	t.Helper()
+	page, err := l.st.Sessions(t.Context(), model.Query{Mode: model.ModeSession, SessionID: session, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	return page[0]
+}
+
+// repair repairs a session as read and writes it, and returns the repaired transcript.
+func (l *langchain) repair(t *testing.T, sess model.Session) (string, model.Outcome) {
+	t.Helper()
+	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.True(t, res.Changed())
+	out, err := l.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
+	require.NoError(t, err)
+	return string(res.Messages), out
+}
+
+func ids(rows []lcRow) []int {
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestMessagesLayoutRepairsRowsInPlace(t *testing.T) {
+	t.Parallel()
+	t.Run("ASyntheticResultInTheMiddleRenumbersTheRowsAfterIt", func(t *testing.T) {
+		t.Parallel()
+		l := setupLangchain(t)
+		l.add(t, "s", lcHuman, lcCall2, lcResult1, lcHuman2, lcAnswer)
+		before := l.rows(t, "s")
+		sess := l.read(t, "s")
+		require.Equal(t, l.transcript(t, "s"), string(sess.Messages), "a session is its rows' messages in order")
+		want, out := l.repair(t, sess)
+		require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, out)
+
+		after := l.rows(t, "s")
+		l.requireStored(t, want, "s", "ORDER BY id reads the repaired transcript")
+		require.Len(t, after, 6)
+		require.Equal(t, before[:3], after[:3], "rows before the insertion keep their ids and bytes")
+		// The synthetic result and the two rows after it take new ids, in order.
+		require.Greater(t, after[3].ID, before[4].ID)
+		require.Equal(t, before[3].Message, after[4].Message)
+		require.Equal(t, before[4].Message, after[5].Message)
+		require.Contains(t, after[3].Message, `"tool_call_id": "c2"`)
+	})
+	t.Run("ADroppedMessageDeletesItsRowOnly", func(t *testing.T) {
+		t.Parallel()
+		l := setupLangchain(t)
+		l.add(t, "s", lcHuman, lcOrphan, lcAnswer)
+		before := l.rows(t, "s")
+		want, _ := l.repair(t, l.read(t, "s"))
+		l.requireStored(t, want, "s")
+		require.Equal(t, []lcRow{before[0], before[2]}, l.rows(t, "s"))
+	})
+	t.Run("AMovedResultRenumbersFromWhereItGoes", func(t *testing.T) {
+		t.Parallel()
+		l := setupLangchain(t)
+		l.add(t, "s", lcHuman, lcCall1, lcHuman2, lcResult1)
+		before := l.rows(t, "s")
+		want, _ := l.repair(t, l.read(t, "s"))
+		after := l.rows(t, "s")
+		l.requireStored(t, want, "s")
+		require.Equal(t, before[:2], after[:2])
+		require.Equal(t, []string{before[3].Message, before[2].Message}, []string{after[2].Message, after[3].Message})
+		require.Greater(t, after[2].ID, before[3].ID)
+	})
+	t.Run("OtherSessionsAreUntouched", func(t *testing.T) {
+		t.Parallel()
+		l := setupLangchain(t)
+		l.add(t, "a", lcHuman, lcCall2)
+		l.add(t, "b", lcHuman, lcCall1, lcResult1, lcAnswer)
+		l.add(t, "a", lcResult1, lcHuman2)
+		b := l.whole(t, "b")
+		want, _ := l.repair(t, l.read(t, "a"))
+		l.requireStored(t, want, "a")
+		require.Equal(t, b, l.whole(t, "b"))
+	})
+}
+
+// A message appended after the session was read makes the write a conflict: nothing
+// changes, and the next run sees the session whole.
+func TestMessagesLayoutAppendIsAConflict(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1)
+	sess := l.read(t, "s")
+	l.add(t, "s", lcAppended)
+	before := l.whole(t, "s")
+	_, out := l.repair(t, sess)
+	require.Equal(t, model.Outcome{Conflict: true}, out)
+	require.Equal(t, before, l.whole(t, "s"))
+	reports, err := l.st.ListReports(t.Context(), model.ReportFilter{SessionID: "s"})
+	require.NoError(t, err)
+	require.Len(t, reports, 1)
+	require.Equal(t, model.StatusConflict, reports[0].Status)
+
+	// Read again, it repairs, the appended message last.
+	want, out := l.repair(t, l.read(t, "s"))
+	require.True(t, out.Applied)
+	l.requireStored(t, want, "s")
+	require.True(t, strings.HasSuffix(want, `{"type": "human", "content": "appended meanwhile"}]`), "jsonb's text of the appended message, last")
+}
+
+// Versions keep the rows whole; rollback puts them back exactly, ids included, and
+// refuses a session whose rows changed since tmend wrote them unless forced.
+func TestMessagesLayoutRollbackRestoresTheRows(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1, lcHuman2)
+	original, originalRows := l.transcript(t, "s"), l.whole(t, "s")
+	repaired, out := l.repair(t, l.read(t, "s"))
+
+	// The console and report see transcripts.
+	v, err := l.st.Version(t.Context(), "s", out.FromVersion)
+	require.NoError(t, err)
+	require.Equal(t, original, v.Content)
+	v, err = l.st.Version(t.Context(), "s", out.ToVersion)
+	require.NoError(t, err)
+	l.requireStored(t, v.Content, "s")
+
+	res, err := l.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "s", Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
+	require.Equal(t, originalRows, l.whole(t, "s"), "every row back, ids included")
+
+	// Held: a scheduled read sees the hold on the restored transcript.
+	require.Equal(t, model.ContentHash([]byte(original)), l.read(t, "s").HoldHash)
+
+	// Repaired again, then changed by the platform: rollback refuses unless forced.
+	l.repair(t, l.read(t, "s"))
+	l.requireStored(t, repaired, "s")
+	l.add(t, "s", lcAppended)
+	res, err = l.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "s", Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRefused, res.Status)
+	res, err = l.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "s", Trigger: model.TriggerCLI, Force: true})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status)
+	require.NotZero(t, res.Preserved)
+	require.Equal(t, originalRows, l.whole(t, "s"))
+	v, err = l.st.Version(t.Context(), "s", res.Preserved)
+	require.NoError(t, err)
+	require.Contains(t, v.Content, "appended meanwhile", "the forced-over rows are kept as a version")
+}
+
+// Pages hold whole sessions in session id order, within their byte bound; a session too
+// large or crossing the bound comes without its content.
+func TestMessagesLayoutPages(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	for _, id := range []string{"c", "a", "d", "b"} {
+		l.add(t, id, lcHuman, lcCall1)
+	}
+	l.add(t, "a", lcResult1)
+	l.add(t, "big", lcHuman, lcAnswer, lcHuman2, lcAnswer, lcHuman2, lcAnswer)
+	ctx := t.Context()
+	page, err := l.st.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 2, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	require.Len(t, page, 2)
+	require.Equal(t, []string{"a", "b"}, []string{page[0].ID, page[1].ID})
+	require.Len(t, page[0].Rows, 3)
+	require.Equal(t, len(page[0].Messages), page[0].Size)
+
+	page, err = l.st.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 10, MaxBytes: 200,
+		After: model.Cursor{ID: "b", Started: true}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"big", "c", "d"}, []string{page[0].ID, page[1].ID, page[2].ID})
+	require.Nil(t, page[0].Messages, "over MaxBytes")
+	require.Greater(t, page[0].Size, 200)
+	require.NotNil(t, page[1].Messages)
+
+	// A byte bound that takes one session: the next comes deferred and ends the page.
+	one := l.read(t, "c").Size
+	page, err = l.st.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 10, MaxBytes: 1 << 20, PageBytes: one + 1,
+		After: model.Cursor{ID: "big", Started: true}})
+	require.NoError(t, err)
+	require.Len(t, page, 2)
+	require.NotNil(t, page[0].Messages)
+	require.True(t, page[1].Deferred)
+	require.Nil(t, page[1].Messages)
+
+	// Partitions are ranges of session ids.
+	lower, upper := "a", "c"
+	page, err = l.st.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 10, MaxBytes: 1 << 20,
+		Slice: model.Slice{Lower: &lower, Upper: &upper}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "big", "c"}, []string{page[0].ID, page[1].ID, page[2].ID})
+}
+
+// A table ordered by a timestamp: a new row goes between its neighbours, every other
+// row untouched; with no room (equal times), the rows after it move on by microseconds.
+// New rows copy the columns tmend does not set from the row before them.
+func TestMessagesLayoutTimeOrder(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, step time.Duration) (*pgxpool.Pool, *store.Store) {
+		t.Helper()
+		pool := storetest.NewDB(t)
+		_, err := pool.Exec(t.Context(), `CREATE TABLE public."Chat Messages" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  "Conv" text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL, note text NOT NULL)`)
+		require.NoError(t, err)
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		for i, m := range []string{lcHuman, lcCall2, lcResult1, lcHuman2} {
+			// Keys in the order of the messages, which ties of created_at fall back on.
+			_, err := pool.Exec(t.Context(), `INSERT INTO public."Chat Messages" (id, "Conv", body, created_at, note) VALUES ($1, 'c', $2, $3, $4)`,
+				fmt.Sprintf("00000000-0000-4000-8000-%012d", i), m, at.Add(time.Duration(i)*step), fmt.Sprint("note ", i))
+			require.NoError(t, err)
+		}
+		st, err := store.Open(t.Context(), pool, store.Source{Table: `public."Chat Messages"`, Layout: store.LayoutMessages,
+			SessionColumn: `"Conv"`, OrderColumn: "created_at", MessageColumn: "body"}, false)
+		require.NoError(t, err)
+		return pool, st
+	}
+	type row struct {
+		ID, Body, Note string
+		At             time.Time
+	}
+	rows := func(t *testing.T, pool *pgxpool.Pool) []row {
+		t.Helper()
+		r, err := pool.Query(t.Context(), `SELECT id::text, body::text, note, created_at FROM public."Chat Messages" ORDER BY created_at, id`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
+		require.NoError(t, err)
+		return out
+	}
+	repairIt := func(t *testing.T, st *store.Store) {
+		t.Helper()
+		l := &langchain{st: st}
+		l.repair(t, l.read(t, "c"))
+	}
+	t.Run("Between", func(t *testing.T) {
+		t.Parallel()
+		pool, st := setup(t, time.Second)
+		before := rows(t, pool)
+		repairIt(t, st)
+		after := rows(t, pool)
+		require.Len(t, after, 5)
+		require.Equal(t, before[:3], after[:3])
+		require.Equal(t, before[3], after[4], "the row after the new one is untouched")
+		require.Contains(t, after[3].Body, `"tool_call_id": "c2"`)
+		require.Equal(t, before[2].At.Add(500*time.Millisecond), after[3].At, "half way between its neighbours")
+		require.Equal(t, "note 2", after[3].Note, "copied from the row before")
+	})
+	t.Run("NoRoom", func(t *testing.T) {
+		t.Parallel()
+		pool, st := setup(t, 0)
+		before := rows(t, pool)
+		repairIt(t, st)
+		after := rows(t, pool)
+		require.Len(t, after, 5)
+		// Equal times: tmend orders them by key, as it read them; the new row and the
+		// row after it take the next microseconds, so that ORDER BY created_at alone
+		// puts them last, in order.
+		require.Contains(t, after[3].Body, `"tool_call_id": "c2"`)
+		require.Equal(t, before[0].At.Add(time.Microsecond), after[3].At)
+		require.Equal(t, before[0].At.Add(2*time.Microsecond), after[4].At)
+		require.Equal(t, compactJSON(t, lcHuman2), compactJSON(t, after[4].Body))
+	})
+}
+
+// compactJSON is s (jsonb's text) as encoding/json writes it, keys sorted.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(s), &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
+)
+
+// planCase builds rows with the given orders (keys r0, r1, ...) and an output whose
+// message k is "m<k>", from the given inputs (-1: made by tmend; changed marks inputs
+// whose message changed).
+func planCase(t *testing.T, orders []int64, inputs []int, changed map[int]bool, kind orderKind) rowPlan {
+	t.Helper()
+	rows := make([]model.Row, len(orders))
+	for i, o := range orders {
+		rows[i] = model.Row{Key: "r" + string(rune('0'+i)), Order: o}
+	}
+	var out strings.Builder
+	out.WriteByte('[')
+	origins := make([]repair.Origin, len(inputs))
+	for k, in := range inputs {
+		if k > 0 {
+			out.WriteByte(',')
+		}
+		start := out.Len()
+		out.WriteString("m" + string(rune('0'+k)))
+		origins[k] = repair.Origin{Input: in, Changed: changed[k], Start: start, End: out.Len()}
+	}
+	out.WriteByte(']')
+	p, err := planRows(rows, []byte(out.String()), origins, kind)
+	require.NoError(t, err)
+	return p
+}
+
+func TestPlanRows(t *testing.T) {
+	t.Parallel()
+	m := func(s string) []byte { return []byte(s) }
+	t.Run("TimeInsertGoesBetweenItsNeighbours", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{10, 20, 30}, []int{0, 1, -1, 2}, nil, orderTime)
+		require.Equal(t, rowPlan{inserts: []rowInsert{{template: "r1", msg: m("m2"), order: 25, slot: -1}}}, p)
+	})
+	t.Run("TimeWithoutRoomMovesTheNextRow", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{10, 11, 12}, []int{0, 1, -1, 2}, nil, orderTime)
+		require.Equal(t, rowPlan{
+			inserts: []rowInsert{{template: "r1", msg: m("m2"), order: 12, slot: -1}},
+			updates: []rowUpdate{{key: "r2", order: 13, reorder: true, slot: -1}},
+		}, p)
+	})
+	t.Run("TimeMovedResultTakesAnOrderBeforeTheRowsItPasses", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{10, 20, 30, 40}, []int{0, 1, 3, 2}, nil, orderTime)
+		require.Equal(t, rowPlan{updates: []rowUpdate{{key: "r3", order: 25, reorder: true, slot: -1}}}, p)
+	})
+	t.Run("TimeTiesOfKeptRowsStay", func(t *testing.T) {
+		t.Parallel()
+		// Rows with equal times keep them (the key orders them, as before); only the
+		// changed message's row is written.
+		p := planCase(t, []int64{10, 10, 10}, []int{0, 1, 2}, map[int]bool{1: true}, orderTime)
+		require.Equal(t, rowPlan{updates: []rowUpdate{{key: "r1", msg: m("m1")}}}, p)
+	})
+	t.Run("TimeInsertAmongTiesMovesTheRowsAfterIt", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{10, 10, 10}, []int{0, -1, 1, 2}, nil, orderTime)
+		require.Equal(t, rowPlan{
+			inserts: []rowInsert{{template: "r0", msg: m("m1"), order: 11, slot: -1}},
+			updates: []rowUpdate{{key: "r1", order: 12, reorder: true, slot: -1}, {key: "r2", order: 13, reorder: true, slot: -1}},
+		}, p)
+	})
+	t.Run("ChangedAndDroppedRows", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{1, 2, 3, 4}, []int{0, 2, 3}, map[int]bool{1: true}, orderSequence)
+		require.Equal(t, rowPlan{deletes: []string{"r1"}, updates: []rowUpdate{{key: "r2", msg: m("m1")}}}, p)
+	})
+	t.Run("SequenceInsertRenumbersEveryRowAfterIt", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{1, 2, 3}, []int{0, -1, 1, 2}, nil, orderSequence)
+		require.Equal(t, rowPlan{fresh: 3,
+			inserts: []rowInsert{{template: "r0", msg: m("m1"), slot: 0}},
+			updates: []rowUpdate{{key: "r1", reorder: true, slot: 1}, {key: "r2", reorder: true, slot: 2}},
+		}, p)
+		require.NoError(t, p.fill([]int64{7, 8, 9}))
+		require.Equal(t, int64(7), p.inserts[0].order)
+		require.Equal(t, []int64{8, 9}, []int64{p.updates[0].order, p.updates[1].order})
+	})
+	t.Run("SequenceInsertAtTheEndTouchesNothingElse", func(t *testing.T) {
+		t.Parallel()
+		p := planCase(t, []int64{1, 2}, []int{0, 1, -1}, nil, orderSequence)
+		require.Equal(t, rowPlan{fresh: 1, inserts: []rowInsert{{template: "r1", msg: m("m2"), slot: 0}}}, p)
+	})
+	t.Run("BadOriginsAreRefused", func(t *testing.T) {
+		t.Parallel()
+		rows := []model.Row{{Key: "a", Order: 1}}
+		_, err := planRows(rows, []byte("[x]"), []repair.Origin{{Input: 1, Start: 1, End: 2}}, orderTime)
+		require.Error(t, err)
+		_, err = planRows(rows, []byte("[x,x]"), []repair.Origin{{Input: 0, Start: 1, End: 2}, {Input: 0, Start: 3, End: 4}}, orderTime)
+		require.Error(t, err)
+	})
+}
