@@ -108,7 +108,7 @@ tables. Colour only on a terminal.
 	fl.StringVar(&o.since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
 	fl.StringVar(&o.until, "until", "", "only rows before this time (same forms as --since)")
 	fl.StringVar(&o.status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
-	fl.StringVar(&o.runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled)")
+	fl.StringVar(&o.runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled, abandoned)")
 	fl.StringVar(&o.filter.Stage, "stage", "", "audit rows where this stage acted (e.g. move_results)")
 	fl.StringVar(&o.filter.Issue, "issue", "", "audit rows with this issue code (e.g. tool_call_without_result)")
 	fl.StringVar(&o.filter.Dialect, "dialect", "", "audit rows of this dialect")

@@ -243,19 +243,14 @@ func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 // partitions here while others may help, and waits for it to end. Interrupted, it
 // cancels the run.
 func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunRow, error) {
-	q, err := queue.New(r.store, r.sc, r.log, o.queue.config(o.db.schema, nil))
+	qc := o.queue.config(o.db.schema, nil)
+	qc.OwnsRuns = true // the run lives while this process does (README, "Repairing stored sessions")
+	q, err := queue.New(r.store, r.sc, r.log, qc)
 	if err != nil {
 		return model.RunRow{}, err
 	}
 	if o.cancel > 0 {
 		return q.Cancel(ctx, o.cancel)
-	}
-	id, err := q.StartRun(ctx, ro, o.queue.partitions)
-	if err != nil {
-		return model.RunRow{}, err
-	}
-	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
-		return model.RunRow{}, err
 	}
 	defer func() {
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -264,6 +259,13 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
+	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	if err != nil {
+		return model.RunRow{}, err
+	}
+	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		return model.RunRow{}, err
+	}
 	onProgress, done := r.progress(r.total(ctx, id))
 	start := time.Now()
 	run, err := q.Wait(ctx, id, func(run model.RunRow) {
