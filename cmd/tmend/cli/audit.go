@@ -229,8 +229,8 @@ rollback_refused); rolling back a rollback restores the repair.
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.
 
-Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused or
-failed, 2 usage. --json prints one object: the counts and a line per session, each
+Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused, 2 usage,
+4 some failed (an error while restoring them). --json prints one object: the counts and a line per session, each
 with its status (restored, would_restore, refused, failed) and reason or error; errors
 go to stderr.
 
@@ -277,8 +277,11 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	if err != nil {
 		return err
 	}
-	if n := out.Refused + out.Failed; n > 0 {
-		return shown(fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions)))
+	switch {
+	case out.Failed > 0:
+		return failedSessions(out.Failed, len(out.Sessions), fmt.Sprintf(" to restore, %d refused", out.Refused))
+	case out.Refused > 0:
+		return shown(fmt.Errorf("%d of %d sessions were not restored", out.Refused, len(out.Sessions)))
 	}
 	return nil
 }
