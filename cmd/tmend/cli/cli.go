@@ -38,6 +38,9 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// StdoutClosed says that the process started with its standard output closed
+	// (OSEnv): check, fix and gen, whose result goes there, refuse to run (exit 1).
+	StdoutClosed bool
 }
 
 // printf and eprintf write the command's own messages to stdout and stderr. They drop
