@@ -321,8 +321,10 @@ func newPruneCmd(e *Env) *cobra.Command {
 		Use:   "prune --older-than DURATION",
 		Short: "Delete old versions and audit rows, keeping what undoing the latest repairs needs",
 		Long: `Delete saved versions and report rows older than --older-than. For every session the
-version tmend last wrote and the one before it are kept, so its latest repair can still
-be rolled back, unless --all. Runs are kept. 'tmend serve --prune-schedule' runs this on
+version tmend last wrote and the one before it are kept, and the report of that write
+when it was a repair, so its latest repair can still be rolled back (also by
+'rollback --run'), unless --all. Nothing of a running run is deleted, even with --all.
+Runs are kept. 'tmend serve --prune-schedule' runs this on
 its own schedule.
 
 ` + configHelp,
