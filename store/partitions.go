@@ -104,17 +104,33 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 	if err != nil {
 		return out, fmt.Errorf("encode run options: %w", err)
 	}
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		out = CreatedRun{}
+	lock := func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+n.Source)); err != nil {
 			return fmt.Errorf("lock runs of %q: %w", n.Source, err)
 		}
+		return nil
+	}
+	// Dead runs end in a transaction of their own, so that they stay ended when the
+	// source turns out busy with a live one.
+	var abandoned []int64
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lock(tx); err != nil {
+			return err
+		}
 		var err error
-		if out.Abandoned, err = abandonRuns(ctx, tx, n.Source, jobs.Cancel); err != nil {
+		abandoned, err = abandonRuns(ctx, tx, n.Source, jobs.Cancel)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Abandoned = abandoned
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lock(tx); err != nil {
 			return err
 		}
 		var busy bool
-		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
 			model.RunRunning, n.Source, model.ModeIncremental, model.ModeFull).Scan(&busy)
 		if err != nil {
 			return fmt.Errorf("look for running scans: %w", err)
