@@ -6,7 +6,7 @@
 #     must start within seconds (TestKillTrialsScan);
 #   - the daemon: 'tmend serve' replicas working a scan are killed, one or all, and
 #     restarted (TestKillTrialsDaemon);
-#   - the daemon plus workers: one of three 'tmend worker's is killed
+#   - the daemon plus workers: one of three 'tmend worker's is killed, once whatever TRIALS
 #     (TestKilledWorkerIsRescued).
 # Each checks that nothing is lost, nothing is repaired twice, no session is half-written
 # and every run's counts are its reports. Runs against TMEND_TEST_DATABASE_URL, or else a
