@@ -154,6 +154,10 @@ type partScan struct {
 	yield <-chan struct{}
 	// checkpoint records progress: every session up to after is counted in soFar.
 	checkpoint func(ctx context.Context, after model.Cursor, soFar model.RunResult) error
+	// lease is the attempt's hold on its partition, which every report it writes names:
+	// a write after the attempt lost it (its run ended, a newer attempt claimed the
+	// partition) is refused with model.ErrLeaseLost, and the attempt stops.
+	lease *model.Lease
 }
 
 // Progress is a run's state so far.
@@ -609,7 +613,8 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 // a database that stayed unavailable, which ends the run.
 func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, error) {
 	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
-	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size}
+	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size,
+		Lease: o.part.lease}
 	if sess.Null {
 		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"
@@ -664,7 +669,7 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 		return err
 	})
 	switch {
-	case errors.Is(err, model.ErrUnavailable) || ctx.Err() != nil:
+	case errors.Is(err, model.ErrUnavailable) || errors.Is(err, model.ErrLeaseLost) || ctx.Err() != nil:
 		return out, err
 	case err != nil:
 		out.Status, out.Reason = model.StatusFailed, err.Error()

@@ -211,30 +211,42 @@ func (s *Store) VersionPair(ctx context.Context, sessionID string, n int) (befor
 	return before, after, err
 }
 
-// Prune deletes versions and reports created before cutoff. Unless all is set, it keeps
-// for every session the versions that undoing its latest write needs: the latest version
-// tmend wrote and the one before it. It returns what it deleted (or would, with dryRun).
+// Prune deletes versions and reports created before cutoff. It never deletes what a
+// running run needs: its reports (a resumed partition counts what it already reported)
+// and the versions it wrote or its reports name. Unless all is set, it also keeps what
+// undoing each session's latest write needs: the latest version tmend wrote and the one
+// before it, and, when that write was a repair, its report, which 'rollback --run'
+// finds the session by. It returns what it deleted (or would, with dryRun).
 func (s *Store) Prune(ctx context.Context, cutoff time.Time, all, dryRun bool) (versions, reports int, err error) {
-	const keep = `NOT (NOT $2::bool AND (v.source_key, v.session_id, v.version) IN (
-  SELECT l.source_key, l.session_id, x.version FROM
-    (SELECT source_key, session_id, max(version) AS version FROM session_versions
-     WHERE kind IN ('repaired', 'restored') GROUP BY source_key, session_id) l
+	const (
+		running = `(SELECT id FROM repair_runs WHERE status = 'running')`
+		// latest is, per session, the version tmend wrote last.
+		latest = `(SELECT source_key, session_id, max(version) AS version FROM session_versions
+     WHERE kind IN ('repaired', 'restored') GROUP BY source_key, session_id)`
+		keepVersions = `NOT (coalesce(v.run_id IN ` + running + `, false)
+  OR EXISTS (SELECT 1 FROM repair_reports r WHERE r.run_id IN ` + running + `
+             AND r.source_key = v.source_key AND r.session_id = v.session_id AND v.version IN (r.from_version, r.to_version))
+  OR NOT $2::bool AND (v.source_key, v.session_id, v.version) IN (
+    SELECT l.source_key, l.session_id, x.version FROM ` + latest + ` l
     CROSS JOIN LATERAL (VALUES (l.version), (l.version - 1)) x(version)))`
+		keepReports = `NOT (coalesce(r.run_id IN ` + running + `, false)
+  OR NOT $2::bool AND r.status = 'repaired' AND (r.source_key, r.session_id, r.to_version) IN (SELECT * FROM ` + latest + ` l))`
+	)
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		verb := "DELETE FROM session_versions v WHERE v.created_at < $1 AND " + keep
+		verb := "DELETE FROM session_versions v WHERE v.created_at < $1 AND " + keepVersions
 		if dryRun {
-			verb = "SELECT 1 FROM session_versions v WHERE v.created_at < $1 AND " + keep
+			verb = "SELECT 1 FROM session_versions v WHERE v.created_at < $1 AND " + keepVersions
 		}
 		tag, err := tx.Exec(ctx, verb, cutoff, all)
 		if err != nil {
 			return fmt.Errorf("prune versions: %w", err)
 		}
 		versions = int(tag.RowsAffected())
-		verb = "DELETE FROM repair_reports WHERE created_at < $1"
+		verb = "DELETE FROM repair_reports r WHERE r.created_at < $1 AND " + keepReports
 		if dryRun {
-			verb = "SELECT 1 FROM repair_reports WHERE created_at < $1"
+			verb = "SELECT 1 FROM repair_reports r WHERE r.created_at < $1 AND " + keepReports
 		}
-		if tag, err = tx.Exec(ctx, verb, cutoff); err != nil {
+		if tag, err = tx.Exec(ctx, verb, cutoff, all); err != nil {
 			return fmt.Errorf("prune reports: %w", err)
 		}
 		reports = int(tag.RowsAffected())

@@ -689,6 +689,11 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		b.Queue("LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE")
 	}
 	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
+	// A write of a partition attempt holds its lease (see leaseSQL), as rowLayout's does.
+	lease := a.Report.Lease
+	if lease != nil {
+		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+	}
 	switch {
 	case plan.fresh > 0 && l.t.ordSeq != "":
 		b.Queue(l.sql.nextValues, l.t.ordSeq, plan.fresh)
@@ -709,6 +714,12 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	}
 	if err == nil {
 		err = br.QueryRow().Scan(&keys, &transcriptHash, &rowsHash, &last, &lastHash)
+	}
+	if err == nil && lease != nil {
+		var one int
+		if err = br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			err = model.ErrLeaseLost
+		}
 	}
 	var values []int64
 	if err == nil && plan.fresh > 0 {

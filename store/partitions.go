@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -71,20 +72,57 @@ func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 // the run, and returns their ids in partition order.
 type Enqueue func(ctx context.Context, tx pgx.Tx, runID int64, partitions int) ([]int64, error)
 
+// CancelJobs cancels River jobs in the transaction that ends their run.
+type CancelJobs func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error
+
+// RunJobs is how CreateRun reaches the job queue: it enqueues the new run's partitions
+// and cancels the jobs of the runs it abandons (nil: none to cancel).
+type RunJobs struct {
+	Enqueue Enqueue
+	Cancel  CancelJobs
+}
+
+// CreatedRun is a run CreateRun recorded, and the dead runs it abandoned first.
+type CreatedRun struct {
+	ID        int64
+	StartedAt time.Time
+	Abandoned []int64
+}
+
 // CreateRun records a scan split into n.Partitions partitions and enqueues their jobs,
 // all in one transaction: a run exists with all its jobs or not at all. One scan of a
-// source runs at a time (model.ErrBusy); a scan recorded as running whose jobs have all
-// ended without ending it (their workers died on the last attempt) is marked failed first.
-func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) (id int64, started time.Time, err error) {
+// source runs at a time (model.ErrBusy). A scan recorded as running that no live process
+// works or will work (abandonedRunsSQL: its owner and workers died) is ended first, as
+// abandoned, with the counts of what it committed; its sessions are the new scan's.
+func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (CreatedRun, error) {
+	var out CreatedRun
 	opts, err := json.Marshal(n.Options)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("encode run options: %w", err)
+		return out, fmt.Errorf("encode run options: %w", err)
 	}
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
+	lock := func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+n.Source)); err != nil {
 			return fmt.Errorf("lock runs of %q: %w", n.Source, err)
 		}
-		if err := abandonRuns(ctx, tx, n.Source); err != nil {
+		return nil
+	}
+	// Dead runs end in a transaction of their own, so that they stay ended when the
+	// source turns out busy with a live one.
+	var abandoned []int64
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lock(tx); err != nil {
+			return err
+		}
+		var err error
+		abandoned, err = abandonRuns(ctx, tx, n.Source, jobs.Cancel)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Abandoned = abandoned
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if err := lock(tx); err != nil {
 			return err
 		}
 		var busy bool
@@ -103,31 +141,33 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, enqueue Enqueue) 
 		n.Partitions = len(bounds) + 1
 		// The window ends when the run is recorded: scanned_through is its start time.
 		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
-  scanned_from, scanned_through, actor, tmend_version, host, order_mark)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), `+s.orderMarkSQL()+`) RETURNING id, started_at`,
+  scanned_from, scanned_through, actor, tmend_version, host, owner, order_mark)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), nullif($12, ''), `+s.orderMarkSQL()+`)
+RETURNING id, started_at`,
 			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
-			n.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
+			n.Actor, s.origin.Version, s.origin.Host, n.Owner).Scan(&out.ID, &out.StartedAt)
 		if err != nil {
 			return fmt.Errorf("start run: %w", err)
 		}
+		id := out.ID
 		// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
 		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id)
 SELECT $1, i, ($2::text[])[i], ($2::text[])[i + 1] FROM generate_series(0, $3 - 1) AS i`,
 			id, bounds, n.Partitions); err != nil {
 			return fmt.Errorf("record partitions of run %d: %w", id, err)
 		}
-		jobs, err := enqueue(ctx, tx, id, n.Partitions)
+		ids, err := jobs.Enqueue(ctx, tx, id, n.Partitions)
 		if err != nil {
 			return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
 		}
 		_, err = tx.Exec(ctx, `UPDATE run_partitions p SET job_id = j.id
-FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p.partition = j.i - 1`, id, jobs)
+FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p.partition = j.i - 1`, id, ids)
 		if err != nil {
 			return fmt.Errorf("record jobs of run %d: %w", id, err)
 		}
 		return nil
 	})
-	return id, started, err
+	return out, err
 }
 
 // splitSample is about how many ids a run's partition bounds are taken from.
@@ -166,27 +206,62 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	}
 }
 
-// liveJobStates are River's job states in which a job may still be worked.
-var liveJobStates = []string{"available", "pending", "retryable", "running", "scheduled"}
+// abandonRuns ends as abandoned the source's scans recorded as running that no live
+// process works or will work (abandonedRunsSQL), and cancels their River jobs (a job
+// still marked running, whose client died, is left to River's rescuer, which finds it
+// cancelled). It returns their ids.
+func abandonRuns(ctx context.Context, tx pgx.Tx, source string, cancelJobs CancelJobs) ([]int64, error) {
+	rows, err := tx.Query(ctx, abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
+	}
+	for _, id := range dead {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		if err := endRunNow(ctx, tx, id, model.PartitionFailed, "abandoned", cancelJobs); err != nil {
+			return nil, err
+		}
+		if _, err := endRunIfDone(ctx, tx, id, endAbandoned); err != nil {
+			return nil, err
+		}
+	}
+	return dead, nil
+}
 
-// abandonRuns marks failed the source's scans recorded as running that no job can end
-// any more: none of their unfinished partitions has a live River job.
-func abandonRuns(ctx context.Context, tx pgx.Tx, source string) error {
-	const abandonSQL = `WITH dead AS (
-  SELECT r.id FROM repair_runs r
-  WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
-    AND NOT EXISTS (SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
-                    WHERE p.run_id = r.id AND p.status IN ('pending', 'running') AND j.state = ANY($5))
-), parts AS (
-  UPDATE run_partitions p SET status = 'failed', error = 'abandoned', updated_at = now()
-  FROM dead WHERE p.run_id = dead.id AND p.status IN ('pending', 'running')
-)
-UPDATE repair_runs r SET status = $6, finished_at = now(),
-  error = 'abandoned: the processes working it ended before recording its outcome'
-FROM dead WHERE r.id = dead.id`
-	if _, err := tx.Exec(ctx, abandonSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull,
-		liveJobStates, model.RunFailed); err != nil {
-		return fmt.Errorf("mark abandoned runs of %q: %w", source, err)
+// endAbandoned is the error an abandoned run ends with.
+const endAbandoned = "abandoned: every process working it ended before it did, and no live process works its partitions; " +
+	"what it committed stays, and the next scan covers the rest"
+
+// endRunNow ends a run's unfinished partitions with status and errMsg, and cancels
+// their River jobs in the same transaction (cancelJobs may be nil). The caller holds the
+// run's lock. Ending a partition waits for the session transactions that hold its lease
+// (leaseSQL), and refuses the later ones: no report of the run commits after it.
+func endRunNow(ctx context.Context, tx pgx.Tx, runID int64, status model.PartitionStatus, errMsg string, cancelJobs CancelJobs) error {
+	rows, err := tx.Query(ctx, `UPDATE run_partitions SET status = $2, error = nullif($3, ''), updated_at = now()
+WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING job_id`, runID, status, errMsg)
+	if err != nil {
+		return fmt.Errorf("end partitions of run %d: %w", runID, err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
+	if err != nil {
+		return fmt.Errorf("end partitions of run %d: %w", runID, err)
+	}
+	var ids []int64
+	for _, j := range jobs {
+		if j != nil {
+			ids = append(ids, *j)
+		}
+	}
+	if cancelJobs == nil || len(ids) == 0 {
+		return nil
+	}
+	if err := cancelJobs(ctx, tx, ids); err != nil {
+		return fmt.Errorf("cancel jobs of run %d: %w", runID, err)
 	}
 	return nil
 }
@@ -288,9 +363,12 @@ func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 }
 
 // lockRun serializes the partitions' updates of their run's row, so that each sums what
-// the others committed.
+// the others committed. FOR NO KEY UPDATE, not FOR UPDATE: a session's transaction
+// inserts a report, whose foreign key share-locks the run's key while the transaction
+// holds its partition's lease (leaseSQL), which the holder of this lock may be waiting
+// for: FOR UPDATE would deadlock with it.
 func lockRun(ctx context.Context, tx pgx.Tx, runID int64) error {
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR UPDATE", runID); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE", runID); err != nil {
 		return fmt.Errorf("lock run %d: %w", runID, err)
 	}
 	return nil
@@ -346,9 +424,10 @@ func (s *Store) EndPartition(ctx context.Context, e model.PartitionEnd) (ended b
 	return ended, err
 }
 
-// endRunIfDone ends a running run whose partitions have all ended, with their sums.
-// cancelled, when set, is why a cancelled run ended.
-func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, cancelled string) (bool, error) {
+// endRunIfDone ends a running run whose partitions have all ended, with the totals of
+// what it committed (committedTotals). why, when set, is why it was ended from outside:
+// cancelled on request, or endAbandoned, which ends it as abandoned.
+func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, why string) (bool, error) {
 	spec, err := runSpec(ctx, tx, runID)
 	if err != nil || spec.Status != model.RunRunning {
 		return false, err
@@ -361,7 +440,6 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, cancelled string)
 	if err != nil {
 		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
 	}
-	total := model.NewRunResult()
 	status := model.RunCompleted
 	var errs []string
 	for i, p := range parts {
@@ -376,11 +454,17 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, cancelled string)
 				status = model.RunCancelled
 			}
 		}
-		total.Merge(p.soFar)
 	}
 	msg := strings.Join(errs, "; ")
-	if status == model.RunCancelled && msg == "" {
-		msg = cmp.Or(cancelled, "stopped before the run completed")
+	switch {
+	case why == endAbandoned:
+		status, msg = model.RunAbandoned, why
+	case status == model.RunCancelled && msg == "":
+		msg = cmp.Or(why, "stopped before the run completed")
+	}
+	total, err := committedTotals(ctx, tx, runID, parts)
+	if err != nil {
+		return false, err
 	}
 	var through time.Time
 	if spec.ScannedThrough != nil {
@@ -396,11 +480,51 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, cancelled string)
 	return true, finishRun(ctx, tx, f)
 }
 
+// committedTotals is what a run adds up to, from what it committed, read in the
+// transaction that ends it: every session that is not clean has one report row in the
+// run (a resumed partition counts those it finds instead of handling them again), so
+// its statuses, stages, issues and dialects are counted from the rows; clean sessions,
+// and those held after a rollback, have none and are counted from the partitions'
+// checkpoints. No report of the run commits after this (endRunNow, leaseSQL).
+func committedTotals(ctx context.Context, tx pgx.Tx, runID int64, parts []partitionRow) (model.RunResult, error) {
+	total := model.NewRunResult()
+	for _, p := range parts {
+		total.AddStatus(model.StatusClean, p.soFar.ByStatus[model.StatusClean])
+		total.AddStatus(model.StatusHeld, p.soFar.ByStatus[model.StatusHeld])
+	}
+	queries := []struct {
+		sql string
+		add func(key string, n int)
+	}{
+		{`SELECT status, count(*) FROM repair_reports WHERE run_id = $1 GROUP BY 1`,
+			func(k string, n int) { total.AddStatus(model.SessionStatus(k), n) }},
+		{`SELECT dialect, count(*) FROM repair_reports WHERE run_id = $1 AND dialect IS NOT NULL GROUP BY 1`,
+			func(k string, n int) { total.ByDialect[k] += n }},
+		{`SELECT code, count(*) FROM repair_reports, unnest(issue_codes) AS code WHERE run_id = $1 GROUP BY 1`,
+			func(k string, n int) { total.ByIssue[k] += n }},
+		{`SELECT s.key, sum(s.value::int) FROM repair_reports, jsonb_each_text(stage_counts) AS s WHERE run_id = $1 GROUP BY 1`,
+			func(k string, n int) { total.ByStage[repair.Stage(k)] += n }},
+	}
+	for _, q := range queries {
+		rows, err := tx.Query(ctx, q.sql, runID)
+		if err != nil {
+			return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
+		}
+		var k string
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { q.add(k, n); return nil })
+		if err != nil {
+			return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
+		}
+	}
+	return total, nil
+}
+
 // CancelRun cancels a running scan: its unfinished partitions end as cancelled (a job
-// still working one stops at its next checkpoint; what it committed stays, each session
-// whole), cancelJobs cancels their River jobs in the same transaction, and the run ends
-// as cancelled. The run as it ended is returned; model.ErrNotFound for no such run.
-func (s *Store) CancelRun(ctx context.Context, runID int64, cancelJobs func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error) (model.RunRow, error) {
+// still working one stops at its next checkpoint or write; what it committed stays, each
+// session whole), cancelJobs cancels their River jobs in the same transaction, and the
+// run ends as cancelled. The run as it ended is returned; model.ErrNotFound for no such run.
+func (s *Store) CancelRun(ctx context.Context, runID int64, cancelJobs CancelJobs) (model.RunRow, error) {
 	var row model.RunRow
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		if err := lockRun(ctx, tx, runID); err != nil {
@@ -411,23 +535,8 @@ func (s *Store) CancelRun(ctx context.Context, runID int64, cancelJobs func(ctx 
 			return err
 		}
 		if spec.Status == model.RunRunning {
-			rows, err := tx.Query(ctx, `UPDATE run_partitions SET status = 'cancelled', updated_at = now()
-WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING job_id`, runID)
-			if err != nil {
-				return fmt.Errorf("cancel partitions of run %d: %w", runID, err)
-			}
-			jobs, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
-			if err != nil {
-				return fmt.Errorf("cancel partitions of run %d: %w", runID, err)
-			}
-			var ids []int64
-			for _, j := range jobs {
-				if j != nil {
-					ids = append(ids, *j)
-				}
-			}
-			if err := cancelJobs(ctx, tx, ids); err != nil {
-				return fmt.Errorf("cancel jobs of run %d: %w", runID, err)
+			if err := endRunNow(ctx, tx, runID, model.PartitionCancelled, "", cancelJobs); err != nil {
+				return err
 			}
 			if _, err := endRunIfDone(ctx, tx, runID, "cancelled on request"); err != nil {
 				return err

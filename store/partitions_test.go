@@ -88,9 +88,10 @@ func TestPartitionsAreRangesOfIds(t *testing.T) {
 	for name, st := range map[string]*store.Store{"text": b.store, "uuid": convs} {
 		for _, mode := range []model.Mode{model.ModeFull, model.ModeIncremental} {
 			src := fmt.Sprintf("%s-%s", name, mode)
-			runID, _, err := st.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: mode, Source: src},
-				Partitions: 7, ScannedFrom: time.Now().Add(-24 * time.Hour)}, noJobs)
+			created, err := st.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: mode, Source: src},
+				Partitions: 7, ScannedFrom: time.Now().Add(-24 * time.Hour)}, store.RunJobs{Enqueue: noJobs})
 			require.NoError(t, err)
+			runID := created.ID
 			seen := map[string]int{}
 			for p := range 7 {
 				c, err := st.ClaimPartition(ctx, runID, p)
@@ -126,9 +127,10 @@ func TestPartitionsAreRangesOfIds(t *testing.T) {
 			_, err = small.pool.Exec(ctx, "DELETE FROM tmend.sessions")
 			require.NoError(t, err)
 		}
-		runID, _, err := small.store.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull,
-			Source: source}, Partitions: 50}, noJobs)
+		created, err := small.store.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull,
+			Source: source}, Partitions: 50}, store.RunJobs{Enqueue: noJobs})
 		require.NoError(t, err)
+		runID := created.ID
 		run, err := small.store.Run(ctx, runID)
 		require.NoError(t, err)
 		require.Equal(t, want, run.Partitions, source)

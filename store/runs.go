@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,11 +107,28 @@ func (s *Store) insertReport(ctx context.Context, q querier, r model.Report) err
 	if err != nil {
 		return err
 	}
-	if _, err := q.Exec(ctx, sql, args...); err != nil {
+	if r.Lease != nil {
+		args = append(args, leaseArgs(r.Lease)...)
+	}
+	tag, err := q.Exec(ctx, sql, args...)
+	if err != nil {
 		return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
+	}
+	if r.Lease != nil && tag.RowsAffected() == 0 {
+		return model.ErrLeaseLost
 	}
 	return nil
 }
+
+// leaseSQL share-locks the partition row of a lease that still holds: $20 the run, $21
+// the partition, $22 the attempt. Ending or reclaiming the partition updates that row,
+// so it waits for the writes that hold the lease, and the writes after it find none.
+const leaseSQL = `SELECT 1 FROM run_partitions WHERE run_id = $20 AND partition = $21 AND attempt = $22 AND status = 'running' FOR SHARE`
+
+// leaseLockSQL is leaseSQL on its own, $1 to $3, in a write's transaction (Apply): no
+// row is model.ErrLeaseLost, the attempt no longer holds its partition (the run ended,
+// was cancelled or abandoned, or a newer attempt claimed the partition).
+var leaseLockSQL = strings.NewReplacer("$20", "$1", "$21", "$2", "$22", "$3").Replace(leaseSQL)
 
 // reportInsert is the INSERT of one report row and its arguments; Apply reuses the
 // first nine arguments and the last three in a variant that takes hashes and sizes from
@@ -136,15 +154,27 @@ func (s *Store) reportInsert(r model.Report) (string, []any, error) {
 	if codes == nil {
 		codes = []string{}
 	}
-	const sql = `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
+	const (
+		insert = `INSERT INTO repair_reports (run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version, source_key,
   actor, tmend_version, host)
-VALUES ($1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
-  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0), $16, nullif($17, ''), nullif($18, ''), nullif($19, ''))`
+`
+		values = `$1, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7, $8, $9, nullif($10, ''), nullif($11, ''),
+  nullif($12, 0), nullif($13, 0), nullif($14, 0), nullif($15, 0), $16, nullif($17, ''), nullif($18, ''), nullif($19, '')`
+	)
+	sql := insert + "VALUES (" + values + ")"
+	if r.Lease != nil {
+		// One statement: the row goes in only while the attempt holds its partition,
+		// whose row it share-locks until the insert commits (see leaseSQL).
+		sql = "WITH lease AS (" + leaseSQL + ")\n" + insert + "SELECT " + values + " FROM lease"
+	}
 	return sql, []any{nilIfZero(r.RunID), r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
 		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, s.key,
 		r.Actor, s.origin.Version, s.origin.Host}, nil
 }
+
+// leaseArgs are the arguments a leased report insert adds ($20 to $22 of leaseSQL).
+func leaseArgs(l *model.Lease) []any { return []any{l.RunID, l.Partition, l.Attempt} }
 
 // TryLock takes a session-level advisory lock that lets one replica at a time do a
 // job (the scheduled prune). ok is false when another process holds it. release frees it; the lock

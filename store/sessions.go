@@ -289,6 +289,10 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	// A live agent holding the row must not stall a run; it is retried next run.
 	b.Queue("SET LOCAL lock_timeout = '5s'")
 	b.Queue(s.sql.lockState, a.Session.ID, s.k)
+	lease := a.Report.Lease
+	if lease != nil {
+		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+	}
 	br := conn.SendBatch(ctx, b)
 	var curHash *string
 	var last int
@@ -299,6 +303,12 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	}
 	if err == nil {
 		err = br.QueryRow().Scan(&curHash, &last, &lastHash)
+	}
+	if err == nil && lease != nil {
+		var one int
+		if err = br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			err = model.ErrLeaseLost
+		}
 	}
 	var pgErr *pgconn.PgError
 	switch {

@@ -151,6 +151,17 @@ type Report struct {
 	AfterBytes  int
 	FromVersion int
 	ToVersion   int
+	// Lease, when set, is the partition attempt that writes the report: it commits
+	// only while that attempt still holds the partition (ErrLeaseLost otherwise), so
+	// that no report of a run commits after the run ended or the partition moved on.
+	Lease *Lease
+}
+
+// Lease names one attempt at one partition of a run (Claim.Attempt).
+type Lease struct {
+	RunID     int64
+	Partition int
+	Attempt   int
 }
 
 // Apply asks the store to replace a session's content with a repaired one, provided the

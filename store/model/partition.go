@@ -14,6 +14,10 @@ type NewRun struct {
 	// ScannedFrom starts an incremental run's window; the window ends when the run is
 	// recorded (the database's clock), which is also the run's Now for quiet periods.
 	ScannedFrom time.Time
+	// Owner is the River client id of the process that starts the run and waits for it
+	// (tmend scan): the run lives while that process does. Empty for runs that any
+	// worker carries on (the daemon's).
+	Owner string
 }
 
 // RunSpec is what every partition of a run needs to know about it: the recorded run and

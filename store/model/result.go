@@ -56,23 +56,7 @@ func (r *RunResult) Add(out SessionOutcome) {
 // Count counts one session by its status, the stages that changed it, its issue codes
 // and its dialect (counted only for sessions that were not clean).
 func (r *RunResult) Count(status SessionStatus, stages map[repair.Stage]int, issues []string, dialect string) {
-	c := &r.Counts
-	c.Scanned++
-	r.ByStatus[status]++
-	switch status {
-	case StatusClean:
-		c.Clean++
-	case StatusRepaired, StatusWouldRepair:
-		c.Repaired++
-	case StatusPending:
-		c.Pending++
-	case StatusConflict:
-		c.Conflict++
-	case StatusFailed:
-		c.Failed++
-	default:
-		c.Skipped++
-	}
+	r.AddStatus(status, 1)
 	for st, n := range stages {
 		r.ByStage[st] += n
 	}
@@ -81,6 +65,30 @@ func (r *RunResult) Count(status SessionStatus, stages map[repair.Stage]int, iss
 	}
 	if dialect != "" && status != StatusClean {
 		r.ByDialect[dialect]++
+	}
+}
+
+// AddStatus counts n sessions of one status (no stages, issues or dialects).
+func (r *RunResult) AddStatus(status SessionStatus, n int) {
+	if n == 0 {
+		return
+	}
+	c := &r.Counts
+	c.Scanned += n
+	r.ByStatus[status] += n
+	switch status {
+	case StatusClean:
+		c.Clean += n
+	case StatusRepaired, StatusWouldRepair:
+		c.Repaired += n
+	case StatusPending:
+		c.Pending += n
+	case StatusConflict:
+		c.Conflict += n
+	case StatusFailed:
+		c.Failed += n
+	default:
+		c.Skipped += n
 	}
 }
 

@@ -62,11 +62,14 @@ const (
 	RunCompleted RunStatus = "completed"
 	RunFailed    RunStatus = "failed"
 	RunCancelled RunStatus = "cancelled"
+	// RunAbandoned: every process working the scan died before it ended; the next scan
+	// of its source found no live process working it and ended it (store.CreateRun).
+	RunAbandoned RunStatus = "abandoned"
 )
 
 // RunStatuses returns every run status.
 func RunStatuses() []RunStatus {
-	return []RunStatus{RunRunning, RunCompleted, RunFailed, RunCancelled}
+	return []RunStatus{RunRunning, RunCompleted, RunFailed, RunCancelled, RunAbandoned}
 }
 
 // ParseRunStatus returns the run status named s, or an error listing the valid ones.

@@ -108,7 +108,7 @@ tables. Colour only on a terminal.
 	fl.StringVar(&o.since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
 	fl.StringVar(&o.until, "until", "", "only rows before this time (same forms as --since)")
 	fl.StringVar(&o.status, "status", "", "audit rows with this status (repaired, would_repair, conflict, failed, ...)")
-	fl.StringVar(&o.runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled)")
+	fl.StringVar(&o.runStatus, "run-status", "", "runs with this status (running, completed, failed, cancelled, abandoned)")
 	fl.StringVar(&o.filter.Stage, "stage", "", "audit rows where this stage acted (e.g. move_results)")
 	fl.StringVar(&o.filter.Issue, "issue", "", "audit rows with this issue code (e.g. tool_call_without_result)")
 	fl.StringVar(&o.filter.Dialect, "dialect", "", "audit rows of this dialect")
@@ -229,8 +229,8 @@ rollback_refused); rolling back a rollback restores the repair.
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.
 
-Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused or
-failed, 2 usage. --json prints one object: the counts and a line per session, each
+Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused, 2 usage,
+4 some failed (an error while restoring them). --json prints one object: the counts and a line per session, each
 with its status (restored, would_restore, refused, failed) and reason or error; errors
 go to stderr.
 
@@ -277,8 +277,11 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	if err != nil {
 		return err
 	}
-	if n := out.Refused + out.Failed; n > 0 {
-		return shown(fmt.Errorf("%d of %d sessions were not restored", n, len(out.Sessions)))
+	switch {
+	case out.Failed > 0:
+		return failedSessions(out.Failed, len(out.Sessions), fmt.Sprintf(" to restore, %d refused", out.Refused))
+	case out.Refused > 0:
+		return shown(fmt.Errorf("%d of %d sessions were not restored", out.Refused, len(out.Sessions)))
 	}
 	return nil
 }
@@ -318,8 +321,10 @@ func newPruneCmd(e *Env) *cobra.Command {
 		Use:   "prune --older-than DURATION",
 		Short: "Delete old versions and audit rows, keeping what undoing the latest repairs needs",
 		Long: `Delete saved versions and report rows older than --older-than. For every session the
-version tmend last wrote and the one before it are kept, so its latest repair can still
-be rolled back, unless --all. Runs are kept. 'tmend serve --prune-schedule' runs this on
+version tmend last wrote and the one before it are kept, and the report of that write
+when it was a repair, so its latest repair can still be rolled back (also by
+'rollback --run'), unless --all. Nothing of a running run is deleted, even with --all.
+Runs are kept. 'tmend serve --prune-schedule' runs this on
 its own schedule.
 
 ` + configHelp,

@@ -194,6 +194,72 @@ UPDATE repair_reports SET created_at = now() - interval '100 days'`)
 	require.Equal(t, ExitUsage, r.code)
 }
 
+// Prune never takes what a run needs: a completed run can still be rolled back whole
+// after its rows passed the cutoff (rollback --run finds its sessions by their repaired
+// reports), and nothing of a running run goes, not even with --all.
+func TestPruneKeepsWhatRunsNeed(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 40, "1")
+	ctx := context.Background()
+	age := func() {
+		t.Helper()
+		_, err := b.pool.Exec(ctx, `UPDATE session_versions SET created_at = now() - interval '100 days';
+UPDATE repair_reports SET created_at = now() - interval '100 days'`)
+		require.NoError(t, err)
+	}
+	r := runCLI(t, "", b.env, "scan", "--full", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var run struct {
+		ID     int64          `json:"id"`
+		Counts map[string]int `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
+	repaired := run.Counts["repaired"]
+	require.Positive(t, repaired)
+	// One session is repaired again later, by hand: the scan's write is no longer its
+	// latest, so the scan's report of it may go.
+	var again string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT min(session_id) FROM repair_reports WHERE status = 'repaired'`).Scan(&again))
+	_, err := b.pool.Exec(ctx, `UPDATE sessions SET messages = messages || '[{"role":"toolResult","toolCallId":"ghost","toolName":"bash","content":[],"isError":false}]'::jsonb WHERE id = $1`, again)
+	require.NoError(t, err)
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "repair", "--session", again).code)
+	age()
+
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"dry_run":false,"deleted":{"versions":2,"reports":1}}`, r.stdout,
+		"only the first repair of the session repaired twice: its two versions and its report")
+	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.ID), "--dry-run", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var undo struct {
+		WouldRestore int `json:"would_restore"`
+		Refused      int `json:"refused"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &undo))
+	require.Equal(t, repaired-1, undo.WouldRestore, "every session that still holds the run's repair")
+	require.Zero(t, undo.Refused)
+
+	// A run in progress: its reports and the versions it wrote or names stay, --all or not.
+	for _, sql := range []string{`INSERT INTO repair_runs (trigger, mode, source) VALUES ('cli', 'full', 'x')`,
+		`UPDATE repair_reports SET run_id = (SELECT max(id) FROM repair_runs) WHERE run_id = $1`,
+		`UPDATE session_versions SET run_id = (SELECT max(id) FROM repair_runs) WHERE run_id = $1`} {
+		var args []any
+		if strings.Contains(sql, "$1") {
+			args = append(args, run.ID)
+		}
+		_, err = b.pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	age()
+	before := b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = (SELECT max(id) FROM repair_runs)")
+	r = runCLI(t, "", b.env, "prune", "--older-than", "30d", "--all", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, before, b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = (SELECT max(id) FROM repair_runs)"))
+	require.Equal(t, 2*(repaired-1), b.count(t, "SELECT count(*) FROM session_versions WHERE run_id = (SELECT max(id) FROM repair_runs)"))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM session_versions WHERE run_id IS DISTINCT FROM (SELECT max(id) FROM repair_runs)"),
+		"--all takes the rest: the later repair's versions")
+}
+
 func versionsOf(t *testing.T, b *dbBundle, id string) []int {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), "SELECT version FROM session_versions WHERE session_id = $1 ORDER BY version", id)

@@ -107,8 +107,10 @@ A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3
 starts the session's quiet period.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
-target); a device, FIFO or terminal is written to as it is. -o and --report must name
-different files. A failed write to a file, stdout or stderr exits 1.
+target); a device, FIFO or terminal is written to as it is, and so is a descriptor named
+as a path (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), pipe or not. -o and
+--report must name different files. A failed write to a file, stdout or stderr exits 1,
+and so does a result bound for a standard output that was closed (>&-).
 
 Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
 TMEND_QUIET_PERIOD, ...); a flag beats it.`
@@ -171,6 +173,12 @@ func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	}
 	defer closeIn()
 
+	// check's report and fix's transcripts (without -o) are the command's result.
+	if !fix || o.output == "" {
+		if err := e.checkStdout(); err != nil {
+			return err
+		}
+	}
 	out := e.Stdout
 	var outFile *outputFile
 	if fix && o.output != "" {

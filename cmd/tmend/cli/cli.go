@@ -26,6 +26,10 @@ const (
 	ExitRuntime  = 1
 	ExitUsage    = 2
 	ExitProblems = 3
+	// ExitFailed: a scan, repair or rollback ran to its end but failed some sessions
+	// (status failed: an error while handling them, such as a constraint or trigger of
+	// the table that refused the write); the others were handled.
+	ExitFailed = 4
 )
 
 // Env is what commands may use of their process: the standard streams and the
@@ -34,6 +38,9 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// StdoutClosed says that the process started with its standard output closed
+	// (OSEnv): check, fix and gen, whose result goes there, refuse to run (exit 1).
+	StdoutClosed bool
 }
 
 // printf and eprintf write the command's own messages to stdout and stderr. They drop
@@ -73,6 +80,12 @@ func usageErrorf(format string, args ...any) error {
 // errProblems ends a command that ran fine but found problems (exit 3); the command has
 // already printed them.
 var errProblems = &exitError{code: ExitProblems, err: errors.New("problems found")}
+
+// failedSessions ends a command whose printed result shows that n of total sessions
+// failed (exit 4).
+func failedSessions(n, total int, how string) error {
+	return &exitError{code: ExitFailed, shown: true, err: fmt.Errorf("%d of %d sessions failed%s", n, total, how)}
+}
 
 // Run runs tmend with the command line args (without the program's name) and returns
 // the exit code.
@@ -189,9 +202,10 @@ trail and an undo.
 
 Exit codes:
   0  ok
-  1  runtime error (also: rollback refused or failed some session)
+  1  runtime error (also: rollback refused some session)
   2  usage or configuration error
   3  problems found (check, scan --dry-run, repair --dry-run)
+  4  sessions failed (scan, repair, rollback: the others were handled)
 
 Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
 database_url in the config file (--config or TMEND_CONFIG), else the standard PG* variables

@@ -101,7 +101,11 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 func runGen(ctx context.Context, e *Env, o *genOptions) error {
 	w := e.Stdout
 	var af *outputFile
-	if o.output != "" {
+	if o.output == "" {
+		if err := e.checkStdout(); err != nil {
+			return err
+		}
+	} else {
 		var err error
 		if af, err = createOutput(o.output); err != nil {
 			return err

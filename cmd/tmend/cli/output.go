@@ -24,7 +24,9 @@ func openInput(e *Env, path string) (io.Reader, func(), error) {
 // outputFile is where -o and --report write. A regular file (or a new one) is written
 // beside itself and renamed over it on commit, so readers never see half of it. A
 // symlink is followed: its target is replaced and the link kept. Anything else (a
-// device such as /dev/null, a FIFO, a terminal) is written to directly, never replaced.
+// device such as /dev/null, a FIFO, a terminal) is written to directly, never replaced,
+// and so is a descriptor of this process named by path (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), whatever it is: a pipe, a socket, a file.
 type outputFile struct {
 	f    *os.File
 	dest string // what commit renames the temp file over; empty when writing through
@@ -35,6 +37,13 @@ func createOutput(path string) (*outputFile, error) {
 	target, fi, err := resolveOutput(path)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if fd, ok := descriptorOf(target); ok {
+		f, err := openDescriptor(fd)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return &outputFile{f: f}, nil
 	}
 	switch {
 	case fi != nil && fi.IsDir():
@@ -63,9 +72,13 @@ func createOutput(path string) (*outputFile, error) {
 }
 
 // resolveOutput follows symlinks from path to where they end, which need not exist yet,
-// and returns that path with its file info (nil when it does not exist).
+// and returns that path with its file info (nil when it does not exist). It stops at a
+// path that names one of this process's descriptors (descriptorOf), with no file info.
 func resolveOutput(path string) (string, os.FileInfo, error) {
 	for range 40 {
+		if _, ok := descriptorOf(path); ok {
+			return path, nil, nil
+		}
 		fi, err := os.Lstat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -97,6 +110,13 @@ func sameOutput(a, b string) bool {
 	rb, fb, errB := resolveOutput(b)
 	if errA != nil || errB != nil {
 		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	// A descriptor is what it refers to: stat follows /proc's links to pipes too.
+	if _, ok := descriptorOf(ra); ok {
+		fa, _ = os.Stat(ra)
+	}
+	if _, ok := descriptorOf(rb); ok {
+		fb, _ = os.Stat(rb)
 	}
 	if fa != nil && fb != nil {
 		return os.SameFile(fa, fb)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -207,4 +208,73 @@ func TestFailedWritesToStdoutOrStderrExit1(t *testing.T) {
 	code := Run(context.Background(), []string{"check"}, Env{Stdin: strings.NewReader(clean), Stdout: failingWriter{}, Stderr: &stderr, Getenv: noEnv})
 	require.Equal(t, ExitRuntime, code)
 	require.Contains(t, stderr.String(), "no space left on device")
+}
+
+// -o and --report naming one of the process's descriptors (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N) write straight to it, pipe or not: following the
+// descriptor's link to a pipe led nowhere (a temp file beside "pipe:[N]").
+func TestOutputToADescriptorIsWrittenThrough(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in, fixed := fixture(t, dir, 3)
+	for _, name := range []string{"/dev/fd/%d", "/proc/self/fd/%d", "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/%d"} {
+		t.Run(strings.ReplaceAll(strings.TrimPrefix(name, "/"), "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			outR, outW, err := os.Pipe()
+			require.NoError(t, err)
+			repR, repW, err := os.Pipe()
+			require.NoError(t, err)
+			read := func(r *os.File) <-chan string {
+				c := make(chan string, 1)
+				go func() { b, _ := io.ReadAll(r); c <- string(b) }()
+				return c
+			}
+			out, rep := read(outR), read(repR)
+			r := runCLI(t, "", nil, "fix", "-o", fmt.Sprintf(name, outW.Fd()), "--report", fmt.Sprintf(name, repW.Fd()), in)
+			require.NoError(t, outW.Close())
+			require.NoError(t, repW.Close())
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			require.Equal(t, fixed, <-out)
+			require.Contains(t, <-rep, `"type":"summary"`)
+			require.Empty(t, r.stdout)
+			requireOnly(t, dir, "in.jsonl")
+		})
+	}
+	require.True(t, sameOutput("/dev/stdout", "/proc/self/fd/1"), "one descriptor by two names")
+	r := runCLI(t, "", nil, "fix", "-o", "/dev/fd/99", in)
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "descriptor 99")
+}
+
+// A standard output closed when tmend started (the Go runtime leaves /dev/null opened
+// read-write in its place) is output that cannot be written: check, fix and gen exit 1
+// before doing anything rather than drop their result; fix -o FILE does not need it.
+func TestClosedStdoutExits1(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in, _ := fixture(t, dir, 2)
+	run := func(args ...string) result {
+		var out, errb strings.Builder
+		code := Run(context.Background(), args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Getenv: func(string) string { return "" }, StdoutClosed: true})
+		return result{code, out.String(), errb.String()}
+	}
+	for _, args := range [][]string{{"fix", in}, {"check", in}, {"gen", "--sessions", "1"}} {
+		r := run(args...)
+		require.Equal(t, ExitRuntime, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "closed", args)
+		require.Empty(t, r.stdout, args)
+	}
+	r := run("fix", "-o", filepath.Join(dir, "out.jsonl"), in)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	// What a closed descriptor becomes, as the runtime leaves it: /dev/null read-write.
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer w.Close()
+	require.True(t, closedAtStart(int(f.Fd())), "/dev/null read-write is a closed descriptor")
+	require.False(t, closedAtStart(int(w.Fd())), ">/dev/null is not")
 }

@@ -124,7 +124,9 @@ on the run, not written.
 
 By default a run is incremental: the sessions changed since the last completed run, with
 a safety overlap. --dry-run writes only reports (status would_repair) and exits 3 when it
-finds sessions to repair.
+finds sessions to repair. A run that failed some sessions (status failed: an error while
+writing one, such as a constraint or trigger of the table) exits 4; the others are
+handled.
 
 A scan is split into --partitions partition jobs on River, in the database: this command
 works them (--concurrency at once) and waits for the run to end, while any 'tmend serve'
@@ -221,7 +223,8 @@ func (r *runner) recorded(ctx context.Context, res model.RunResult, err error) (
 }
 
 // endRun prints a run (if one started) and returns the command's error: the run's, which
-// the printed run shows, or, for a dry run that found work, exit 3.
+// the printed run shows; exit 4 when it failed sessions; or, for a dry run that found
+// work, exit 3.
 func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 	if run.ID == 0 {
 		return err
@@ -233,6 +236,9 @@ func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 	switch {
 	case err != nil:
 		return shown(err)
+	case res.Counts.Failed > 0:
+		return failedSessions(res.Counts.Failed, res.Counts.Scanned,
+			fmt.Sprintf(" (tmend report --run %d --status failed lists them with the error)", run.ID))
 	case dryRun && res.Problems():
 		return errProblems
 	}
@@ -243,19 +249,14 @@ func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 // partitions here while others may help, and waits for it to end. Interrupted, it
 // cancels the run.
 func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunRow, error) {
-	q, err := queue.New(r.store, r.sc, r.log, o.queue.config(o.db.schema, nil))
+	qc := o.queue.config(o.db.schema, nil)
+	qc.OwnsRuns = true // the run lives while this process does (README, "Repairing stored sessions")
+	q, err := queue.New(r.store, r.sc, r.log, qc)
 	if err != nil {
 		return model.RunRow{}, err
 	}
 	if o.cancel > 0 {
 		return q.Cancel(ctx, o.cancel)
-	}
-	id, err := q.StartRun(ctx, ro, o.queue.partitions)
-	if err != nil {
-		return model.RunRow{}, err
-	}
-	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
-		return model.RunRow{}, err
 	}
 	defer func() {
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -264,6 +265,13 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
+	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	if err != nil {
+		return model.RunRow{}, err
+	}
+	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		return model.RunRow{}, err
+	}
 	onProgress, done := r.progress(r.total(ctx, id))
 	start := time.Now()
 	run, err := q.Wait(ctx, id, func(run model.RunRow) {
@@ -336,7 +344,8 @@ func newRepairCmd(e *Env) *cobra.Command {
 and after. The prior content is kept as a version, so 'tmend rollback --session ID'
 undoes it. --dry-run shows the same without writing; --force also answers calls of the
 last turn that may still be running (the quiet period). Like 'scan --dry-run', a dry
-run exits 3 when the session needs repair (or cannot be handled).
+run exits 3 when the session needs repair (or cannot be handled); a session that failed
+(an error while writing it) exits 4.
 
 ` + configHelp,
 		Example: `  tmend repair --session 7f3e2a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,7 +144,10 @@ func (m *Metrics) setRunning(runs []model.RunRow) {
 // node-exporter's textfile collector, added to what the file held: counters and
 // histograms go on counting across the runs that write it, and the last-run timestamps
 // of other triggers and modes stay (a dry run by hand does not hide the scheduled run's).
+// A symlink is followed: its target is replaced and the link kept (a textfile
+// directory often links to files kept elsewhere).
 func (m *Metrics) WriteTextfile(path string) error {
+	path = followLinks(path)
 	prev, err := readTextfile(path)
 	if err != nil {
 		return err
@@ -159,6 +163,21 @@ func (m *Metrics) WriteTextfile(path string) error {
 		return fmt.Errorf("write metrics to %s: %w", path, err)
 	}
 	return nil
+}
+
+// followLinks follows symlinks from path to where they end, which need not exist yet.
+func followLinks(path string) string {
+	for range 40 {
+		link, err := os.Readlink(path)
+		if err != nil {
+			return path // not a link, or not there yet
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return path
 }
 
 // readTextfile parses the tmend metrics a textfile holds; none when it does not exist.

@@ -7,10 +7,13 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -48,8 +51,14 @@ type Config struct {
 	Schedule cron.Schedule
 	// OnScheduled, if set, is told how each scheduled scan started (ErrBusy: skipped).
 	OnScheduled func(runID int64, err error)
-	// OnRunEnded, if set, is told of each run whose last partition this process ended.
+	// OnRunEnded, if set, is told of each run whose last partition this process ended,
+	// and of each dead run that a scan it started abandoned.
 	OnRunEnded func(runID int64)
+	// OwnsRuns says that the runs this process starts are its own, alive while it is,
+	// and that it works only while it waits for them (tmend scan). Without it, the
+	// process works any run's partitions for as long as it lives (serve, worker), and
+	// the runs it starts are carried on by every such process.
+	OwnsRuns bool
 }
 
 func (c *Config) defaults() {
@@ -78,6 +87,13 @@ type Queue struct {
 	// stopped working one of each (zero while one is in hand).
 	workedMu sync.Mutex
 	worked   map[int64]worked
+	// alive holds this process's liveness locks (store.HoldLiveness) from before its
+	// client may hold a job, or its first run exists, until its client stopped;
+	// watched ends the goroutine that keeps them.
+	aliveMu sync.Mutex
+	alive   *store.Liveness
+	watched context.CancelFunc
+	watchWG sync.WaitGroup
 }
 
 type worked struct {
@@ -116,6 +132,7 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 		return nil, err
 	}
 	rc := &river.Config{
+		ID:      clientID(),
 		Schema:  cfg.Schema,
 		Workers: workers,
 		// A partition bounds its own turn (Slice), but River rescues only jobs that have
@@ -166,11 +183,25 @@ func (t *tickSchedule) due() time.Time {
 	return t.next.UTC()
 }
 
+// clientID is a River client ID unique to this process: host, process id and a random
+// part (River's default, host and start time, may repeat for two processes started at
+// once on one host). The liveness lock is named after it.
+func clientID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("tmend_%s_%d_%016x", cmp.Or(host, "localhost"), os.Getpid(), rand.Uint64())
+}
+
+// ClientID is this process's River client ID, which River records on the jobs it works.
+func (q *Queue) ClientID() string { return q.client.ID() }
+
 // Start begins working jobs and, on the elected leader, the schedule; with Concurrency
 // 0, it does nothing (the Queue only starts and cancels runs). It returns at once.
 func (q *Queue) Start(ctx context.Context) error {
 	if q.cfg.Concurrency == 0 {
 		return nil
+	}
+	if err := q.holdLiveness(ctx); err != nil {
+		return err
 	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
@@ -180,7 +211,8 @@ func (q *Queue) Start(ctx context.Context) error {
 
 // Stop stops working: running partitions finish their sessions in hand, checkpoint and
 // yield; after ctx ends, they are cancelled (each session is written whole or not at
-// all, and a later attempt resumes from the checkpoint).
+// all, and a later attempt resumes from the checkpoint). Then the process's liveness
+// locks go.
 func (q *Queue) Stop(ctx context.Context) error {
 	if q.cfg.Concurrency == 0 {
 		return nil
@@ -188,9 +220,88 @@ func (q *Queue) Stop(ctx context.Context) error {
 	q.stopOnce.Do(func() { close(q.stopping) })
 	err := q.client.Stop(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return q.client.StopAndCancel(context.Background())
+		err = q.client.StopAndCancel(context.Background())
+	}
+	if err == nil { // no job in hand (or the client never started)
+		q.releaseLiveness()
 	}
 	return err
+}
+
+// livenessCheckEvery is how often the liveness connection is checked, and how long a
+// lost one (a database restart) waits before it is taken again.
+const livenessCheckEvery = 2 * time.Second
+
+// holdLiveness takes this process's liveness locks, once, and keeps them: a lost
+// connection (a database restart, a cut connection) is replaced, and the locks taken
+// again, as soon as the database answers. Meanwhile others may find this process's runs
+// abandoned; its partitions then stop at their next write (model.ErrLeaseLost).
+func (q *Queue) holdLiveness(ctx context.Context) error {
+	q.aliveMu.Lock()
+	defer q.aliveMu.Unlock()
+	if q.alive != nil {
+		return nil
+	}
+	l, err := q.store.HoldLiveness(ctx, q.client.ID(), !q.cfg.OwnsRuns)
+	if err != nil {
+		return err
+	}
+	q.alive = l
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	q.watched = cancel
+	q.watchWG.Add(1)
+	go func() {
+		defer q.watchWG.Done()
+		t := time.NewTicker(livenessCheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			q.aliveMu.Lock()
+			l := q.alive
+			q.aliveMu.Unlock()
+			cctx, cancel := context.WithTimeout(wctx, 5*time.Second)
+			err := l.Check(cctx)
+			cancel()
+			if err == nil || wctx.Err() != nil {
+				continue
+			}
+			q.log.Warn().Err(err).Msg("liveness lock lost; taking it again")
+			l.Release(context.Background())
+			nl, err := q.store.HoldLiveness(wctx, q.client.ID(), !q.cfg.OwnsRuns)
+			if err != nil {
+				q.log.Warn().Err(err).Msg("taking the liveness lock again")
+				nl = l // checked again, and failing, on the next tick
+			} else {
+				q.log.Info().Msg("liveness lock taken again")
+			}
+			q.aliveMu.Lock()
+			q.alive = nl
+			q.aliveMu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// releaseLiveness drops the liveness locks once the client holds no job.
+func (q *Queue) releaseLiveness() {
+	q.aliveMu.Lock()
+	cancel := q.watched
+	q.aliveMu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	q.watchWG.Wait()
+	q.aliveMu.Lock()
+	defer q.aliveMu.Unlock()
+	if q.alive != nil {
+		q.alive.Release(context.Background())
+		q.alive, q.watched = nil, nil
+	}
 }
 
 // StartRun records a scan with options o in partitions partitions (0: chosen from the
@@ -200,8 +311,17 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 	if err != nil {
 		return 0, err
 	}
+	if q.cfg.Concurrency > 0 {
+		// Alive before the run exists, so that no other scan finds it ownerless.
+		if err := q.holdLiveness(ctx); err != nil {
+			return 0, err
+		}
+		if q.cfg.OwnsRuns {
+			plan.Owner = q.client.ID()
+		}
+	}
 	var parts int // what the table's ids split into: at most the partitions asked for
-	id, _, err := q.store.CreateRun(ctx, plan, func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
+	enqueue := func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
 		parts = n
 		params := make([]river.InsertManyParams, n)
 		for i := range params {
@@ -217,25 +337,36 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 			ids[i] = r.Job.ID
 		}
 		return ids, nil
-	})
+	}
+	run, err := q.store.CreateRun(ctx, plan, store.RunJobs{Enqueue: enqueue, Cancel: q.cancelJobs})
+	for _, id := range run.Abandoned {
+		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it; this scan covers its sessions")
+		if q.cfg.OnRunEnded != nil {
+			q.cfg.OnRunEnded(id)
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
-	q.log.Info().Int64("run_id", id).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+	q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
 		Int("partitions", parts).Msg("run started")
-	return id, nil
+	return run.ID, nil
+}
+
+// cancelJobs cancels River jobs in tx. A job still marked running stays so until its
+// client acknowledges, or, when that client is dead, River's rescuer finds it cancelled.
+func (q *Queue) cancelJobs(ctx context.Context, tx pgx.Tx, jobIDs []int64) error {
+	for _, id := range jobIDs {
+		if _, err := q.client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Cancel cancels a run's remaining partitions and returns the run as it ended.
 func (q *Queue) Cancel(ctx context.Context, runID int64) (model.RunRow, error) {
-	return q.store.CancelRun(ctx, runID, func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error {
-		for _, id := range jobIDs {
-			if _, err := q.client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
-				return err
-			}
-		}
-		return nil
-	})
+	return q.store.CancelRun(ctx, runID, q.cancelJobs)
 }
 
 // Wait polls a run until it ends and returns it; progress, if set, sees each poll.

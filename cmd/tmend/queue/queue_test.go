@@ -161,16 +161,18 @@ WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_da
 	storetest.AllClean(t, b.pool)
 }
 
-// One scan of a source runs at a time; a scan whose jobs all ended without ending it
-// (its last worker died) does not block the next one; a cancelled run's jobs never run.
+// One scan of a source runs at a time while its owner lives; a scan whose jobs all
+// ended without ending it (its last worker died) does not block the next one; a
+// cancelled run's jobs never run.
 func TestOneScanAtATimeAndCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t, sessions(t, 70), scanner.Config{})
-	q := b.queue(t, queue.Config{}) // enqueues only: nothing works the jobs
+	owner := b.owner(t)             // starts runs and lives, but works nothing
+	q := b.queue(t, queue.Config{}) // enqueues only
 	ctx := t.Context()
 	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
 
-	first, err := q.StartRun(ctx, o, 3)
+	first, err := owner.StartRun(ctx, o, 3)
 	require.NoError(t, err)
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'available'`, first))
 	_, err = q.StartRun(ctx, o, 3)
@@ -182,16 +184,16 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'cancelled'`, first))
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND status = 'cancelled'`, first))
 
-	second, err := q.StartRun(ctx, o, 2)
+	second, err := owner.StartRun(ctx, o, 2)
 	require.NoError(t, err)
 	// Its jobs are lost (say, discarded after a worker died on the last attempt).
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE (args->>'run_id')::bigint = $1`, second)
 	require.NoError(t, err)
-	third, err := q.StartRun(ctx, o, 1)
+	third, err := owner.StartRun(ctx, o, 1)
 	require.NoError(t, err)
 	abandoned, err := b.store.Run(ctx, second)
 	require.NoError(t, err)
-	require.Equal(t, model.RunFailed, abandoned.Status)
+	require.Equal(t, model.RunAbandoned, abandoned.Status)
 	require.Contains(t, abandoned.Error, "abandoned")
 
 	// Working the queue now runs only the third run.
@@ -200,4 +202,174 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	require.Equal(t, model.RunCompleted, done.Status, done.Error)
 	require.Equal(t, 70, done.Counts.Scanned)
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id IN ($1, $2)`, first, second))
+}
+
+// owner returns a queue that starts runs as tmend scan does (it owns them and is alive
+// while they run) but works none of their jobs: its River client never starts. Stop
+// drops its liveness locks, as the death of its process would.
+func (b *bundle) owner(t *testing.T) *queue.Queue {
+	t.Helper()
+	q, err := queue.New(b.store, b.sc, zerolog.New(b.log), queue.Config{Schema: store.DefaultSchema, Concurrency: 1, OwnsRuns: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+	return q
+}
+
+// A scan that no live process works or will work never blocks the next one, and River's
+// own record of who works each job decides it, not a clock: the next scan ends it as
+// abandoned, cancels its jobs, counts what it committed, and starts at once. A scan
+// that a live process works, or whose live owner waits for it, blocks the next.
+func TestDeadRunsAreAbandonedLiveOnesBlock(t *testing.T) {
+	t.Parallel()
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	jobsOf := `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = $2`
+	// asRunning makes one of a run's jobs look held by River client id, as a worker
+	// that fetched it leaves it.
+	asRunning := func(t *testing.T, b *bundle, runID int64, id string) {
+		t.Helper()
+		_, err := b.pool.Exec(t.Context(), `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1,
+  attempted_by = array_append(attempted_by, $2) WHERE id = (SELECT min(job_id) FROM run_partitions WHERE run_id = $1)`, runID, id)
+		require.NoError(t, err)
+	}
+
+	t.Run("OwnerDied", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		b := setup(t, sessions(t, 70), scanner.Config{})
+		a, next := b.owner(t), b.owner(t)
+		first, err := a.StartRun(ctx, o, 3)
+		require.NoError(t, err)
+		// One partition was in hand when the owner died; its report committed.
+		asRunning(t, b, first, a.ClientID())
+		_, err = b.pool.Exec(ctx, `INSERT INTO repair_reports (run_id, session_id, status, trigger, source_key)
+VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
+		require.NoError(t, err)
+		_, err = next.StartRun(ctx, o, 1)
+		require.ErrorIs(t, err, model.ErrBusy, "its owner is alive")
+
+		require.NoError(t, a.Stop(ctx)) // the owner dies: its liveness locks go
+		second, err := next.StartRun(ctx, o, 1)
+		require.NoError(t, err)
+		run, err := b.store.Run(ctx, first)
+		require.NoError(t, err)
+		require.Equal(t, model.RunAbandoned, run.Status)
+		require.NotNil(t, run.FinishedAt)
+		require.Equal(t, model.RunCounts{Scanned: 1, Failed: 1}, run.Counts, "counted from what it committed")
+		require.Equal(t, 2, count(t, b.pool, jobsOf, first, "cancelled"))
+		require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1
+  AND state = 'running' AND metadata ? 'cancel_attempted_at'`, first), "the dead worker's job is cancelled for River's rescuer")
+		require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND status = 'failed'`, first))
+		require.Contains(t, b.log.String(), "run abandoned")
+
+		w := b.queue(t, queue.Config{Concurrency: 2})
+		done := wait(t, w, second)
+		require.Equal(t, model.RunCompleted, done.Status, done.Error)
+		require.Equal(t, 70, done.Counts.Scanned)
+		storetest.AllClean(t, b.pool)
+	})
+
+	t.Run("WorkersCarryOn", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		b := setup(t, sessions(t, 70), scanner.Config{})
+		// A daemon's run: no owner; a live worker (serve, worker) will work its jobs.
+		daemon, err := queue.New(b.store, b.sc, zerolog.New(b.log), queue.Config{Schema: store.DefaultSchema, Concurrency: 1})
+		require.NoError(t, err)
+		first, err := daemon.StartRun(ctx, o, 2)
+		require.NoError(t, err)
+		next := b.owner(t)
+		_, err = next.StartRun(ctx, o, 1)
+		require.ErrorIs(t, err, model.ErrBusy, "a live worker will work its queued partitions")
+		// A partition held by a client that died, while the worker lives: River rescues it.
+		asRunning(t, b, first, "ghost")
+		_, err = next.StartRun(ctx, o, 1)
+		require.ErrorIs(t, err, model.ErrBusy)
+
+		require.NoError(t, daemon.Stop(ctx)) // the last worker dies
+		_, err = next.StartRun(ctx, o, 1)
+		require.NoError(t, err)
+		run, err := b.store.Run(ctx, first)
+		require.NoError(t, err)
+		require.Equal(t, model.RunAbandoned, run.Status)
+	})
+
+	t.Run("HeldByALiveClient", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		b := setup(t, sessions(t, 70), scanner.Config{})
+		a := b.owner(t)
+		first, err := a.StartRun(ctx, o, 1)
+		require.NoError(t, err)
+		// Its only job is held by a live client that is not its owner; the owner dies.
+		other := b.owner(t)
+		_, err = other.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true}, 1)
+		require.ErrorIs(t, err, model.ErrBusy) // (this also takes other's liveness lock)
+		asRunning(t, b, first, other.ClientID())
+		require.NoError(t, a.Stop(ctx))
+		_, err = b.owner(t).StartRun(ctx, o, 1)
+		require.ErrorIs(t, err, model.ErrBusy, "its partition is in a live client's hands")
+
+		require.NoError(t, other.Stop(ctx))
+		_, err = b.owner(t).StartRun(ctx, o, 1)
+		require.NoError(t, err)
+		run, err := b.store.Run(ctx, first)
+		require.NoError(t, err)
+		require.Equal(t, model.RunAbandoned, run.Status)
+	})
+}
+
+// reportCounts returns a run's report rows by status, in the run's counts' terms.
+func reportCounts(t *testing.T, pool *pgxpool.Pool, runID int64) model.RunCounts {
+	t.Helper()
+	res := model.NewRunResult()
+	rows, err := pool.Query(t.Context(), `SELECT status, count(*) FROM repair_reports WHERE run_id = $1 GROUP BY 1`, runID)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int
+		require.NoError(t, rows.Scan(&status, &n))
+		res.AddStatus(model.SessionStatus(status), n)
+	}
+	require.NoError(t, rows.Err())
+	return res.Counts
+}
+
+// A run's counts are what it committed, however it ends: a run cancelled while its
+// workers write counts exactly the reports that committed, none after it ended (the
+// partitions' checkpoints lag the writes by up to a second; a write after the cancel is
+// refused, and the partition stops).
+func TestCancelledRunCountsItsReports(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 2100), scanner.Config{BatchSize: 10, Workers: 4})
+	q := b.queue(t, queue.Config{Concurrency: 2})
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 2)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, id) >= 150
+	}, 2*time.Minute, 2*time.Millisecond)
+	run, err := q.Cancel(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, model.RunCancelled, run.Status)
+	reported := count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, id)
+	// Let the workers run into the cancel: whatever they were writing commits before
+	// it or not at all.
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1
+  AND state NOT IN ('cancelled', 'completed', 'discarded')`, id) == 0
+	}, time.Minute, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, q.Stop(ctx))
+
+	run, err = b.store.Run(t.Context(), id)
+	require.NoError(t, err)
+	got := reportCounts(t, b.pool, id)
+	require.Equal(t, reported, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, id),
+		"no report of the run committed after it ended")
+	c := run.Counts
+	require.Equal(t, got, model.RunCounts{Scanned: c.Scanned - c.Clean - run.Summary.ByStatus[model.StatusHeld],
+		Repaired: c.Repaired, Pending: c.Pending, Conflict: c.Conflict, Skipped: c.Skipped - run.Summary.ByStatus[model.StatusHeld],
+		Failed: c.Failed}, "the run's counts are its reports")
+	require.Equal(t, c.Repaired, run.Summary.ByStatus[model.StatusRepaired])
 }

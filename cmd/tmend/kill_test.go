@@ -1,0 +1,218 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/cmd/tmend/queue"
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/repair/gen"
+	"github.com/tmend/tmend/scanner"
+	"github.com/tmend/tmend/store"
+	"github.com/tmend/tmend/store/model"
+)
+
+// killTrials is how many kill trials each deployment gets: a few in the test suite,
+// TMEND_KILL_TRIALS of them (scripts/kill-trials.sh: 32) in full.
+func killTrials(t *testing.T, short int) (n int, seed uint64) {
+	t.Helper()
+	n, seed = short, uint64(time.Now().UnixNano())
+	if s := os.Getenv("TMEND_KILL_TRIALS"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err, "TMEND_KILL_TRIALS")
+	}
+	if s := os.Getenv("TMEND_KILL_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "TMEND_KILL_SEED")
+	}
+	t.Logf("%d trials, seed %d (TMEND_KILL_SEED repeats them)", n, seed)
+	return n, seed
+}
+
+// killPoint is where trial i of n kills its process: as soon as the run exists for the
+// first, else after a share of the broken sessions were repaired, spread over the run
+// and drawn at random within each trial's stretch.
+func killPoint(r *rand.Rand, i, n int) float64 {
+	if i == 0 {
+		return 0
+	}
+	return (float64(i) + r.Float64()) / float64(n) * 0.95
+}
+
+const killSessions = 3000
+
+func killData(t *testing.T, trial int) *dbBundle {
+	t.Helper()
+	return setupDBWith(t, gen.Config{Dialect: repair.OpenClaw, Sessions: killSessions, Messages: 10, FaultRate: 0.5, Seed: uint64(trial + 1),
+		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}) // long quiet: no call may still be running
+}
+
+// checkExactlyOnce asserts what a kill must never cost: every session is old or wholly
+// new and repaired at most once (checkNothingHalfWritten), every broken session was
+// repaired (nothing lost), and each ended run's counts are its committed reports.
+func checkExactlyOnce(t *testing.T, b *dbBundle, broken int) {
+	t.Helper()
+	require.Equal(t, broken, checkNothingHalfWritten(t, b), "every broken session repaired exactly once")
+	rows, err := b.pool.Query(t.Context(), `SELECT r.id, r.status, r.num_repaired, r.num_failed, r.num_conflict, r.num_pending,
+  (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'repaired'),
+  (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'failed'),
+  (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'conflict'),
+  (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'pending')
+FROM repair_runs r ORDER BY r.id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var status string
+		var counts, reports [4]int
+		require.NoError(t, rows.Scan(&id, &status, &counts[0], &counts[1], &counts[2], &counts[3],
+			&reports[0], &reports[1], &reports[2], &reports[3]))
+		require.NotEqual(t, "running", status, "run %d never ended", id)
+		require.Equal(t, reports, counts, "run %d (%s): counts (repaired, failed, conflict, pending) are not its reports", id, status)
+	}
+	require.NoError(t, rows.Err())
+}
+
+// Kill trials, the CronJob and systemd-timer deployments: 'tmend scan' alone, no daemon
+// or worker. A scan is killed with SIGKILL at points spread over its run; the next
+// scan starts within seconds (it finds that no live process works the dead run, by
+// River's record of who holds each job and the dead process's liveness lock, ends that
+// run as abandoned and covers its sessions); nothing is lost, nothing is repaired
+// twice, and every run's counts are its reports.
+func TestKillTrialsScan(t *testing.T) {
+	t.Parallel()
+	n, seed := killTrials(t, 3)
+	r := rand.New(rand.NewPCG(seed, 1))
+	args := []string{"scan", "--full", "--partitions", "3", "--concurrency", "2", "--workers", "2", "--batch-size", "20",
+		"--partition-slice", "2s", "--rescue-after", "6s"}
+	for i := range n {
+		at := killPoint(r, i, n)
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			b := killData(t, i)
+			scan, out := startTmend(t, b.env, args...)
+			waitFor(t, func() bool { return b.count(t, "SELECT count(*) FROM repair_runs") == 1 })
+			want := int(at * killSessions / 2)
+			waitFor(t, func() bool {
+				return b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'") >= want ||
+					b.count(t, "SELECT count(*) FROM repair_runs WHERE status <> 'running'") > 0
+			})
+			require.NoError(t, scan.Process.Signal(syscall.SIGKILL))
+			_ = scan.Wait()
+			var dead int64
+			require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT id FROM repair_runs").Scan(&dead))
+			killedRunning := b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'") == 1
+			t.Logf("killed at %.0f%% with %d sessions repaired (run still running: %v)", at*100,
+				b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'"), killedRunning)
+
+			start := time.Now()
+			next, nextOut := startTmend(t, b.env, args...)
+			waitForIn(t, 30*time.Second, func() bool { return b.count(t, "SELECT count(*) FROM repair_runs WHERE id > $1", dead) == 1 })
+			started := time.Since(start)
+			require.NoError(t, next.Wait(), "the next scan: %s\nthe killed one: %s", nextOut.String(), tail(out.String(), 2000))
+			t.Logf("the next scan started its run in %s", started.Round(time.Millisecond))
+			require.Less(t, started, 15*time.Second, "the next scan starts within seconds")
+
+			run := b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status = $2", dead, model.RunAbandoned)
+			if killedRunning {
+				require.Equal(t, 1, run, "the killed scan's run ends abandoned")
+				require.Contains(t, nextOut.String(), "run abandoned")
+			}
+			// Broken sessions: those repaired by either run, and none left to repair.
+			broken := b.count(t, "SELECT count(DISTINCT session_id) FROM repair_reports WHERE status = 'repaired'")
+			require.Positive(t, broken)
+			checkExactlyOnce(t, b, broken)
+			require.Equal(t, broken-b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'", dead),
+				b.count(t, "SELECT num_repaired FROM repair_runs WHERE id > $1 AND status = 'completed'", dead),
+				"the next scan repaired the rest")
+			nothingLeft(t, b)
+		})
+	}
+}
+
+// Kill trials, the daemon deployment: a scan shared by 'tmend serve' processes (started
+// by the schedule or the API, so no process owns it) survives SIGKILL of a replica at
+// spread points, and of every replica: the replicas that live, or that start again,
+// carry it on (River rescues the dead replica's partition, which resumes from its
+// checkpoint); nothing is lost, nothing repaired twice, and a scan started afterwards
+// is never refused.
+func TestKillTrialsDaemon(t *testing.T) {
+	t.Parallel()
+	n, seed := killTrials(t, 2)
+	r := rand.New(rand.NewPCG(seed, 2))
+	for i := range n {
+		at := killPoint(r, i, n)
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			b := killData(t, i)
+			st, err := store.Open(t.Context(), b.pool, store.DefaultSource, false)
+			require.NoError(t, err)
+			q, err := queue.New(st, scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}), zerolog.Nop(),
+				queue.Config{Schema: store.DefaultSchema})
+			require.NoError(t, err)
+			id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeFull}, 3)
+			require.NoError(t, err)
+			serve := func() (*exec.Cmd, func() string) {
+				cmd, out := startTmend(t, b.env, "serve", "--listen", freeAddr(t), "--schedule", "@every 24h", "--workers", "2",
+					"--batch-size", "20", "--concurrency", "2", "--partition-slice", "2s", "--rescue-after", "6s")
+				return cmd, out.String
+			}
+			a, _ := serve()
+			c, cOut := serve()
+			want := int(at * killSessions / 2)
+			waitFor(t, func() bool {
+				return b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'") >= want ||
+					b.count(t, "SELECT count(*) FROM repair_runs WHERE status <> 'running'") > 0
+			})
+			// One replica dies; on odd trials the other one too, and a replica starts again.
+			require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+			_ = a.Wait()
+			if i%2 == 1 {
+				require.NoError(t, c.Process.Signal(syscall.SIGKILL))
+				_ = c.Wait()
+				c, cOut = serve()
+			}
+			waitForIn(t, 3*time.Minute, func() bool {
+				return b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status <> 'running'", id) == 1
+			})
+			run, err := st.Run(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, model.RunCompleted, run.Status, "%s\n%s", run.Error, tail(cOut(), 3000))
+			require.NoError(t, c.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, c.Wait(), tail(cOut(), 3000))
+
+			// A scan afterwards starts at once and finds nothing left to repair.
+			scan, out := startTmend(t, b.env, "scan", "--full")
+			require.NoError(t, scan.Wait(), out.String())
+			broken := b.count(t, "SELECT count(DISTINCT session_id) FROM repair_reports WHERE status = 'repaired'")
+			require.Equal(t, broken, b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'", id))
+			checkExactlyOnce(t, b, broken)
+			nothingLeft(t, b)
+		})
+	}
+}
+
+// nothingLeft asserts that no stored session needs repair any more (sessions tmend
+// cannot read are left alone by design).
+func nothingLeft(t *testing.T, b *dbBundle) {
+	t.Helper()
+	rows, err := b.pool.Query(t.Context(), "SELECT id, messages::text FROM sessions")
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id, msgs string
+		require.NoError(t, rows.Scan(&id, &msgs))
+		if res, err := repair.Repair([]byte(msgs), repair.Options{}); err == nil {
+			require.False(t, res.Changed(), "session %s still needs repair", id)
+		}
+	}
+	require.NoError(t, rows.Err())
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A process that works River jobs proves it is alive to the other tmend processes on the
+// database with Postgres session-level advisory locks, held on a connection of its own
+// for as long as its River client may hold a job. Postgres drops them when that
+// connection ends: at once when the process dies on a live host (kill -9, OOM kill: the
+// kernel closes its socket), and within about 30 seconds when the host itself vanishes
+// (the server's TCP keepalives and user timeout, set on the connection).
+//
+// Why locks and not River: River (v0.51, the open-source pilot) keeps no per-client
+// heartbeat in the database. Its river_client table was dropped unused (River migration
+// 7), the producer keep-alive is a no-op, the leader row names one client only, and the
+// rescuer judges a running job by its age (RescueStuckJobsAfter) alone. What River does
+// record is who works each job: river_job.attempted_by ends with the ID of the client
+// that holds it. tmend names a lock after that ID, so "is this job's worker alive" is a
+// question Postgres answers with certainty, without a clock.
+//
+// Two locks:
+//   - the client lock, exclusive, named after the River client ID: held by every process
+//     that runs a River client (tmend scan, serve, worker);
+//   - the workers lock, shared, one per schema: held by the processes that work any run's
+//     queued partitions for as long as they live (serve, worker), not by tmend scan,
+//     which works only while it waits for its own run.
+
+// Advisory lock keys, computed by the server so that the lock and the checks in
+// CreateRun agree: the client lock of River client $1, and the schema's workers lock.
+const (
+	clientLockKey  = `hashtextextended('tmend:river-client:' || %s, 0)`
+	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema(), 0)`
+)
+
+// Liveness holds a process's liveness locks. Alive reports whether it still holds them.
+type Liveness struct {
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	client string
+}
+
+// HoldLiveness takes the liveness locks of River client clientID on a new connection of
+// their own (not the pool's), the workers lock too when worker is set. It fails when a
+// live process already holds the client lock: River client IDs must be unique.
+func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) (*Liveness, error) {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	// A host that vanished leaves no FIN behind: the server finds its connection dead
+	// after 10s idle plus 3 probes 5s apart, or 10s of unacknowledged data.
+	for k, v := range map[string]string{"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5",
+		"tcp_keepalives_count": "3", "tcp_user_timeout": "10000"} {
+		setDefault(cfg.RuntimeParams, k, v)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, classify(fmt.Errorf("connect for the liveness lock: %w", err))
+	}
+	var ok bool
+	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+fmt.Sprintf(clientLockKey, "$1")+")", clientID).Scan(&ok)
+	if err == nil && !ok {
+		err = fmt.Errorf("River client id %q is held by another live process", clientID)
+	}
+	if err == nil && worker {
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+workersLockKey+")")
+	}
+	if err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx)) // closing the connection drops any lock taken
+		return nil, classify(fmt.Errorf("take the liveness lock: %w", err))
+	}
+	return &Liveness{conn: conn, client: clientID}, nil
+}
+
+// Check asks the server whether the connection that holds the locks is still there; an
+// error means the locks are gone (the database restarted, the connection was cut) and
+// other processes may take this one for dead.
+func (l *Liveness) Check(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return errors.New("liveness locks released")
+	}
+	var n int
+	err := l.conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted").Scan(&n)
+	if err == nil && n == 0 {
+		err = errors.New("the liveness locks are not held")
+	}
+	return classify(err)
+}
+
+// Release drops the locks: the process no longer works jobs.
+func (l *Liveness) Release(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil {
+		// Unlocked before the connection closes, so that the next process does not see
+		// them held while the server ends this connection's backend.
+		_, _ = l.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		_ = l.conn.Close(ctx) // the locks go with the connection, whatever the error
+		l.conn = nil
+	}
+}
+
+// abandonedRunsSQL finds the source's scans recorded as running that no live process
+// works or will work. $1 running, $2 the source, $3 and $4 the scan modes, $5 River's
+// queued job states. A run is alive while one of its unfinished partitions has a River
+// job that is
+//   - running, held by a client whose client lock is held (River's attempted_by names it), or
+//   - queued (available, retryable, scheduled, pending), and a process that works
+//     queued partitions (the workers lock) or the run's owner (tmend scan, waiting for
+//     it) is alive.
+//
+// Anything else (jobs that ended or were discarded, a running job whose client died and
+// nobody left to work the rest) is dead: nothing will end the run.
+var abandonedRunsSQL = `WITH held AS MATERIALIZED (
+  SELECT DISTINCT (classid::bigint << 32) | objid::bigint AS key FROM pg_locks
+  WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+), workers AS MATERIALIZED (
+  SELECT EXISTS (SELECT 1 FROM held WHERE key = ` + workersLockKey + `) AS alive
+)
+SELECT r.id FROM repair_runs r
+WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
+  AND NOT EXISTS (
+    SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
+    WHERE p.run_id = r.id AND p.status IN ('pending', 'running')
+      AND (j.state = 'running' AND ` + fmt.Sprintf(clientLockKey, "j.attempted_by[cardinality(j.attempted_by)]") + ` IN (SELECT key FROM held)
+        OR j.state = ANY($5) AND ((SELECT alive FROM workers)
+          OR r.owner IS NOT NULL AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` IN (SELECT key FROM held))))
+ORDER BY r.id`
+
+// queuedJobStates are River's states of a job waiting for a worker.
+var queuedJobStates = []string{"available", "pending", "retryable", "scheduled"}
