@@ -109,13 +109,10 @@ func checkMessageSource(ctx context.Context, q querier, s Source) (messageTypes,
 	case len(s.NotifyChannel) > maxChannelBytes:
 		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
 	}
-	t.ident = s.identifier().Sanitize()
-	var oid *uint32
-	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", t.ident).Scan(&oid); err != nil {
-		return t, fmt.Errorf("look up table %q: %w", s.Table, err)
-	}
-	if oid == nil {
-		return t, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	var oid uint32
+	var err error
+	if t.ident, oid, err = lookupTable(ctx, q, s); err != nil {
+		return t, err
 	}
 	const columnsSQL = `SELECT a.attname, t.typname, format_type(a.atttypid, NULL), a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',
   coalesce(pg_get_serial_sequence($2, a.attname), ''),
@@ -129,7 +126,7 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 		seq                                   string
 		pks                                   int
 	}
-	rows, err := q.Query(ctx, columnsSQL, *oid, t.ident)
+	rows, err := q.Query(ctx, columnsSQL, oid, t.ident)
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
@@ -232,7 +229,7 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
   CASE WHEN cardinality($4::text[]) = 1 AND NOT $5 THEN format('%I', $4[1])
   ELSE '{' || (SELECT string_agg(format('%I', m), ',' ORDER BY i) FROM unnest($4) WITH ORDINALITY AS x (m, i)) || '}' END || ')'
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
-	if err := q.QueryRow(ctx, keySQL, *oid, s.SessionColumn, s.OrderColumn, message, len(s.MessageMap) > 0).Scan(&t.key); err != nil {
+	if err := q.QueryRow(ctx, keySQL, oid, s.SessionColumn, s.OrderColumn, message, len(s.MessageMap) > 0).Scan(&t.key); err != nil {
 		return t, fmt.Errorf("name table %q: %w", s.Table, err)
 	}
 	return t, nil

@@ -257,6 +257,19 @@ func (s Source) normalize() (Source, error) {
 	return s, nil
 }
 
+// lookupTable quotes s's table name and finds the table's oid.
+func lookupTable(ctx context.Context, q querier, s Source) (ident string, oid uint32, err error) {
+	ident = s.identifier().Sanitize()
+	var found *uint32
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", ident).Scan(&found); err != nil {
+		return ident, 0, fmt.Errorf("look up table %q: %w", s.Table, err)
+	}
+	if found == nil {
+		return ident, 0, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	}
+	return ident, *found, nil
+}
+
 // checkSource verifies that the table and columns exist with usable types and that this
 // role may read (and, unless readOnly, update) the table.
 func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourceTypes, error) {
@@ -269,17 +282,14 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 	case len(s.NotifyChannel) > maxChannelBytes:
 		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
 	}
-	t.ident = s.identifier().Sanitize()
-	var oid *uint32
-	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", t.ident).Scan(&oid); err != nil {
-		return t, fmt.Errorf("look up table %q: %w", s.Table, err)
-	}
-	if oid == nil {
-		return t, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	var oid uint32
+	var err error
+	if t.ident, oid, err = lookupTable(ctx, q, s); err != nil {
+		return t, err
 	}
 	const columnsSQL = `SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
-	rows, err := q.Query(ctx, columnsSQL, *oid)
+	rows, err := q.Query(ctx, columnsSQL, oid)
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
@@ -292,7 +302,7 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
 	}
 	const keySQL = `SELECT format('%I.%I(%I,%I)', n.nspname, c.relname, $2::text, $3::text)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
-	if err := q.QueryRow(ctx, keySQL, *oid, s.IDColumn, s.MessagesColumn).Scan(&t.key); err != nil {
+	if err := q.QueryRow(ctx, keySQL, oid, s.IDColumn, s.MessagesColumn).Scan(&t.key); err != nil {
 		return t, fmt.Errorf("name table %q: %w", s.Table, err)
 	}
 	typeOf := map[string]string{}
@@ -340,7 +350,7 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
 	for column, privs := range need {
 		for _, p := range privs {
 			var ok bool
-			if err := q.QueryRow(ctx, "SELECT has_column_privilege($1::oid, $2, $3)", *oid, column, p).Scan(&ok); err != nil {
+			if err := q.QueryRow(ctx, "SELECT has_column_privilege($1::oid, $2, $3)", oid, column, p).Scan(&ok); err != nil {
 				return t, fmt.Errorf("check privileges on %q: %w", s.Table, err)
 			}
 			if !ok {
