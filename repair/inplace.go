@@ -11,16 +11,16 @@ import (
 // and, once it has an output, a result when it builds a request. So nothing is ever
 // moved or inserted: a part whose call never got its result is answered in place (the
 // part's own error state, input kept), a streaming leftover goes, a later part repeating
-// a call id goes, and a message left with nothing but step-start markers goes.
+// a call (same tool, same input) goes, another call reusing an id gets a new one, and a
+// message left with nothing but step-start markers goes.
 
 // toolState classifies a tool part's state.
 type toolState uint8
 
 const (
-	stateUnknown   toolState = iota
-	stateStreaming           // the input was still streaming: never a call
-	stateOpen                // called, no output yet
-	stateAnswered            // output, error or denial recorded
+	stateStreaming toolState = iota + 1 // the input was still streaming: never a call
+	stateOpen                           // called, no output yet
+	stateAnswered                       // output, error or denial recorded
 )
 
 // toolStates maps the states of AI SDK 5+ parts (input-*, approval-*, output-*) and of
@@ -49,10 +49,7 @@ func knownUIPart(typ []byte) bool {
 		string(typ) == "dynamic-tool"
 }
 
-var (
-	pathToolCallIDCamelOnly = []keyCode{keyToolCallIDCamel}
-	pathInvocationID        = []keyCode{keyToolInvocation, keyToolCallIDCamel}
-)
+var pathInvocationID = []keyCode{keyToolInvocation, keyToolCallIDCamel}
 
 // parseUIPart reads one part of a UIMessage or of Mastra's content: a tool part of
 // AI SDK 5+ (type "tool-<name>" or "dynamic-tool"), an AI SDK 4 / Mastra
@@ -60,7 +57,7 @@ var (
 // false for a part type tmend does not know.
 func parseUIPart(p *part, o obj, bare bool) bool {
 	if bare {
-		invocationShape(p, o, pathToolCallIDCamelOnly)
+		invocationShape(p, o, pathToolCallIDCamel)
 		return true
 	}
 	typ := wordOf(o.get(keyType))
@@ -85,7 +82,7 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 // errorText, providerExecuted?, approval?}.
 func toolPartShape(p *part, o obj, typ []byte) {
 	p.kind = partCall
-	p.idPath = pathToolCallIDCamelOnly
+	p.idPath = pathToolCallIDCamel
 	readCallID(p, o, keyToolCallIDCamel)
 	if string(typ) == "dynamic-tool" {
 		p.name, _ = inputString(o.get(keyToolName))
@@ -166,24 +163,6 @@ func answerInPlace(raw []byte) []byte {
 	}
 	raw = setOrAddMember(raw, "state", jsonString("result"))
 	return setOrAddMember(raw, "result", jsonString(SyntheticResultText))
-}
-
-// setOrAddMember returns obj with member key set to val: replaced where it is, else added
-// at the end.
-func setOrAddMember(obj []byte, key string, val []byte) []byte {
-	ms, err := membersOf(obj)
-	if err != nil {
-		return obj
-	}
-	if m, ok := findMember(obj, ms, key); ok {
-		return setMember(obj, m, val)
-	}
-	sep := ","
-	if len(ms) == 0 {
-		sep = ""
-	}
-	end := len(obj) - 1
-	return splice(obj, end, end, append(append([]byte(sep), jsonString(key)...), append([]byte{':'}, val...)...))
 }
 
 // decideInPlace is decide for in-place dialects.

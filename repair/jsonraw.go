@@ -1016,6 +1016,24 @@ func setMember(obj []byte, m member, val []byte) []byte {
 	return splice(obj, int(m.valStart), int(m.valEnd), val)
 }
 
+// setOrAddMember returns obj with member key set to val: replaced where it is, else added
+// at the end.
+func setOrAddMember(obj []byte, key string, val []byte) []byte {
+	ms, err := membersOf(obj)
+	if err != nil {
+		return obj
+	}
+	if m, ok := findMember(obj, ms, key); ok {
+		return setMember(obj, m, val)
+	}
+	add := objectBuilder(nil).raw(key, val)[1:] // `"key":val`
+	out := append([]byte(nil), obj[:len(obj)-1]...)
+	if len(ms) > 0 {
+		out = append(out, ',')
+	}
+	return append(append(out, add...), '}')
+}
+
 // removeMember returns obj without member idx of ms (as returned by members(obj)).
 func removeMember(obj []byte, ms []member, idx int) []byte {
 	m := ms[idx]

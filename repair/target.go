@@ -170,29 +170,11 @@ func (p *plan) fillResultNames() {
 			continue
 		}
 		p.issue(IssueMissingToolName, r.msg, rp, "")
-		rp.raw = withMember(rp.raw, p.spec.resultName, jsonString(cp.name))
+		rp.raw = setOrAddMember(rp.raw, keyNames[p.spec.resultName], jsonString(cp.name))
 		rp.name = cp.name
 		p.edits[r.msg].dirty = true
 		p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "tool name filled in from its call (Gemini needs it)")
 	}
-}
-
-// withMember returns obj with member key set to val: in place when obj has it, else
-// added at the end.
-func withMember(obj []byte, key keyCode, val []byte) []byte {
-	ms, err := membersOf(obj)
-	if err != nil {
-		return obj
-	}
-	if m, ok := findCode(ms, key); ok {
-		return setMember(obj, m, val)
-	}
-	add := objectBuilder(nil).raw(keyNames[key], val)[1:] // `"key":val`
-	out := append([]byte(nil), obj[:len(obj)-1]...)
-	if len(ms) > 0 {
-		out = append(out, ',')
-	}
-	return append(append(out, add...), '}')
 }
 
 // setPath returns obj with the value at path (nested object keys) replaced by val. A
