@@ -171,6 +171,8 @@ type part struct {
 	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
 	// while nothing follows its turn it is pending however old the session is.
 	awaiting bool
+	// streaming: an in-place part whose input was still streaming (also malformed).
+	streaming bool
 	// invalid: a LangChain invalid_tool_calls entry (arguments that did not parse), which
 	// some clients send as a call and others do not.
 	invalid bool
@@ -718,13 +720,11 @@ func plainMessage(m *message) bool {
 		return false
 	}
 	for _, mb := range m.ms {
-		switch mb.code {
-		case keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID, keyToolUseIDCamel:
-			return false
-		case keyContent:
-			if v := mb.val(m.raw); v[0] == '{' {
-				return false // a content object: not a shape of any dialect's plain message
-			}
+		switch {
+		case mb.code == keyContent && mb.val(m.raw)[0] == '{':
+			return false // a content object: not a shape of any dialect's plain message
+		case toolishKey(mb.key(m.raw)):
+			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
 	for _, blks := range m.arrays {
@@ -732,12 +732,41 @@ func plainMessage(m *message) bool {
 			if blk.ms == nil {
 				continue
 			}
-			if t, ok := findCode(blk.ms, keyType); ok && toolish(wordOf(t.val(blk.raw))) {
-				return false
+			if t, ok := findCode(blk.ms, keyType); ok {
+				typ := wordOf(t.val(blk.raw))
+				if serverToolBlocks.has(typ) {
+					continue // ids that pair within the block's own message
+				}
+				if toolish(typ) {
+					return false
+				}
+			}
+			for _, bm := range blk.ms {
+				if toolishKey(bm.key(blk.raw)) {
+					return false // functionCall, tool_use_id, ...
+				}
 			}
 		}
 	}
 	return true
+}
+
+// serverToolBlocks are the Anthropic blocks of tools the server runs (and MCP's), whose
+// call and result live in one assistant message: no client call, so no tool message
+// can be missing for them.
+var serverToolBlocks = words("server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+	"code_execution_tool_result", "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+	"tool_search_tool_result", "tool_reference", "mcp_tool_use", "mcp_tool_result")
+
+// toolishKey reports a member name (its JSON text, quotes included) that names a tool or
+// function, or a call (as a word of it: not "callback" or "recall").
+func toolishKey(key []byte) bool {
+	k := bytes.ToLower(key)
+	if bytes.Contains(k, []byte("tool")) || bytes.Contains(k, []byte("function")) {
+		return true
+	}
+	return bytes.Contains(key, []byte("Call")) || bytes.Contains(k, []byte("_call")) ||
+		bytes.Contains(k, []byte(`"call`)) && !bytes.Contains(k, []byte(`"callback`))
 }
 
 // toolish reports a block type that names a tool, a call or a function: a tool call or

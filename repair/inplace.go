@@ -124,15 +124,18 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 	case !ok:
 		o.ps.doubtful(fmt.Sprintf("a tool part's state %s is not one tmend knows", o.get(keyState)))
 	case state == stateStreaming:
+		p.streaming = true
 		p.malformed = "streaming leftover (state " + string(wordOf(o.get(keyState))) + ")"
 	case isBlank(p.id):
 		p.malformed = "missing or blank id"
 	case isBlank(p.name):
 		p.malformed = "missing or blank name"
-	case !o.has(argsKey):
+	case !o.has(argsKey) && !(state == stateAnswered && o.has(keyRawInput)):
+		// (ai 5+ keeps input it could not parse as rawInput on an output-error part.)
 		p.malformed = "arguments missing"
 	}
 	p.answered = state == stateAnswered
+	p.awaiting = isString(o.get(keyState), "approval-requested")
 	p.synthetic = p.answered && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil) ||
 		isSyntheticText(o.get(keyApproval), nil))
 }
@@ -140,8 +143,9 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 // answerInPlace returns a tool part whose call got no result with tmend's error as its
 // result, its input kept: state output-error with errorText (AI SDK 5+), or state result
 // with the text as result (AI SDK 4 and Mastra, which have no error state). A call whose
-// approval was asked for and never given is denied instead (state output-denied, its
-// approval {approved: false, reason}): the SDK accepts an error only after an approval.
+// approval was asked for and not given (never answered, or refused) is denied instead
+// (state output-denied, its approval {approved: false, reason}): the SDK accepts an error
+// only after an approval.
 func answerInPlace(raw []byte) []byte {
 	ms, err := membersOf(raw)
 	if err != nil {
@@ -151,12 +155,10 @@ func answerInPlace(raw []byte) []byte {
 		return setMember(raw, m, answerInPlace(m.val(raw)))
 	}
 	if _, ok := findCode(ms, keyType); ok { // an AI SDK 5+ part
-		if st, _ := findCode(ms, keyState); isString(st.val(raw), "approval-requested") {
-			if ap, ok := findMember(raw, ms, "approval"); ok && ap.val(raw)[0] == '{' {
-				approval := setOrAddMember(ap.val(raw), "approved", []byte("false"))
-				raw = setMember(raw, ap, setOrAddMember(approval, "reason", jsonString(SyntheticResultText)))
-				return setOrAddMember(raw, "state", jsonString("output-denied"))
-			}
+		if ap, ok := findMember(raw, ms, "approval"); ok && ap.val(raw)[0] == '{' && !isTrue(approvedOf(ap.val(raw))) {
+			approval := setOrAddMember(ap.val(raw), "approved", []byte("false"))
+			raw = setMember(raw, ap, setOrAddMember(approval, "reason", jsonString(SyntheticResultText)))
+			return setOrAddMember(raw, "state", jsonString("output-denied"))
 		}
 		raw = setOrAddMember(raw, "state", jsonString("output-error"))
 		return setOrAddMember(raw, "errorText", jsonString(SyntheticResultText))
@@ -165,13 +167,29 @@ func answerInPlace(raw []byte) []byte {
 	return setOrAddMember(raw, "result", jsonString(SyntheticResultText))
 }
 
+// approvedOf is an approval object's approved member, or nil.
+func approvedOf(approval []byte) []byte {
+	ms, err := membersOf(approval)
+	if err != nil {
+		return nil
+	}
+	m, ok := findMember(approval, ms, "approved")
+	if !ok {
+		return nil
+	}
+	return m.val(approval)
+}
+
 // decideInPlace is decide for in-place dialects.
 func (p *plan) decideInPlace() {
 	p.prepareEdits()
-	open := -1 // the last message, when it is the model's and may still be running
-	if n := len(p.msgs); p.quiet() && n > 0 && p.msgs[n-1].kind == msgAssistant {
-		open = n - 1
+	// The last message, when it is the model's: its calls may still be running (within
+	// the quiet period), or wait for a person's approval (however old the session is).
+	last := -1
+	if n := len(p.msgs); n > 0 && p.msgs[n-1].kind == msgAssistant {
+		last = n - 1
 	}
+	running := last >= 0 && p.quiet()
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		for pi := range m.parts {
@@ -179,11 +197,8 @@ func (p *plan) decideInPlace() {
 			if pt.kind != partCall {
 				continue
 			}
-			if i == open {
-				if pt.malformed == "" && !pt.answered {
-					p.report.PendingCalls++
-				}
-				continue
+			if i == last && running && pt.streaming {
+				continue // still streaming
 			}
 			if pt.malformed != "" {
 				p.removePart(i, pi, StageStripMalformedCalls)
@@ -223,6 +238,8 @@ func (p *plan) decideInPlace() {
 		pt := p.part(c.msg, c.part)
 		switch {
 		case c.removed || pt.answered:
+		case c.msg == last && (running || pt.awaiting && !p.opts.Force):
+			p.report.PendingCalls++
 		case pt.providerRun:
 			// The provider ran it and its result was lost; tmend cannot answer for the
 			// provider's own tool.
@@ -352,7 +369,7 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	m.partsIn, m.partsKey = in, partsKey
 	bare := partsKey == keyToolInvocations
 	start := len(ps.parts)
-	var ids []string
+	var invs [][]byte // the tool-invocation parts' invocations, which a mirror repeats
 	for _, blk := range blks {
 		ps.parts = append(ps.parts, part{raw: blk.raw})
 		pt := &ps.parts[len(ps.parts)-1]
@@ -365,31 +382,24 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 			m.known = false
 		}
 		ps.scratch = ps.scratch[:mark]
-		if pt.kind == partCall && !bare && holder.has(keyToolInvocations) {
-			ids = append(ids, pt.id)
+		if inv, ok := findCode(blk.ms, keyToolInvocation); ok && !bare {
+			invs = append(invs, inv.val(blk.raw))
 		}
 	}
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
 	if bare || !holder.has(keyToolInvocations) {
 		return
 	}
-	// AI SDK 4 kept each invocation twice; a mirror that says something else cannot be
-	// kept in step.
+	// AI SDK 4 kept each invocation twice, the same object in both places; a copy that
+	// says something else (another state, a result the part lacks) cannot be kept in step.
 	i := 0
 	same := true
 	eachElement(holder.get(keyToolInvocations), func(e []byte) bool {
-		ms, err := membersOf(e)
-		var id string
-		if err == nil {
-			if v, ok := findCode(ms, keyToolCallIDCamel); ok {
-				id, _ = idString(v.val(e))
-			}
-		}
-		same = err == nil && i < len(ids) && ids[i] == id
+		same = i < len(invs) && bytes.Equal(invs[i], e)
 		i++
 		return same
 	})
-	if !same || i != len(ids) {
-		ps.doubtful("the toolInvocations array does not mirror the message's tool-invocation parts")
+	if !same || i != len(invs) {
+		ps.doubtful("the toolInvocations array does not repeat the message's tool-invocation parts exactly")
 	}
 }

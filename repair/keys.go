@@ -67,6 +67,7 @@ const (
 	keyProviderExecuted
 	keyFormat
 	keyApproval
+	keyRawInput
 	keyCount
 )
 
@@ -86,7 +87,7 @@ var keyNames = [keyCount]string{
 	keyThinking: "thinking", keySignature: "signature", keyIsErrorSnake: "is_error",
 	keyState: "state", keyErrorText: "errorText", keyResult: "result", keyToolInvocation: "toolInvocation",
 	keyToolInvocations: "toolInvocations", keyProviderExecuted: "providerExecuted", keyFormat: "format",
-	keyApproval: "approval",
+	keyApproval: "approval", keyRawInput: "rawInput",
 }
 
 // The codes must fit the bit set of keySet.

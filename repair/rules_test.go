@@ -90,6 +90,12 @@ func TestUnrecognizedMessageIsNeverClean(t *testing.T) {
 			`message 1 (role "assistant") is not a message tmend can read`},
 		"ContentObject": {`[{"role":"assistant","content":{"format":3,"parts":[]}}]`,
 			`message 0 (role "assistant") is not a message tmend can read`},
+		"LegacyFunctionCall": {`[{"role":"user","content":"hi"},{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}},{"role":"user","content":"x"}]`,
+			`message 1 (role "assistant") is not a message tmend can read`},
+		"UntypedFunctionCallBlock": {`[{"role":"assistant","content":[{"functionCall":{"name":"f","args":{}}}]}]`,
+			`message 0 (role "assistant") is not a message tmend can read`},
+		"CamelToolCalls": {`[{"role":"assistant","content":"","toolCalls":[{"id":"a","name":"f","args":{}}]}]`,
+			`message 0 (role "assistant") is not a message tmend can read`},
 		"TopLevelResultID": {`[{"role":"user","content":"x","tool_call_id":"c1"}]`, `message 0 (role "user") is not a message tmend can read`},
 		"Responses": {`[{"type":"message","role":"user","content":"go"},{"type":"shell_exec","call_id":"c9","command":["ls"]},
 {"type":"function_call_output","call_id":"c9","output":"real output"}]`, `message 1 (type "shell_exec") is not a message of the openai-responses dialect that tmend knows`},
@@ -132,6 +138,8 @@ func TestPlainTranscriptsAreClean(t *testing.T) {
 		`[{"type":"human","content":"hi"},{"type":"ai","content":"hello"}]`,
 		`[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]`,
 		`[{"role":"developer","content":"x"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]`,
+		// Server-run tools (call and result in the one assistant message) are no client calls.
+		`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"mcp_tool_use","id":"m1","name":"n","server_name":"s","input":{}},{"type":"mcp_tool_result","tool_use_id":"m1","content":[]}]}]`,
 	} {
 		r, err := repair.Validate([]byte(in), repair.Options{})
 		require.NoError(t, err, in)
