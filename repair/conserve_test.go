@@ -39,12 +39,14 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 		b, _ := json.Marshal(c)
 		return string(b)
 	}
-	var walk func(v any, inToolCalls bool, depth int) // depth: objects above v
-	walk = func(v any, inToolCalls bool, depth int) {
+	// parent is the member v (or the array holding v) is under; depth: objects above v.
+	var walk func(v any, parent string, depth int)
+	walk = func(v any, parent string, depth int) {
+		inToolCalls := parent == "tool_calls" || parent == "invalid_tool_calls"
 		switch x := v.(type) {
 		case []any:
 			for _, e := range x {
-				walk(e, inToolCalls, depth)
+				walk(e, parent, depth)
 			}
 		case map[string]any:
 			typ, _ := str(x, "type")
@@ -61,7 +63,7 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 						// Providers read the calls of tool_calls and invalid_tool_calls (the
 						// copies elsewhere in the message are the same calls).
 						for _, k := range []string{"tool_calls", "invalid_tool_calls"} {
-							walk(fields[k], true, depth+1)
+							walk(fields[k], k, depth+1)
 						}
 						return
 					}
@@ -106,7 +108,7 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 				addCall(x, "id", "tool_call_id", "call_id")
 			}
 			// A call and its result in one part (AI SDK UIMessage, Mastra): a part with a
-			// state, or its toolInvocation.
+			// state, or its toolInvocation, where the SDKs read them.
 			inPlace := func(o map[string]any) {
 				if _, ok := o["state"]; !ok {
 					return
@@ -116,10 +118,12 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 					addResult(o, "toolCallId")
 				}
 			}
-			if typ == "dynamic-tool" || strings.HasPrefix(typ, "tool-") || typ == "" && x["toolCallId"] != nil {
+			switch {
+			case parent == "parts" && (typ == "dynamic-tool" || strings.HasPrefix(typ, "tool-")),
+				parent == "toolInvocations":
 				inPlace(x)
 			}
-			if o, ok := x["toolInvocation"].(map[string]any); ok {
+			if o, ok := x["toolInvocation"].(map[string]any); ok && parent == "parts" {
 				inPlace(o)
 			}
 			if o, ok := x["toolUse"].(map[string]any); ok {
@@ -139,11 +143,11 @@ func toolRefs(t testing.TB, msgs []byte, onlyWhereRead bool) (calls, results []t
 					role != "assistant" && role != "model") {
 					continue // calls are read only in the model's messages (a role-less one is rejected whole)
 				}
-				walk(e, k == "tool_calls" || k == "invalid_tool_calls", depth+1)
+				walk(e, k, depth+1)
 			}
 		}
 	}
-	walk(v, false, 0)
+	walk(v, "", 0)
 	return calls, results
 }
 

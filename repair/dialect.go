@@ -723,7 +723,7 @@ func plainMessage(m *message) bool {
 		switch {
 		case mb.code == keyContent && mb.val(m.raw)[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message
-		case toolishKey(mb.key(m.raw)):
+		case callKey(mb, m.raw):
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
@@ -732,19 +732,8 @@ func plainMessage(m *message) bool {
 			if blk.ms == nil {
 				continue
 			}
-			if t, ok := findCode(blk.ms, keyType); ok {
-				typ := wordOf(t.val(blk.raw))
-				if serverToolBlocks.has(typ) {
-					continue // ids that pair within the block's own message
-				}
-				if toolish(typ) {
-					return false
-				}
-			}
-			for _, bm := range blk.ms {
-				if toolishKey(bm.key(blk.raw)) {
-					return false // functionCall, tool_use_id, ...
-				}
+			if callish(obj{raw: blk.raw, ms: blk.ms}) {
+				return false
 			}
 		}
 	}
@@ -758,22 +747,57 @@ var serverToolBlocks = words("server_tool_use", "web_search_tool_result", "web_f
 	"code_execution_tool_result", "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
 	"tool_search_tool_result", "tool_reference", "mcp_tool_use", "mcp_tool_result")
 
-// toolishKey reports a member name (its JSON text, quotes included) that names a tool or
-// function, or a call (as a word of it: not "callback" or "recall").
-func toolishKey(key []byte) bool {
-	k := bytes.ToLower(key)
-	if bytes.Contains(k, []byte("tool")) || bytes.Contains(k, []byte("function")) {
+// callKey reports a member of obj under which some dialect, or an older shape of one,
+// keeps a tool call, a result or their ids: not a member of a plain message or block.
+func callKey(m member, obj []byte) bool {
+	switch m.code {
+	case keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID, keyToolUseIDCamel,
+		keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation, keyToolInvocations:
 		return true
+	case keyOther:
+		return m.is(obj, "function_call") || m.is(obj, "toolCalls") || m.is(obj, "tool_use")
 	}
-	return bytes.Contains(key, []byte("Call")) || bytes.Contains(k, []byte("_call")) ||
-		bytes.Contains(k, []byte(`"call`)) && !bytes.Contains(k, []byte(`"callback`))
+	return false
 }
 
 // toolish reports a block type that names a tool, a call or a function: a tool call or
 // result in a shape tmend does not know.
 func toolish(typ []byte) bool {
-	t := bytes.ToLower(typ)
-	return bytes.Contains(t, []byte("tool")) || bytes.Contains(t, []byte("call")) || bytes.Contains(t, []byte("function"))
+	return containsFold(typ, "tool") || containsFold(typ, "call") || containsFold(typ, "function")
+}
+
+// containsFold reports whether s holds the lower-case ASCII word w in any case.
+func containsFold(s []byte, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for j < len(w) && s[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// callish reports a block of a plain message that is no plain block: its type names a
+// tool, call or function (Anthropic's server-tool and MCP blocks excepted, which pair
+// within their message), or it holds another dialect's call or result object.
+func callish(o obj) bool {
+	typ := wordOf(o.get(keyType))
+	if string(typ) == "text" || serverToolBlocks.has(typ) {
+		return false
+	}
+	if toolish(typ) {
+		return true
+	}
+	for _, m := range o.ms {
+		switch m.code {
+		case keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation:
+			return true
+		}
+	}
+	return false
 }
 
 // outMsg is a message of the repaired transcript, for the turn rules after removals.

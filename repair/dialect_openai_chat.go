@@ -19,7 +19,10 @@ var openAIChatRoles = words("system", "developer", "user", "assistant", "tool", 
 
 func parseOpenAIChat(m *message, ps *parser) error {
 	role := m.word(keyRole)
-	m.known = openAIChatRoles.has(role)
+	// A legacy function_call (answered by a role "function" message, by name) is a call
+	// tmend does not pair: not read as clean.
+	_, legacy := findMember(m.raw, m.ms, "function_call")
+	m.known = openAIChatRoles.has(role) && !legacy
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant

@@ -551,3 +551,16 @@ func TestBlankToolNameFilledForGemini(t *testing.T) {
 	require.Equal(t, []string{string(repair.IssueMissingToolName)}, res.Report.IssueCodeSet())
 	require.Contains(t, string(res.Messages), `{"role":"toolResult","toolCallId":"c1","toolName":"f",`)
 }
+
+// A legacy OpenAI function_call is a call tmend does not pair: refused in an openai-chat
+// transcript as when alone, so a repair never leaves one that the next run refuses.
+func TestLegacyFunctionCallIsNotRead(t *testing.T) {
+	t.Parallel()
+	in := `[{"role":"user","content":"hi"},{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"g","arguments":"{}"}}]}]`
+	res, err := repair.Repair([]byte(in), repair.Options{})
+	var ue *repair.UnrepairableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, repair.StatusUnknownDialect, res.Report.Status)
+	require.Contains(t, res.Report.Reason, `message 1 (role "assistant") is not a message of the openai-chat dialect`)
+}
