@@ -138,6 +138,34 @@ func (s *Server) Install(mux *http.ServeMux) {
 	for _, r := range s.routes() {
 		mux.Handle(r.pattern, r.handler)
 	}
+	mux.Handle("/", unrouted(mux))
+}
+
+// unrouted answers what no other pattern of mux takes with the JSON Error every other
+// error of the API is: 405 with an Allow header when the path is served for other
+// methods, 404 otherwise. ServeMux's own answers to those are text/plain.
+func unrouted(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+			http.MethodDelete, http.MethodOptions} {
+			if m == r.Method {
+				continue
+			}
+			other := r.Clone(r.Context())
+			other.Method = m
+			if _, pattern := mux.Handler(other); pattern != "/" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, http.StatusNotFound, "no such route: %s", r.URL.Path)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path,
+			strings.Join(allow, ", "))
+	})
 }
 
 type route struct {

@@ -627,3 +627,39 @@ func TestDatabaseOutageIs503(t *testing.T) {
 	code, _ = call(t, "GET", b.base+"/healthz", "", "")
 	require.Equal(t, http.StatusOK, code, "liveness does not depend on the database")
 }
+
+// TestUnroutedAnswersJSONError: a method a route does not take answers 405 with Allow,
+// and a path no route serves answers 404, both as the JSON Error of every other error.
+func TestUnroutedAnswersJSONError(t *testing.T) {
+	t.Parallel()
+	srv, err := daemon.New(daemon.Config{Metrics: daemon.NewMetrics()})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	srv.Install(mux)
+	for _, tt := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"PUT", "/v1/runs", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{"PATCH", "/v1/runs/7", http.StatusMethodNotAllowed, "GET, HEAD, DELETE"},
+		{"POST", "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"GET", "/v1/nothing", http.StatusNotFound, ""},
+		{"DELETE", "/nothing/here", http.StatusNotFound, ""},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		require.Equal(t, tt.code, rec.Code, "%s %s", tt.method, tt.path)
+		require.Equal(t, "application/json", rec.Header().Get("Content-Type"), "%s %s", tt.method, tt.path)
+		require.Equal(t, tt.allow, rec.Header().Get("Allow"), "%s %s", tt.method, tt.path)
+		var e struct {
+			Error string `json:"error"`
+			Code  int    `json:"code"`
+		}
+		dec := json.NewDecoder(rec.Body)
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&e), "%s %s", tt.method, tt.path)
+		require.Equal(t, tt.code, e.Code)
+		require.NotEmpty(t, e.Error)
+	}
+}
