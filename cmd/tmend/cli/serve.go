@@ -35,7 +35,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	}
 	o.db.connectLevel = zerolog.InfoLevel
 	o.scanSpec = s.get("schedule")
-	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}
+	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule"), Scan: o.scanSpec}
 	var err error
 	if o.schedule.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
 		return fmt.Errorf("--time-zone: %w", err)

@@ -59,6 +59,9 @@ type Config struct {
 // schedule is the queue's: one replica enqueues it.
 type Schedule struct {
 	Location *time.Location // the time zone of the spec; nil is UTC
+	// Scan is the spec of the queue's scan schedule (Config.Queue.Schedule), which
+	// Serve logs with the next tick.
+	Scan string
 	// Prune, unless empty, deletes versions and reports older than PruneOlderThan.
 	Prune          string
 	PruneOlderThan time.Duration
@@ -244,8 +247,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	srv := newHTTPServer(h)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if scan := s.cfg.Queue.Schedule; scan != nil {
+		// Every replica logs the ticks, though one (River's leader) enqueues each scan.
+		c.Schedule(scan, cron.FuncJob(func() {
+			s.log.Info().Time("next_tick", scan.Next(time.Now())).Msg("scheduled scan tick; the leader enqueues its scan")
+		}))
+	}
 	c.Start()
 	s.log.Info().Str("listen", ln.Addr().String()).Msg("serving")
+	now := time.Now()
+	if scan := s.cfg.Queue.Schedule; scan != nil {
+		s.log.Info().Str("schedule", sched.Scan).Str("time_zone", loc.String()).Time("next_tick", scan.Next(now)).
+			Msg("scan schedule")
+	} else {
+		s.log.Info().Msg("no scan schedule: scans start only through the API or the CLI")
+	}
+	if sched.Prune != "" {
+		if p, err := ParseSpec(sched.Prune, loc); err == nil {
+			s.log.Info().Str("prune_schedule", sched.Prune).Time("next_prune", p.Next(now)).Msg("prune schedule")
+		}
+	}
 
 	var failed error // the HTTP server's, which makes the daemon exit non-zero
 	select {

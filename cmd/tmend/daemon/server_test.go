@@ -663,3 +663,53 @@ func TestUnroutedAnswersJSONError(t *testing.T) {
 		require.NotEmpty(t, e.Error)
 	}
 }
+
+// TestServeLogsScheduleAndNextTick: serve logs its scan schedule and the next tick at
+// start, its prune schedule, and the next tick again after each tick.
+func TestServeLogsScheduleAndNextTick(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	cfg, _ := testConfig(t, pool)
+	var logs storetest.Logs
+	cfg.Logger = zerolog.New(&logs)
+	scan, err := daemon.ParseSpec("@every 1s", nil)
+	require.NoError(t, err)
+	cfg.Queue.Schedule = scan
+	cfg.Schedule = daemon.Schedule{Scan: "@every 1s", Prune: "0 4 * * *", PruneOlderThan: time.Hour}
+	srv, err := daemon.New(cfg)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- srv.Serve(ctx, ln, http.NewServeMux()) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	line := func(msg string) map[string]any {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["message"] == msg {
+				return m
+			}
+		}
+		return nil
+	}
+	nextTick := func(m map[string]any) time.Time {
+		ts, err := time.Parse(time.RFC3339, m["next_tick"].(string))
+		require.NoError(t, err, m)
+		return ts
+	}
+	var m map[string]any
+	waitFor(t, func() bool { m = line("scan schedule"); return m != nil })
+	require.Equal(t, "@every 1s", m["schedule"])
+	require.Equal(t, "UTC", m["time_zone"])
+	require.WithinDuration(t, start.Add(time.Second), nextTick(m), 2*time.Second)
+	m = line("prune schedule")
+	require.NotNil(t, m, logs.String())
+	require.Equal(t, "0 4 * * *", m["prune_schedule"])
+	require.Contains(t, m, "next_prune")
+
+	waitFor(t, func() bool { m = line("scheduled scan tick; the leader enqueues its scan"); return m != nil })
+	require.True(t, nextTick(m).After(start), m)
+}
