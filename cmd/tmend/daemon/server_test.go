@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -712,4 +713,29 @@ func TestServeLogsScheduleAndNextTick(t *testing.T) {
 
 	waitFor(t, func() bool { m = line("scheduled scan tick; the leader enqueues its scan"); return m != nil })
 	require.True(t, nextTick(m).After(start), m)
+}
+
+// TestRouteHelpIsWhatIsServed: every line of RouteHelp (serve --help) names a pattern
+// the installed mux routes to, and every API route is there.
+func TestRouteHelpIsWhatIsServed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	help := daemon.RouteHelp()
+	mux := http.NewServeMux()
+	b.srv.Install(mux)
+	listed := map[string]bool{}
+	for _, line := range strings.Split(help, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !slices.Contains([]string{"GET", "POST", "DELETE"}, f[0]) {
+			continue // a wrapped line of help
+		}
+		path := strings.NewReplacer("{id}", "7", "{n}", "1").Replace(f[1])
+		_, pattern := mux.Handler(httptest.NewRequest(f[0], path, nil))
+		require.Equal(t, f[0]+" "+f[1], strings.TrimSuffix(pattern, "{$}"), "help lists %s %s", f[0], f[1])
+		listed[f[0]+" "+f[1]] = true
+	}
+	for _, r := range b.srv.Routes() {
+		require.True(t, listed[r], "%s is not in the help", r)
+	}
+	require.Len(t, listed, len(b.srv.Routes())+11, "the API's routes and the console's 11")
 }
