@@ -747,7 +747,24 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, versionAnswer(v))
+}
+
+// versionWithContent is a version as GET /v1/sessions/{id}/versions/{n} answers it: its
+// content is the saved transcript as JSON, not a string holding the JSON, so that clients
+// decode it once. A content that is not JSON (a text column can hold anything) stays a
+// string.
+type versionWithContent struct {
+	model.VersionRow
+	Content json.RawMessage `json:"content"`
+}
+
+func versionAnswer(v model.VersionRow) versionWithContent {
+	content := []byte(v.Content)
+	if !json.Valid(content) {
+		content, _ = json.Marshal(v.Content) // a string always marshals
+	}
+	return versionWithContent{VersionRow: v, Content: content}
 }
 
 func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {

@@ -385,7 +385,10 @@ func TestAuditAPI(t *testing.T) {
 	code, m = callJSON(t, "GET", b.base+"/v1/sessions/a/versions/1", rd, "")
 	require.Equal(t, 200, code)
 	require.Equal(t, "original", m["kind"])
-	require.NotEmpty(t, m["content"])
+	require.IsType(t, []any{}, m["content"], "the content is the transcript's JSON, not a string holding it")
+	content, err := json.Marshal(m["content"])
+	require.NoError(t, err)
+	require.JSONEq(t, brokenSession, string(content))
 	code, _ = call(t, "GET", b.base+"/v1/sessions/a/versions/9", rd, "")
 	require.Equal(t, 404, code)
 
