@@ -333,8 +333,11 @@ func TestSIGTERMDuringARunEndsCleanly(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'cancelled' AND finished_at IS NOT NULL"))
 }
 
-// Two replicas with the same schedule produce exactly one run per tick: River's leader
+// Two replicas with the same schedule produce at most one run per tick: River's leader
 // enqueues each tick's job once, and a tick never starts a second scan of the source.
+// Whatever the machine's speed, every tick whose job ran either started the one run or
+// was skipped because a scan was still running (a slow scan outlasts the 2s schedule),
+// and the runs never overlap; ticks enqueued as the replicas stop may not run at all.
 func TestTwoReplicasOneRunPerTick(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t, 300, 0.2)
@@ -352,7 +355,14 @@ func TestTwoReplicasOneRunPerTick(t *testing.T) {
 	require.GreaterOrEqual(t, ticks, 3)
 	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_scheduled_scan'`),
 		"a tick was enqueued twice")
-	require.Equal(t, ticks, b.count(t, `SELECT count(*) FROM repair_runs WHERE trigger = 'cron'`), "one run per tick")
+	runs := b.count(t, `SELECT count(*) FROM repair_runs WHERE trigger = 'cron'`)
+	require.LessOrEqual(t, runs, ticks, "at most one run per tick")
+	skip := "a scan of this source is still running; skipping this tick"
+	skipped := strings.Count(outA.String(), skip) + strings.Count(outC.String(), skip)
+	worked := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'tmend_scheduled_scan' AND state = 'completed'`)
+	require.Equal(t, worked, runs+skipped, "every tick that ran started one run or was skipped (%d ticks, %d runs, %d skipped)",
+		ticks, runs, skipped)
+	t.Logf("%d ticks: %d runs, %d skipped", ticks, runs, skipped)
 	overlaps := b.count(t, `SELECT count(*) FROM repair_runs x JOIN repair_runs y ON x.id < y.id
 WHERE x.trigger = 'cron' AND y.trigger = 'cron'
   AND tstzrange(x.started_at, x.finished_at) && tstzrange(y.started_at, y.finished_at)`)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tmend/tmend/cmd/tmend/daemon"
 	"github.com/tmend/tmend/migrations"
 	"github.com/tmend/tmend/store/storetest"
 )
@@ -264,5 +265,18 @@ func TestFlagsMeanSomething(t *testing.T) {
 			require.Nil(t, c.Flags().Lookup(f), "%s --%s", cmd, f)
 			require.Nil(t, c.InheritedFlags().Lookup(f), "%s --%s", cmd, f)
 		}
+	}
+}
+
+// TestServeHelpListsEveryRoute: serve --help lists the routes from the daemon's own
+// tables, among them those an older hand-written list missed.
+func TestServeHelpListsEveryRoute(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "serve", "--help")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, daemon.RouteHelp())
+	for _, route := range []string{"GET /v1/openapi.yaml ", "GET /v1/sessions/{id}/versions ", "GET /v1/sessions/{id}/diff ",
+		"POST /v1/runs/{id}/rollback ", "GET /readyz ", "GET /healthz ", "GET /console/api/runs/{id} ", "GET / "} {
+		require.Contains(t, r.stdout, "  "+route, "serve --help does not list %s", route)
 	}
 }

@@ -35,7 +35,7 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	}
 	o.db.connectLevel = zerolog.InfoLevel
 	o.scanSpec = s.get("schedule")
-	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule")}
+	o.schedule = daemon.Schedule{Prune: s.get("prune-schedule"), Scan: o.scanSpec}
 	var err error
 	if o.schedule.Location, err = time.LoadLocation(s.get("time-zone")); err != nil {
 		return fmt.Errorf("--time-zone: %w", err)
@@ -81,21 +81,8 @@ that finds one running is skipped).
 API (JSON). POSTs need "Authorization: Bearer <token>" with --api-token / TMEND_API_TOKEN;
 GETs under /v1 return audit rows and transcripts and need the read token (--read-token /
 TMEND_READ_TOKEN) or the API token. Without a token set, those endpoints are refused.
-  POST /v1/sessions/{id}/repair   repair one session now (?dry_run=true, ?force=true)
-  POST /v1/runs                   start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0,
-                                  "partitions": 0}; 409 while a scan of the source runs
-  DELETE /v1/runs/{id}            cancel a running scan's remaining partitions; 409 when not running
-  GET  /v1/runs                   runs, newest first (?since, ?until, ?status, ?limit, ?cursor)
-  GET  /v1/runs/{id}              a run's status, counts and totals by status, stage, dialect, issue
-  GET  /v1/reports                audit rows (?run, ?since, ?until, ?status, ?stage, ?issue, ?dialect,
-                                  ?limit, ?cursor); lists answer {"items": [...], "next_cursor": "..."}
-  GET  /v1/sessions/{id}/reports  a session's audit rows (same filters)
-  GET  /v1/sessions/{id}/versions/{n}  a saved version with its content
-  POST /v1/sessions/{id}/rollback {"to_version": 0, "force": false, "dry_run": false}; 409 when refused
-  GET  /metrics                   Prometheus metrics (no token)
-  GET  /healthz, /readyz          liveness; readiness (database reachable, schema current; no token,
-                                  and no details: they are in the log)
-
+Every route it serves (the console's pages take the same tokens, as a sign-in):
+` + daemon.RouteHelp() + `
 On SIGTERM or SIGINT it stops taking work: partitions in hand stop at their next page,
 checkpoint and go back to the queue for other replicas, and a running repair finishes
 (up to --shutdown-timeout; then the rest is cancelled): every session is either written

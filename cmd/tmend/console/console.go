@@ -114,21 +114,37 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Install registers the console's pages, its assets and its JSON on mux: GET / (the
-// runs), /runs/{id}, /session, /reports, sign-in and -out, rollbacks, /console/static/
-// and /console/api/.
+// Route is one of the console's routes: its ServeMux pattern and what it serves.
+type Route struct {
+	Pattern, Help string
+	handler       http.Handler
+}
+
+// routes are the console's pages, its assets and its JSON, which Install registers.
+func (c *Console) routes() []Route {
+	return []Route{
+		{"GET /{$}", "the runs", c.secure(c.reader(c.runsPage))},
+		{"GET /login", "sign in with the read or the API token", c.secure(http.HandlerFunc(c.loginPage))},
+		{"POST /login", "sign in", c.secure(http.HandlerFunc(c.login))},
+		{"POST /logout", "sign out", c.secure(http.HandlerFunc(c.logout))},
+		{"GET /runs/{id}", "a run: its counts, sessions and issues", c.secure(c.reader(c.runPage))},
+		{"POST /runs/{id}/rollback", "roll back a run (API token)", c.secure(c.writer(c.runRollback))},
+		{"GET /session", "a session's versions, reports and diffs (?id)", c.secure(c.reader(c.sessionPage))},
+		{"POST /session/rollback", "roll back a session (API token)", c.secure(c.writer(c.sessionRollback))},
+		{"GET /reports", "audit rows with filters", c.secure(c.reader(c.reportsPage))},
+		{"GET /console/static/", "the console's script and stylesheet", c.secure(c.static)},
+		{"GET /console/api/runs/{id}", "a running run's live progress, as JSON", c.secure(c.reader(c.runJSON))},
+	}
+}
+
+// Routes lists the console's routes, for serve --help.
+func Routes() []Route { return (&Console{}).routes() }
+
+// Install registers the console's pages, its assets and its JSON (routes) on mux.
 func (c *Console) Install(mux *http.ServeMux) {
-	mux.Handle("GET /{$}", c.secure(c.reader(c.runsPage)))
-	mux.Handle("GET /login", c.secure(http.HandlerFunc(c.loginPage)))
-	mux.Handle("POST /login", c.secure(http.HandlerFunc(c.login)))
-	mux.Handle("POST /logout", c.secure(http.HandlerFunc(c.logout)))
-	mux.Handle("GET /runs/{id}", c.secure(c.reader(c.runPage)))
-	mux.Handle("POST /runs/{id}/rollback", c.secure(c.writer(c.runRollback)))
-	mux.Handle("GET /session", c.secure(c.reader(c.sessionPage)))
-	mux.Handle("POST /session/rollback", c.secure(c.writer(c.sessionRollback)))
-	mux.Handle("GET /reports", c.secure(c.reader(c.reportsPage)))
-	mux.Handle("GET /console/static/", c.secure(c.static))
-	mux.Handle("GET /console/api/runs/{id}", c.secure(c.reader(c.runJSON)))
+	for _, r := range c.routes() {
+		mux.Handle(r.Pattern, r.handler)
+	}
 }
 
 // contentSecurityPolicy allows only the console's own script and stylesheet (no inline

@@ -120,3 +120,14 @@ func TestOpenAPIIsServed(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, string(daemon.OpenAPI), body)
 }
+
+// TestOpenAPIVersionContentIsJSON: since the document's version 2, a version's content
+// is the transcript's JSON (any type), not a string holding it; checkResponse holds the
+// answers to it.
+func TestOpenAPIVersionContentIsJSON(t *testing.T) {
+	t.Parallel()
+	doc, _ := spec(t)
+	require.Equal(t, "2", doc.Info.Version)
+	content := doc.Components.Schemas["Version"].Value.Properties["content"].Value
+	require.Empty(t, content.Type.Slice(), "content takes any JSON, not only a string")
+}

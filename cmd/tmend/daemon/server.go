@@ -59,6 +59,9 @@ type Config struct {
 // schedule is the queue's: one replica enqueues it.
 type Schedule struct {
 	Location *time.Location // the time zone of the spec; nil is UTC
+	// Scan is the spec of the queue's scan schedule (Config.Queue.Schedule), which
+	// Serve logs with the next tick.
+	Scan string
 	// Prune, unless empty, deletes versions and reports older than PruneOlderThan.
 	Prune          string
 	PruneOlderThan time.Duration
@@ -138,37 +141,103 @@ func (s *Server) Install(mux *http.ServeMux) {
 	for _, r := range s.routes() {
 		mux.Handle(r.pattern, r.handler)
 	}
+	mux.Handle("/", unrouted(mux))
+}
+
+// unrouted answers what no other pattern of mux takes with the JSON Error every other
+// error of the API is: 405 with an Allow header when the path is served for other
+// methods, 404 otherwise. ServeMux's own answers to those are text/plain.
+func unrouted(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+			http.MethodDelete, http.MethodOptions} {
+			if m == r.Method {
+				continue
+			}
+			other := r.Clone(r.Context())
+			other.Method = m
+			if _, pattern := mux.Handler(other); pattern != "/" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, http.StatusNotFound, "no such route: %s", r.URL.Path)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path,
+			strings.Join(allow, ", "))
+	})
 }
 
 type route struct {
 	pattern string // "METHOD /path", as http.ServeMux takes it and openapi.yaml lists it
+	help    string // one line of serve --help (RouteHelp)
 	handler http.Handler
 }
 
-// routes are the API's and the probes' routes, which openapi.yaml documents.
+// routes are the API's and the probes' routes, which openapi.yaml documents and serve
+// --help lists (RouteHelp).
 func (s *Server) routes() []route {
-	f := func(pattern string, h http.HandlerFunc) route { return route{pattern, h} }
+	f := func(pattern, help string, h http.HandlerFunc) route { return route{pattern, help, h} }
 	return []route{
-		f("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }),
-		f("GET /readyz", s.ready),
-		{"GET /metrics", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{})},
-		f("GET /v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		f("GET /healthz", "liveness (no token)",
+			func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }),
+		f("GET /readyz", "readiness: database reachable, schema current (no token; no details: they are in the log)", s.ready),
+		{"GET /metrics", "Prometheus metrics (no token)", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{})},
+		f("GET /v1/openapi.yaml", "this API as an OpenAPI 3 document (no token)", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(OpenAPI) // the client went away: nothing to tell it
 		}),
-		f("POST /v1/sessions/{id}/repair", s.RequireWrite(s.repairSession)),
-		f("POST /v1/runs", s.RequireWrite(s.startRun)),
-		f("GET /v1/runs", s.RequireRead(s.listRuns)),
-		f("GET /v1/runs/{id}", s.RequireRead(s.getRun)),
-		f("DELETE /v1/runs/{id}", s.RequireWrite(s.cancelRun)),
-		f("GET /v1/reports", s.RequireRead(s.listReports)),
-		f("GET /v1/sessions/{id}/reports", s.RequireRead(s.listReports)),
-		f("GET /v1/sessions/{id}/versions", s.RequireRead(s.listVersions)),
-		f("GET /v1/sessions/{id}/versions/{n}", s.RequireRead(s.getVersion)),
-		f("GET /v1/sessions/{id}/diff", s.RequireRead(s.diff)),
-		f("POST /v1/sessions/{id}/rollback", s.RequireWrite(s.rollbackSession)),
-		f("POST /v1/runs/{id}/rollback", s.RequireWrite(s.rollbackRun)),
+		f("POST /v1/sessions/{id}/repair", "repair one session now (?dry_run=true, ?force=true)", s.RequireWrite(s.repairSession)),
+		f("POST /v1/runs", `start a run: {"mode": "incremental"|"full", "dry_run": false, "limit": 0, "partitions": 0}; `+
+			"409 while a scan of the source runs", s.RequireWrite(s.startRun)),
+		f("GET /v1/runs", "runs, newest first (?since, ?until, ?status, ?limit, ?cursor)", s.RequireRead(s.listRuns)),
+		f("GET /v1/runs/{id}", "a run's status, counts and totals by status, stage, dialect, issue", s.RequireRead(s.getRun)),
+		f("DELETE /v1/runs/{id}", "cancel a running scan's remaining partitions; 409 when not running", s.RequireWrite(s.cancelRun)),
+		f("GET /v1/reports", "audit rows (?run, ?since, ?until, ?status, ?stage, ?issue, ?dialect, ?limit, ?cursor); "+
+			`lists answer {"items": [...], "next_cursor": "..."}`, s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/reports", "a session's audit rows (the same filters)", s.RequireRead(s.listReports)),
+		f("GET /v1/sessions/{id}/versions", "a session's saved versions, without their content", s.RequireRead(s.listVersions)),
+		f("GET /v1/sessions/{id}/versions/{n}", "a saved version with its content", s.RequireRead(s.getVersion)),
+		f("GET /v1/sessions/{id}/diff", "the diff of two versions (?from, ?to; by default what the latest write replaced)", s.RequireRead(s.diff)),
+		f("POST /v1/sessions/{id}/rollback", `restore a version: {"to_version": 0, "force": false, "dry_run": false}; `+
+			"409 when refused", s.RequireWrite(s.rollbackSession)),
+		f("POST /v1/runs/{id}/rollback", `roll back a run's sessions: {"force": false, "dry_run": false}`,
+			s.RequireWrite(s.rollbackRun)),
 	}
+}
+
+// RouteHelp lists every route Install adds, one a line with what it does, from the
+// tables the mux is built from: the API's and the probes', then the console's.
+func RouteHelp() string {
+	s := &Server{cfg: Config{Metrics: NewMetrics()}}
+	var rows [][2]string
+	for _, r := range s.routes() {
+		rows = append(rows, [2]string{r.pattern, r.help})
+	}
+	for _, r := range console.Routes() {
+		rows = append(rows, [2]string{strings.TrimSuffix(r.Pattern, "{$}"), "console: " + r.Help})
+	}
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r[0]))
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		// The help wraps at 100 columns, under itself.
+		line := fmt.Sprintf("  %-*s ", width, r[0])
+		for i, word := range strings.Fields(r[1]) {
+			if i > 0 && len(line)+1+len(word) > 100 {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", width+3)
+			}
+			line += " " + word
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // consoleRollback lets the console roll back only while the server takes writes, which
@@ -216,8 +285,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	srv := newHTTPServer(h)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if scan := s.cfg.Queue.Schedule; scan != nil {
+		// Every replica logs the ticks, though one (River's leader) enqueues each scan.
+		c.Schedule(scan, cron.FuncJob(func() {
+			s.log.Info().Time("next_tick", scan.Next(time.Now())).Msg("scheduled scan tick; the leader enqueues its scan")
+		}))
+	}
 	c.Start()
 	s.log.Info().Str("listen", ln.Addr().String()).Msg("serving")
+	now := time.Now()
+	if scan := s.cfg.Queue.Schedule; scan != nil {
+		s.log.Info().Str("schedule", sched.Scan).Str("time_zone", loc.String()).Time("next_tick", scan.Next(now)).
+			Msg("scan schedule")
+	} else {
+		s.log.Info().Msg("no scan schedule: scans start only through the API or the CLI")
+	}
+	if sched.Prune != "" {
+		if p, err := ParseSpec(sched.Prune, loc); err == nil {
+			s.log.Info().Str("prune_schedule", sched.Prune).Time("next_prune", p.Next(now)).Msg("prune schedule")
+		}
+	}
 
 	var failed error // the HTTP server's, which makes the daemon exit non-zero
 	select {
@@ -660,7 +747,24 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, versionAnswer(v))
+}
+
+// versionWithContent is a version as GET /v1/sessions/{id}/versions/{n} answers it: its
+// content is the saved transcript as JSON, not a string holding the JSON, so that clients
+// decode it once. A content that is not JSON (a text column can hold anything) stays a
+// string.
+type versionWithContent struct {
+	model.VersionRow
+	Content json.RawMessage `json:"content"`
+}
+
+func versionAnswer(v model.VersionRow) versionWithContent {
+	content := []byte(v.Content)
+	if !json.Valid(content) {
+		content, _ = json.Marshal(v.Content) // a string always marshals
+	}
+	return versionWithContent{VersionRow: v, Content: content}
 }
 
 func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -384,7 +385,10 @@ func TestAuditAPI(t *testing.T) {
 	code, m = callJSON(t, "GET", b.base+"/v1/sessions/a/versions/1", rd, "")
 	require.Equal(t, 200, code)
 	require.Equal(t, "original", m["kind"])
-	require.NotEmpty(t, m["content"])
+	require.IsType(t, []any{}, m["content"], "the content is the transcript's JSON, not a string holding it")
+	content, err := json.Marshal(m["content"])
+	require.NoError(t, err)
+	require.JSONEq(t, brokenSession, string(content))
 	code, _ = call(t, "GET", b.base+"/v1/sessions/a/versions/9", rd, "")
 	require.Equal(t, 404, code)
 
@@ -626,4 +630,115 @@ func TestDatabaseOutageIs503(t *testing.T) {
 	require.NotContains(t, body, "127.0.0.1")
 	code, _ = call(t, "GET", b.base+"/healthz", "", "")
 	require.Equal(t, http.StatusOK, code, "liveness does not depend on the database")
+}
+
+// TestUnroutedAnswersJSONError: a method a route does not take answers 405 with Allow,
+// and a path no route serves answers 404, both as the JSON Error of every other error.
+func TestUnroutedAnswersJSONError(t *testing.T) {
+	t.Parallel()
+	srv, err := daemon.New(daemon.Config{Metrics: daemon.NewMetrics()})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	srv.Install(mux)
+	for _, tt := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"PUT", "/v1/runs", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{"PATCH", "/v1/runs/7", http.StatusMethodNotAllowed, "GET, HEAD, DELETE"},
+		{"POST", "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"GET", "/v1/nothing", http.StatusNotFound, ""},
+		{"DELETE", "/nothing/here", http.StatusNotFound, ""},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		require.Equal(t, tt.code, rec.Code, "%s %s", tt.method, tt.path)
+		require.Equal(t, "application/json", rec.Header().Get("Content-Type"), "%s %s", tt.method, tt.path)
+		require.Equal(t, tt.allow, rec.Header().Get("Allow"), "%s %s", tt.method, tt.path)
+		var e struct {
+			Error string `json:"error"`
+			Code  int    `json:"code"`
+		}
+		dec := json.NewDecoder(rec.Body)
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&e), "%s %s", tt.method, tt.path)
+		require.Equal(t, tt.code, e.Code)
+		require.NotEmpty(t, e.Error)
+	}
+}
+
+// TestServeLogsScheduleAndNextTick: serve logs its scan schedule and the next tick at
+// start, its prune schedule, and the next tick again after each tick.
+func TestServeLogsScheduleAndNextTick(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	cfg, _ := testConfig(t, pool)
+	var logs storetest.Logs
+	cfg.Logger = zerolog.New(&logs)
+	scan, err := daemon.ParseSpec("@every 1s", nil)
+	require.NoError(t, err)
+	cfg.Queue.Schedule = scan
+	cfg.Schedule = daemon.Schedule{Scan: "@every 1s", Prune: "0 4 * * *", PruneOlderThan: time.Hour}
+	srv, err := daemon.New(cfg)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- srv.Serve(ctx, ln, http.NewServeMux()) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	line := func(msg string) map[string]any {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["message"] == msg {
+				return m
+			}
+		}
+		return nil
+	}
+	nextTick := func(m map[string]any) time.Time {
+		ts, err := time.Parse(time.RFC3339, m["next_tick"].(string))
+		require.NoError(t, err, m)
+		return ts
+	}
+	var m map[string]any
+	waitFor(t, func() bool { m = line("scan schedule"); return m != nil })
+	require.Equal(t, "@every 1s", m["schedule"])
+	require.Equal(t, "UTC", m["time_zone"])
+	require.WithinDuration(t, start.Add(time.Second), nextTick(m), 2*time.Second)
+	m = line("prune schedule")
+	require.NotNil(t, m, logs.String())
+	require.Equal(t, "0 4 * * *", m["prune_schedule"])
+	require.Contains(t, m, "next_prune")
+
+	waitFor(t, func() bool { m = line("scheduled scan tick; the leader enqueues its scan"); return m != nil })
+	require.True(t, nextTick(m).After(start), m)
+}
+
+// TestRouteHelpIsWhatIsServed: every line of RouteHelp (serve --help) names a pattern
+// the installed mux routes to, and every API route is there.
+func TestRouteHelpIsWhatIsServed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	help := daemon.RouteHelp()
+	mux := http.NewServeMux()
+	b.srv.Install(mux)
+	listed := map[string]bool{}
+	for _, line := range strings.Split(help, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !slices.Contains([]string{"GET", "POST", "DELETE"}, f[0]) {
+			continue // a wrapped line of help
+		}
+		path := strings.NewReplacer("{id}", "7", "{n}", "1").Replace(f[1])
+		_, pattern := mux.Handler(httptest.NewRequest(f[0], path, nil))
+		require.Equal(t, f[0]+" "+f[1], strings.TrimSuffix(pattern, "{$}"), "help lists %s %s", f[0], f[1])
+		listed[f[0]+" "+f[1]] = true
+	}
+	for _, r := range b.srv.Routes() {
+		require.True(t, listed[r], "%s is not in the help", r)
+	}
+	require.Len(t, listed, len(b.srv.Routes())+11, "the API's routes and the console's 11")
 }

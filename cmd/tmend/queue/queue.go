@@ -82,6 +82,9 @@ type Queue struct {
 	store    *store.Store
 	sc       *scanner.Scanner
 	log      zerolog.Logger
+	// riverLog is River's logger: the caller's, with component=river and not queue
+	// (zerolog would write both keys, and log stores keep one of the two).
+	riverLog *slog.Logger
 	cfg      Config
 	// worked holds the runs this process works a partition of, and when it last
 	// stopped working one of each (zero while one is in hand).
@@ -123,7 +126,8 @@ func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
 func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
 	cfg.defaults()
 	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
-		worked: map[int64]worked{}}
+		worked:   map[int64]worked{},
+		riverLog: slog.New(zerolog.NewSlogHandler(log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel)))}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
 		return nil, err
@@ -140,7 +144,7 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 		JobTimeout:           (cfg.Slice + cfg.RescueAfter) / 2,
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		MaxAttempts:          cfg.MaxAttempts,
-		Logger:               slog.New(zerolog.NewSlogHandler(q.log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel))),
+		Logger:               q.riverLog,
 	}
 	if cfg.Concurrency > 0 {
 		rc.Queues = map[string]river.QueueConfig{Name: {MaxWorkers: cfg.Concurrency}}

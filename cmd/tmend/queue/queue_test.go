@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,4 +373,44 @@ func TestCancelledRunCountsItsReports(t *testing.T) {
 		Repaired: c.Repaired, Pending: c.Pending, Conflict: c.Conflict, Skipped: c.Skipped - run.Summary.ByStatus[model.StatusHeld],
 		Failed: c.Failed}, "the run's counts are its reports")
 	require.Equal(t, c.Repaired, run.Summary.ByStatus[model.StatusRepaired])
+}
+
+// keyCount counts how often key is a top-level key of the JSON object line, which
+// decoding into a map would hide.
+func keyCount(t *testing.T, line, key string) int {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	tok, err := dec.Token()
+	require.NoError(t, err, line)
+	require.Equal(t, json.Delim('{'), tok, line)
+	n := 0
+	for dec.More() {
+		k, err := dec.Token()
+		require.NoError(t, err, line)
+		if k == key {
+			n++
+		}
+		var v json.RawMessage
+		require.NoError(t, dec.Decode(&v), line)
+	}
+	return n
+}
+
+// TestLogLinesHaveOneComponent: River's lines and the queue's each carry one component.
+func TestLogLinesHaveOneComponent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, scanner.Config{})
+	logs := &storetest.Logs{}
+	q, err := queue.New(b.store, b.sc, zerolog.New(logs), queue.Config{Schema: store.DefaultSchema})
+	require.NoError(t, err)
+	q.RiverLogger().Warn("a river warning", "job_id", 1)
+	q.Log().Warn().Msg("a queue warning")
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2)
+	for i, want := range []string{"river", "queue"} {
+		require.Equal(t, 1, keyCount(t, lines[i], "component"), lines[i])
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[i]), &m))
+		require.Equal(t, want, m["component"], lines[i])
+	}
 }
