@@ -167,6 +167,23 @@ func answerInPlace(raw []byte) []byte {
 	return setOrAddMember(raw, "result", jsonString(SyntheticResultText))
 }
 
+// sameMembers reports whether objects a and b have the same members with the same values
+// (as written), in whatever order.
+func sameMembers(a, b []byte) bool {
+	ams, err1 := membersOf(a)
+	bms, err2 := membersOf(b)
+	if err1 != nil || err2 != nil || len(ams) != len(bms) {
+		return false
+	}
+	for _, am := range ams {
+		bm, ok := findMember(b, bms, am.name(a))
+		if !ok || !bytes.Equal(am.val(a), bm.val(b)) {
+			return false
+		}
+	}
+	return true
+}
+
 // approvedOf is an approval object's approved member, or nil.
 func approvedOf(approval []byte) []byte {
 	ms, err := membersOf(approval)
@@ -390,12 +407,13 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	if bare || !holder.has(keyToolInvocations) {
 		return
 	}
-	// AI SDK 4 kept each invocation twice, the same object in both places; a copy that
-	// says something else (another state, a result the part lacks) cannot be kept in step.
+	// AI SDK 4 kept each invocation twice, the same object in both places (its members
+	// in any order: Mastra writes them so); a copy that says something else (another
+	// state, a result the part lacks) cannot be kept in step.
 	i := 0
 	same := true
 	eachElement(holder.get(keyToolInvocations), func(e []byte) bool {
-		same = i < len(invs) && bytes.Equal(invs[i], e)
+		same = i < len(invs) && sameMembers(invs[i], e)
 		i++
 		return same
 	})
