@@ -104,10 +104,6 @@ func checkMessageSource(ctx context.Context, q querier, s Source) (messageTypes,
 		return t, fmt.Errorf("%w: the messages layout needs a table, a session column, an order column and a message column (or map)", ErrSource)
 	case s.MessageColumn != "" && len(s.MessageMap) > 0:
 		return t, fmt.Errorf("%w: give a message column or a message map, not both", ErrSource)
-	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
-		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
-	case len(s.NotifyChannel) > maxChannelBytes:
-		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
 	}
 	var oid uint32
 	var err error

@@ -257,8 +257,15 @@ func (s Source) normalize() (Source, error) {
 	return s, nil
 }
 
-// lookupTable quotes s's table name and finds the table's oid.
+// lookupTable checks the write settings every layout shares, quotes s's table name and
+// finds the table's oid.
 func lookupTable(ctx context.Context, q querier, s Source) (ident string, oid uint32, err error) {
+	switch {
+	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
+		return "", 0, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
+	case len(s.NotifyChannel) > maxChannelBytes:
+		return "", 0, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
+	}
 	ident = s.identifier().Sanitize()
 	var found *uint32
 	if err := q.QueryRow(ctx, "SELECT to_regclass($1)::oid", ident).Scan(&found); err != nil {
@@ -277,10 +284,6 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 	switch {
 	case s.Table == "" || s.IDColumn == "" || s.MessagesColumn == "":
 		return t, fmt.Errorf("%w: table, id column and messages column are required", ErrSource)
-	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
-		return t, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
-	case len(s.NotifyChannel) > maxChannelBytes:
-		return t, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
 	}
 	var oid uint32
 	var err error
