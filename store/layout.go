@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,4 +54,25 @@ type layout interface {
 	// split returns the bounds of partitions of the session ids at the given fractions of
 	// a sample of percent of the table's pages (see splitPoints).
 	split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error)
+}
+
+// whereAll is a WHERE clause of the conditions that are not empty, or "".
+func whereAll(conds ...string) string {
+	conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
+	if len(conds) == 0 {
+		return ""
+	}
+	return "WHERE " + strings.Join(conds, " AND ")
+}
+
+// sliceBounds picks the page statement of a slice (bit 1: a lower bound, bit 2: an upper
+// one) and the bounds it takes last.
+func sliceBounds(sl model.Slice) (variant int, bounds []any) {
+	if sl.Lower != nil {
+		variant, bounds = variant|1, append(bounds, *sl.Lower)
+	}
+	if sl.Upper != nil {
+		variant, bounds = variant|2, append(bounds, *sl.Upper)
+	}
+	return variant, bounds
 }

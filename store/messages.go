@@ -371,30 +371,23 @@ ORDER BY kid, rn`, sid, t.ident, where, pk, ordKey, ua, order, msg)
 		}
 		return conds
 	}
-	where := func(conds ...string) string {
-		conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
-		if len(conds) == 0 {
-			return ""
-		}
-		return "WHERE " + strings.Join(conds, " AND ")
-	}
-	s := messageSQL{one: page(where(fmt.Sprintf("%s = %s", sid, idParam(5))))}
+	s := messageSQL{one: page(whereAll(fmt.Sprintf("%s = %s", sid, idParam(5))))}
 	for v := range 4 {
-		s.full[v] = page(where(bounds(v, 4)...))
-		s.fullAfter[v] = page(where(append([]string{fmt.Sprintf("%s > %s", sid, idParam(5))}, bounds(v, 5)...)...))
+		s.full[v] = page(whereAll(bounds(v, 4)...))
+		s.fullAfter[v] = page(whereAll(append([]string{fmt.Sprintf("%s > %s", sid, idParam(5))}, bounds(v, 5)...)...))
 		if src.UpdatedAtColumn != "" || t.ordTime {
 			// The sessions with a row changed (or, by the order's time, added) in the
 			// window, in session id order.
 			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
-			s.incr[v] = page(where(append([]string{window}, bounds(v, 6)...)...))
-			s.incrAfter[v] = page(where(append([]string{window, fmt.Sprintf("%s > %s", sid, idParam(7))}, bounds(v, 7)...)...))
+			s.incr[v] = page(whereAll(append([]string{window}, bounds(v, 6)...)...))
+			s.incrAfter[v] = page(whereAll(append([]string{window, fmt.Sprintf("%s > %s", sid, idParam(7))}, bounds(v, 7)...)...))
 		} else {
 			// A sequence: the sessions with a row above the mark of the latest completed
 			// run that started at or before the window's start ($5), which is a run before
 			// the last one when the window overlaps it: a row that took its value before
 			// that run started and committed after is still read. No such run: all.
-			s.incr[v] = page(where(append([]string{markWindow(ord)}, bounds(v, 5)...)...))
-			s.incrAfter[v] = page(where(append([]string{markWindow(ord), fmt.Sprintf("%s > %s", sid, idParam(6))}, bounds(v, 6)...)...))
+			s.incr[v] = page(whereAll(append([]string{markWindow(ord)}, bounds(v, 5)...)...))
+			s.incrAfter[v] = page(whereAll(append([]string{markWindow(ord), fmt.Sprintf("%s > %s", sid, idParam(6))}, bounds(v, 6)...)...))
 		}
 	}
 	if src.UpdatedAtColumn != "" || t.ordTime {
@@ -541,13 +534,7 @@ func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Se
 	if pageBytes <= 0 {
 		pageBytes = math.MaxInt64
 	}
-	variant, bounds := 0, []any(nil)
-	if q.Slice.Lower != nil {
-		variant, bounds = variant|1, append(bounds, *q.Slice.Lower)
-	}
-	if q.Slice.Upper != nil {
-		variant, bounds = variant|2, append(bounds, *q.Slice.Upper)
-	}
+	variant, bounds := sliceBounds(q.Slice)
 	query := func(sql [4]string, args ...any) (pgx.Rows, error) {
 		return l.pool.Query(ctx, sql[variant], append(args, bounds...)...)
 	}
@@ -709,10 +696,7 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		err = br.QueryRow().Scan(&keys, &transcriptHash, &rowsHash, &last, &lastHash)
 	}
 	if err == nil && lease != nil {
-		var one int
-		if err = br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-			err = model.ErrLeaseLost
-		}
+		err = leaseHeld(br)
 	}
 	var values []int64
 	if err == nil && plan.fresh > 0 {

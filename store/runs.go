@@ -125,6 +125,17 @@ func (s *Store) insertReport(ctx context.Context, q querier, r model.Report) err
 // so it waits for the writes that hold the lease, and the writes after it find none.
 const leaseSQL = `SELECT 1 FROM run_partitions WHERE run_id = $20 AND partition = $21 AND attempt = $22 AND status = 'running' FOR SHARE`
 
+// leaseHeld reads the result of leaseLockSQL queued in a batch: model.ErrLeaseLost when
+// the attempt no longer holds its partition.
+func leaseHeld(br pgx.BatchResults) error {
+	var one int
+	err := br.QueryRow().Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return model.ErrLeaseLost
+	}
+	return err
+}
+
 // leaseLockSQL is leaseSQL on its own, $1 to $3, in a write's transaction (Apply): no
 // row is model.ErrLeaseLost, the attempt no longer holds its partition (the run ended,
 // was cancelled or abandoned, or a newer attempt claimed the partition).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -92,23 +91,16 @@ WHERE cum - counted <= $4 ORDER BY %[5]s`, cols, from, where, order, outer, id)
 		}
 		return strings.Join(conds, " AND ")
 	}
-	where := func(conds ...string) string {
-		conds = slices.DeleteFunc(conds, func(c string) bool { return c == "" })
-		if len(conds) == 0 {
-			return ""
-		}
-		return "WHERE " + strings.Join(conds, " AND ")
-	}
 	for v := range 4 {
-		s.full[v] = page(where(bounds(v, 4)), id, "kid")
-		s.fullAfter[v] = page(where(fmt.Sprintf("%s > %s", id, idParam(5)), bounds(v, 5)), id, "kid")
+		s.full[v] = page(whereAll(bounds(v, 4)), id, "kid")
+		s.fullAfter[v] = page(whereAll(fmt.Sprintf("%s > %s", id, idParam(5)), bounds(v, 5)), id, "kid")
 		if s.hasUpdatedAt {
 			// The window's bounds are points in time from the database's clock; they are
 			// compared in the column's own type, converted in the database's time zone. The
 			// cursor is a value read from the column, passed back in its type.
 			window := fmt.Sprintf("%[1]s >= $5::timestamptz::%[2]s AND %[1]s < $6::timestamptz::%[2]s", ua, uaType)
-			s.incr[v] = page(where(window, bounds(v, 6)), ua+", "+id, "pos, kid")
-			s.incrAfter[v] = page(where(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), bounds(v, 8)),
+			s.incr[v] = page(whereAll(window, bounds(v, 6)), ua+", "+id, "pos, kid")
+			s.incrAfter[v] = page(whereAll(window, fmt.Sprintf("(%[1]s, %[2]s) > ($7::%[4]s, %[3]s)", ua, id, idParam(8), uaType), bounds(v, 8)),
 				ua+", "+id, "pos, kid")
 		}
 	}
@@ -179,14 +171,7 @@ func (s *rowLayout) sessions(ctx context.Context, q model.Query) ([]model.Sessio
 	if pageBytes <= 0 {
 		pageBytes = math.MaxInt64
 	}
-	// A sliced page's statement takes the slice's bounds last.
-	variant, bounds := 0, []any(nil)
-	if q.Slice.Lower != nil {
-		variant, bounds = variant|1, append(bounds, *q.Slice.Lower)
-	}
-	if q.Slice.Upper != nil {
-		variant, bounds = variant|2, append(bounds, *q.Slice.Upper)
-	}
+	variant, bounds := sliceBounds(q.Slice)
 	query := func(sql [4]string, args ...any) (pgx.Rows, error) {
 		return s.pool.Query(ctx, sql[variant], append(args, bounds...)...)
 	}
@@ -305,10 +290,7 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 		err = br.QueryRow().Scan(&curHash, &last, &lastHash)
 	}
 	if err == nil && lease != nil {
-		var one int
-		if err = br.QueryRow().Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-			err = model.ErrLeaseLost
-		}
+		err = leaseHeld(br)
 	}
 	var pgErr *pgconn.PgError
 	switch {
