@@ -21,8 +21,11 @@ func parseOpenAIChat(m *message, ps *parser) error {
 	role := m.word(keyRole)
 	// A legacy function_call (answered by a role "function" message, by name) is a call
 	// tmend does not pair: not read as clean.
-	_, legacy := findMember(m.raw, m.ms, "function_call")
-	m.known = openAIChatRoles.has(role) && !legacy
+	m.known = openAIChatRoles.has(role)
+	if string(role) == "assistant" {
+		_, legacy := findMember(m.raw, m.ms, "function_call")
+		m.known = !legacy
+	}
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
