@@ -53,6 +53,11 @@ type Options struct {
 	FailedTurns FailedTurnPolicy
 	// Target rewrites call ids the provider would reject; "" rewrites none.
 	Target Target
+	// MaxMemory bounds the memory a repair takes, in bytes, as the engine estimates it
+	// while it reads (per block and per message, see workingSet): a transcript that would
+	// need more is refused with StatusTooLarge and left unchanged, rather than exhaust
+	// memory. Zero: no bound.
+	MaxMemory int64
 }
 
 // Result is a repaired transcript with its report.
@@ -328,6 +333,7 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
 	p.src = b
+	p.sc.maxMemory = p.opts.MaxMemory
 	end, err := scanElements(b, i, 1, func(j int) (int, error) {
 		n := len(p.msgs)
 		if b[j] != '{' {
@@ -337,7 +343,12 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
 		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
-		if err != nil {
+		var big *memoryError
+		switch {
+		case errors.As(err, &big):
+			return end, p.fail(StatusTooLarge, "repairing it would take over %d MiB of memory (%d blocks by message %d), "+
+				"more than the %d MiB limit; left unchanged", big.need>>20, p.sc.numBlocks, n, big.limit>>20)
+		case err != nil:
 			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
@@ -388,7 +399,7 @@ func (p *plan) parse() error {
 	p.report.Dialect = d
 	// Every part is a block or a whole message: size the slab once, as a large transcript
 	// would otherwise spend most of its time growing it.
-	p.ps.parts = slices.Grow(p.ps.parts[:0], len(p.sc.blocks)+len(p.msgs))
+	p.ps.parts = slices.Grow(p.ps.parts[:0], p.sc.numBlocks+len(p.msgs))
 	for j := range p.msgs {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
@@ -435,6 +446,12 @@ func kindOf(c byte) string {
 func (p *plan) findTurns() {
 	n := len(p.msgs)
 	p.slotOf = grow(p.slotOf, n)
+	// Sized once: grown by append, they left about four times their size as garbage on
+	// a transcript of a million blocks.
+	calls, results := p.countParts()
+	p.calls = slices.Grow(p.calls[:0], calls)
+	p.results = slices.Grow(p.results[:0], results)
+	p.chains = slices.Grow(p.chains[:0], calls)
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
 	}
@@ -499,6 +516,21 @@ func (p *plan) findTurns() {
 		p.turns = append(p.turns, t)
 		i = t.last
 	}
+}
+
+// countParts counts the calls and results of all messages.
+func (p *plan) countParts() (calls, results int) {
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			switch p.msgs[i].parts[pi].kind {
+			case partCall:
+				calls++
+			case partResult:
+				results++
+			}
+		}
+	}
+	return calls, results
 }
 
 // idlessKey pairs id-less Gemini calls and responses by turn, name and order.
@@ -773,10 +805,18 @@ func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 func (p *plan) prepareEdits() {
 	p.edits = grow(p.edits, len(p.msgs))
 	p.after = grow(p.after, len(p.msgs))
+	n := 0
 	for i := range p.msgs {
-		start := len(p.removed)
-		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
-		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
+		n += len(p.msgs[i].parts)
+	}
+	// Sized once: the edits hold slices of it, which would keep every array append
+	// outgrew alive.
+	p.removed = grow(p.removed, n)
+	start := 0
+	for i := range p.msgs {
+		end := start + len(p.msgs[i].parts)
+		p.edits[i].removed = p.removed[start:end:end]
+		start = end
 	}
 }
 
