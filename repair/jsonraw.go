@@ -713,10 +713,16 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 // of the object being scanned so far. The sub-slices already handed out keep the old
 // array alive as it is: growing with append would copy them too and leave both copies
 // alive, which made a transcript of a million blocks hold its slabs about five times
-// over. The new array is a quarter larger than the old, as append grows large slices.
+// over. The new array is twice the old while small, then a quarter larger, as append
+// grows slices.
 func rechunk[T any](s []T, base int) []T {
-	n := len(s) - base
-	out := make([]T, n, max(cap(s)+cap(s)/4, 2*n, 64))
+	n, c := len(s)-base, cap(s)
+	if c < 1<<14 {
+		c *= 2
+	} else {
+		c += c / 4
+	}
+	out := make([]T, n, max(c, 2*n, 64))
 	copy(out, s[base:])
 	return out
 }

@@ -343,13 +343,8 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
 		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
-		var big *memoryError
-		switch {
-		case errors.As(err, &big):
-			return end, p.fail(StatusTooLarge, "repairing it would take over %d MiB of memory (%d blocks by message %d), "+
-				"more than the %d MiB limit; left unchanged", big.need>>20, p.sc.numBlocks, n, big.limit>>20)
-		case err != nil:
-			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
+		if err != nil {
+			return end, p.messageFailed(n, err)
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
@@ -365,6 +360,17 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		err = p.fail(StatusUnparseable, "%v", err)
 	}
 	return end, err
+}
+
+// messageFailed is the error for message n, which could not be scanned: too large or
+// unparseable.
+func (p *plan) messageFailed(n int, err error) error {
+	var big *memoryError
+	if errors.As(err, &big) {
+		return p.fail(StatusTooLarge, "repairing it would take over %d MiB of memory (%d blocks by message %d), "+
+			"more than the %d MiB limit; left unchanged", big.need>>20, p.sc.numBlocks, n, big.limit>>20)
+	}
+	return p.fail(StatusUnparseable, "message %d: %v", n, err)
 }
 
 // parse detects the dialect (unless forced) and finds each message's calls and results.
