@@ -628,7 +628,8 @@ type fieldsObj struct {
 // its blockArrays members (indexed like blockArrays), its first fields object (key
 // keyOther when it has none) and its end.
 func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, in fieldsObj, end int, err error) {
-	sc.members, ms, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
+	var base int
+	sc.members, base, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		if b[vstart] == '{' {
 			return sc.scanFields(b, code, vstart, &in)
 		}
@@ -642,6 +643,7 @@ func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(bl
 		}
 		return 0, false, nil
 	})
+	ms = sc.members[base:len(sc.members):len(sc.members)]
 	sc.numMembers += len(ms)
 	sc.numMsgs++
 	if err == nil {
@@ -657,9 +659,9 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 	if in.key != keyOther {
 		return 0, false, nil
 	}
-	var vend int
+	var vend, base int
 	var err error
-	sc.fieldMembers, in.ms, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
+	sc.fieldMembers, base, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
 		if b[vs] != '[' {
 			return 0, false, nil // a fields object inside: scanned as any value
 		}
@@ -673,7 +675,7 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 		}
 		return 0, false, nil
 	})
-	in.key = code
+	in.key, in.ms = code, sc.fieldMembers[base:len(sc.fieldMembers):len(sc.fieldMembers)]
 	sc.numMembers += len(in.ms)
 	return vend, true, err
 }
@@ -687,9 +689,11 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 		var end int
 		var err error
 		if b[j] == '{' {
-			if sc.blockMembers, blk.ms, end, err = scanMembersWith(b, j, depth+1, sc.blockMembers, nil); err != nil {
+			var mbase int
+			if sc.blockMembers, mbase, end, err = scanMembersWith(b, j, depth+1, sc.blockMembers, nil); err != nil {
 				return end, err
 			}
+			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
 		} else if end, err = scanValue(b, j, depth); err != nil {
 			return end, err
 		}
@@ -731,8 +735,8 @@ func rechunk[T any](s []T, base int) []T {
 // offsets relative to start, appended to out, and the object's end. depth is the
 // object's own nesting level.
 func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error) {
-	_, ms, end, err := scanMembersWith(b, start, depth, out, nil)
-	return ms, end, err
+	out, base, end, err := scanMembersWith(b, start, depth, out, nil)
+	return out[base:len(out):len(out)], end, err
 }
 
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
@@ -742,34 +746,35 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 // a callback: every message and block goes through here, and the callback (with out
 // captured by reference) cost about a tenth of a repair.
 //
-// It returns out grown (see rechunk), the object's members in it, and the object's end.
-func scanMembersWith(b []byte, start, depth int, out []member, value func(code keyCode, vstart int) (int, bool, error)) ([]member, []member, int, error) {
+// It returns out grown (see rechunk), where the object's members start in it, and the
+// object's end.
+func scanMembersWith(b []byte, start, depth int, out []member, value func(code keyCode, vstart int) (int, bool, error)) ([]member, int, int, error) {
 	base := len(out)
 	if err := checkDepth(start, depth); err != nil {
-		return out, nil, start, err
+		return out, base, start, err
 	}
 	var seen keySet
 	escaped := false
 	i := skipSpace(b, start+1)
 	if i < len(b) && b[i] == '}' {
-		return out, out[base:len(out):len(out)], i + 1, nil
+		return out, base, i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return out, out[base:len(out):len(out)], i, &SyntaxError{i, "expected object key"}
+			return out, base, i, &SyntaxError{i, "expected object key"}
 		}
 		ks := i
 		ke, code, esc, err := scanKey(b, ks)
 		if err != nil {
-			return out, out[base:len(out):len(out)], ke, err
+			return out, base, ke, err
 		}
 		escaped = escaped || esc
 		vs := skipSpace(b, ke)
 		if vs >= len(b) || b[vs] != ':' {
-			return out, out[base:len(out):len(out)], vs, &SyntaxError{vs, "expected ':' after object key"}
+			return out, base, vs, &SyntaxError{vs, "expected ':' after object key"}
 		}
 		if vs = skipSpace(b, vs+1); vs >= len(b) {
-			return out, out[base:len(out):len(out)], vs, &SyntaxError{vs, "unexpected end of input"}
+			return out, base, vs, &SyntaxError{vs, "unexpected end of input"}
 		}
 		var vend int
 		handled := false
@@ -780,7 +785,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 			vend, err = scanValue(b, vs, depth)
 		}
 		if err != nil {
-			return out, out[base:len(out):len(out)], vend, err
+			return out, base, vend, err
 		}
 		// A known key is a bit of seen.codes: that test is written out here, as the call
 		// cost more than the test.
@@ -791,7 +796,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 			dup = seen.dupOther(b[start:], out[base:], b[ks:ke])
 		}
 		if dup {
-			return out, out[base:len(out):len(out)], vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
+			return out, base, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
 		}
 		// Filled in place: a member built first and copied in cost a stall on every
 		// member (the copy read it back before its field stores had landed).
@@ -804,22 +809,22 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 		m.code = code
 		i = skipSpace(b, vend)
 		if i >= len(b) {
-			return out, out[base:len(out):len(out)], i, &SyntaxError{i, "unterminated object"}
+			return out, base, i, &SyntaxError{i, "unterminated object"}
 		}
 		if b[i] == '}' {
 			break
 		}
 		if b[i] != ',' {
-			return out, out[base:len(out):len(out)], i, &SyntaxError{i, "expected ',' or '}' in object"}
+			return out, base, i, &SyntaxError{i, "expected ',' or '}' in object"}
 		}
 		i = skipSpace(b, i+1)
 	}
 	end := i + 1
 	if escaped {
 		// Keys spelled with escapes can name the same key differently; compare decoded.
-		return out, out[base:len(out):len(out)], end, checkEscapedDuplicates(b[start:end], out[base:])
+		return out, base, end, checkEscapedDuplicates(b[start:end], out[base:])
 	}
-	return out, out[base:len(out):len(out)], end, nil
+	return out, base, end, nil
 }
 
 // keySet finds a repeated key among an object's members. Every message and block is
