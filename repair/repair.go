@@ -922,7 +922,7 @@ func (p *plan) decide() {
 		if pt.canonical != nil {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
-			pt.raw, pt.idPath = pt.canonical, pathID
+			pt.raw, pt.idPath = pt.canonical, pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
@@ -1387,7 +1387,7 @@ func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
 	pt.idRaw = encodeID(id)
-	pt.raw = setPath(pt.raw, pt.idPath, pt.idRaw)
+	pt.raw = setPath(pt.raw, pt.idPath.keys(), pt.idRaw)
 	pt.id = id
 	p.edits[msg].dirty = true
 }
