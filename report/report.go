@@ -30,6 +30,10 @@ type Session struct {
 	StageCounts  map[repair.Stage]int `json:"stage_counts,omitempty"`
 	Issues       []repair.Issue       `json:"issues,omitempty"`
 	Actions      []repair.Action      `json:"actions,omitempty"`
+	// A session file's entries off the leaf's path, left alone, and the branches (subtrees
+	// off the path) they form.
+	OffPath  int `json:"off_path_entries,omitempty"`
+	Branches int `json:"branches,omitempty"`
 }
 
 // Name says which session this is: its id, else its line.
