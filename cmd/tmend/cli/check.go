@@ -105,6 +105,10 @@ func dialectNames() string {
 }
 
 const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a pi or OpenClaw session file (a {"type":"session",...} header line, then one entry
+    a line): the messages on the leaf's parentId path are the transcript (openclaw
+    dialect); the tree is written back with unchanged lines byte for byte, inserted
+    results as new entries on the path, and branches off the path left alone;
   - a JSON array of messages;
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
@@ -113,6 +117,10 @@ const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
     the rest; blank lines are kept as they are.
 A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
 starts the session's quiet period.
+
+A DIR (check, fix --in-place) is walked for *.jsonl files, --workers at a time; symlinks
+are skipped. fix --in-place FILE|DIR replaces each file that changed (temp file, fsync,
+rename) and keeps the prior one beside it as NAME.tmend-<UTC time>.bak.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is, and so is a descriptor named
@@ -126,13 +134,14 @@ TMEND_QUIET_PERIOD, ...); a flag beats it.`
 func newCheckCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
-		Use:   "check [FILE|-]",
+		Use:   "check [FILE|DIR|-]",
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
 			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
 			"could not be written, 2 usage, 3 problems found.\n\n" +
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
+  tmend check ~/.pi/agent/sessions
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
   psql "$DATABASE_URL" -AtXc "SELECT jsonb_build_object('id', id, 'updated_at', updated_at, 'messages', messages) FROM sessions" | tmend check -`,
 		RunE: runE(e, o, runFiles),
@@ -144,7 +153,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 func newFixCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
-		Use:   "fix [FILE|-]",
+		Use:   "fix [FILE|-] | fix --in-place FILE|DIR",
 		Short: "Repair transcripts in a file or pipe",
 		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
@@ -153,7 +162,9 @@ func newFixCmd(e *Env) *cobra.Command {
 			"or the output or report could not be written, 2 usage.",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
-  cat session.json | tmend fix --target anthropic --force - | jq .`,
+  cat session.json | tmend fix --target anthropic --force - | jq .
+  tmend fix --in-place ~/.pi/agent/sessions
+  tmend fix --in-place --force ~/.pi/agent/sessions/--home-dev-proj--/2026-01-10T09-00-00-000Z_0199a1b2.jsonl`,
 		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, true)
