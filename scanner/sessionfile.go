@@ -123,7 +123,7 @@ func sessionFile(data []byte, opts repair.Options, fix bool) (out []byte, s *rep
 			continue
 		}
 		m := []byte(e.Message)
-		if e.Type != "message" {
+		if t.standIn(e) {
 			m = []byte(`{"role":"custom"}`) // an app message: no tool calls, never changed
 		}
 		msgs, from = append(msgs, m), append(from, ei)
@@ -155,6 +155,23 @@ func sessionFile(data []byte, opts repair.Options, fix bool) (out []byte, s *rep
 	}
 	s.BytesOut = len(out)
 	return out, s, info
+}
+
+// standIn reports whether the transcript holds e as an app message with no tool calls:
+// an entry that buildSessionContext turns into one, and in a version 2 file a message of
+// the role hookMessage, which pi renames to custom when it opens the file (tmend leaves
+// the renaming to pi).
+func (t *sessionTree) standIn(e *sfEntry) bool {
+	if e.Type != "message" {
+		return true
+	}
+	if *t.header.Version >= 3 {
+		return false
+	}
+	var m struct {
+		Role string `json:"role"`
+	}
+	return json.Unmarshal(e.Message, &m) == nil && m.Role == "hookMessage"
 }
 
 // sessionTree is a parsed session file.
@@ -315,7 +332,7 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 	}
 	for _, ei := range t.region {
 		if k, ok := entryOf[ei]; ok {
-			if t.entries[ei].Type != "message" && !survives[k] {
+			if t.standIn(&t.entries[ei]) && !survives[k] {
 				return nil, fmt.Errorf("the repair would drop the %s entry %q, which holds no tool call", t.entries[ei].Type, t.entries[ei].id())
 			}
 			if survives[k] {
@@ -347,7 +364,7 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 		}
 		ei := from[o.Input]
 		if o.Changed {
-			if t.entries[ei].Type != "message" {
+			if t.standIn(&t.entries[ei]) {
 				return nil, fmt.Errorf("the repair would change the %s entry %q, which holds no tool call", t.entries[ei].Type, t.entries[ei].id())
 			}
 			changed[ei] = msg
