@@ -22,8 +22,9 @@ import (
 // the path, dropped entries unlinked, branches off the path left alone.
 
 // Session file versions tmend reads: 2 and 3 are pi's (2 differs only by a role name of
-// an app message), 4 is the header OpenClaw writes for the same entries. Version 1 has no
-// entry ids; pi gives them random ones when it opens the file.
+// an app message); 4 is OpenClaw's, read when it holds only version 3's entries
+// (v3EntryTypes). Version 1 has no entry ids; pi gives them random ones when it opens the
+// file.
 const (
 	minSessionVersion = 2
 	maxSessionVersion = 4
@@ -42,7 +43,15 @@ type sfEntry struct {
 	FirstKept string          `json:"firstKeptEntryId"`
 	Summary   string          `json:"summary"`
 	Version   *int            `json:"version"`
+	// OpenClaw's version 4: a side append does not move the leaf.
+	AppendMode *string `json:"appendMode"`
 }
+
+// v3EntryTypes are the entry types of pi's version 3 files. OpenClaw's version 4 adds
+// reset entries, leaf controls and side appends, which move the leaf and cut the context
+// in ways tmend does not follow yet: a version 4 file is read only when it has none.
+var v3EntryTypes = map[string]bool{"message": true, "thinking_level_change": true, "model_change": true, "compaction": true,
+	"branch_summary": true, "custom": true, "custom_message": true, "label": true, "session_info": true}
 
 func (e *sfEntry) id() string {
 	if e.ID == nil {
@@ -229,6 +238,9 @@ func (t *sessionTree) index() error {
 		}
 		if e.Type == "session" {
 			return fmt.Errorf("line %d is a second session header", i+1)
+		}
+		if *t.header.Version >= 4 && (!v3EntryTypes[e.Type] || e.AppendMode != nil) {
+			return fmt.Errorf("line %d holds an OpenClaw version 4 entry (type %q, a reset, leaf control or side append) that tmend does not read yet", i+1, e.Type)
 		}
 		if e.ID == nil || *e.ID == "" {
 			return fmt.Errorf("the %s entry on line %d has no id", e.Type, i+1)

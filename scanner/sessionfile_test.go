@@ -140,6 +140,8 @@ func TestSessionFileRefused(t *testing.T) {
 		"DanglingParent": {header + `{"type":"message","id":"a","parentId":"zz","timestamp":"t","message":{"role":"user","content":"hi"}}` + "\n", model.StatusUnsupported, `parent "zz"`},
 		"DuplicateID":    {header + `{"type":"label","id":"a","parentId":null,"timestamp":"t"}` + "\n" + `{"type":"label","id":"a","parentId":null,"timestamp":"t"}` + "\n", model.StatusUnsupported, "same id"},
 		"Newer":          {strings.Replace(header, `"version":3`, `"version":9`, 1), model.StatusUnsupported, "newer"},
+		"V4Reset":        {strings.Replace(header, `"version":3`, `"version":4`, 1) + `{"type":"reset","id":"a","parentId":null,"timestamp":"t"}` + "\n", model.StatusUnsupported, "version 4 entry"},
+		"V4SideAppend":   {strings.Replace(header, `"version":3`, `"version":4`, 1) + `{"type":"label","id":"a","parentId":null,"appendMode":"side","timestamp":"t"}` + "\n", model.StatusUnsupported, "side append"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
