@@ -356,7 +356,7 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 	}
 
 	// The region in its new order: existing entries by index, new ones as negative
-	// numbers -(n+1) into added.
+	// numbers -(n+1) into news.
 	type added struct {
 		id, parent string
 		msg        []byte
