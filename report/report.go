@@ -16,8 +16,9 @@ import (
 
 // Session is the outcome for one transcript.
 type Session struct {
-	Type         string               `json:"type"`           // always "session"
-	File         string               `json:"file,omitempty"` // in a directory walk
+	Type         string               `json:"type"`             // always "session"
+	File         string               `json:"file,omitempty"`   // in a directory walk
+	Backup       string               `json:"backup,omitempty"` // fix --in-place: where the prior file is kept
 	Session      string               `json:"session_id,omitempty"`
 	Line         int                  `json:"line,omitempty"`
 	Status       model.SessionStatus  `json:"status"`

@@ -93,7 +93,11 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	finished := false
 	defer func() {
+		if finished {
+			return
+		}
 		if ferr := finish(); ferr != nil && (err == nil || err == errProblems) {
 			err = ferr
 		}
@@ -114,6 +118,9 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 		}
 		if f.backup != "" {
 			sum.FilesRewritten++
+			for _, s := range f.sessions {
+				s.Backup = f.backup
+			}
 		}
 		broken += f.res.Broken
 		failed += f.res.Failed
@@ -130,6 +137,10 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 		if err := h.Summary(&sum); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
+	}
+	finished = true
+	if err := finish(); err != nil {
+		return err
 	}
 	if fix && !o.json {
 		for _, f := range files {

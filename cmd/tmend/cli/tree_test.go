@@ -65,6 +65,7 @@ func TestFixInPlace(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	backup := broken + ".tmend-20260201T120000Z.bak"
 	require.Contains(t, r.stderr, "the prior file is kept as "+backup)
+	require.Regexp(t, `(?s)sessions .*repaired .*the prior file is kept as`, r.stderr) // after the report
 
 	// The prior bytes are in the backup; the file is the golden repair.
 	kept, err := os.ReadFile(backup)
@@ -97,6 +98,19 @@ func TestFixInPlace(t *testing.T) {
 	require.NotContains(t, r.stderr, "prior file")
 	r = runCLI(t, "", nil, "check", dir)
 	require.Equal(t, ExitOK, r.code, r.stdout)
+}
+
+func TestFixInPlaceJSONNamesTheBackup(t *testing.T) {
+	t.Parallel()
+	dir, broken, _ := sessionDir(t)
+	r := runCLI(t, "", nil, "fix", "--in-place", "--json", "--now", "2026-02-01T12:00:00Z", dir)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	lines := jsonLines(t, r.stderr)
+	require.Len(t, lines, 3)
+	require.Equal(t, "repaired", lines[0]["status"])
+	require.Equal(t, broken+".tmend-20260201T120000Z.bak", lines[0]["backup"])
+	require.Nil(t, lines[1]["backup"]) // the clean file is not rewritten
+	require.EqualValues(t, 1, lines[2]["files_rewritten"])
 }
 
 func TestFixInPlaceUsage(t *testing.T) {
