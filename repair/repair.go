@@ -279,6 +279,10 @@ func (p *plan) analyze() error {
 	if err := p.checkUnrecognized(); err != nil {
 		return err
 	}
+	if p.ps.toolish != "" {
+		p.report.Dialect = ""
+		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.toolishMsg, p.ps.toolish)
+	}
 	p.uniqueIDs()
 	p.alignPaddedIDs()
 	if p.opts.Target != "" {
