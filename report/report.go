@@ -36,6 +36,8 @@ type Session struct {
 	// off the path) they form.
 	OffPath  int `json:"off_path_entries,omitempty"`
 	Branches int `json:"branches,omitempty"`
+	// The session file's last line was cut off mid-write: skipped, as pi does, and kept.
+	CutOffLine bool `json:"cut_off_line,omitempty"`
 }
 
 // Name says which session this is: its id, else its line; in its file in a directory

@@ -93,6 +93,8 @@ type SessionFileInfo struct {
 	// Entries counts the entries (the header and blank lines not included); OffPath those
 	// not on the leaf's path, in Branches subtrees hanging off it.
 	Entries, OffPath, Branches int
+	// CutOff is set when the file ends in a line cut off mid-write, kept as it is.
+	CutOff bool
 }
 
 // sessionFile checks or (fix) repairs a session file. out is the repaired file, nil when
@@ -193,6 +195,7 @@ type sessionTree struct {
 	path, region []int
 	compaction   int // the last compaction entry on the path, -1 when none
 	regionParent string
+	cutOff       bool // the last line is a write cut off mid-line (see parseSessionFile)
 }
 
 func parseSessionFile(data []byte) (*sessionTree, error) {
@@ -207,7 +210,11 @@ func parseSessionFile(data []byte) (*sessionTree, error) {
 		data = data[end:]
 		if len(bytes.TrimSpace(e.raw)) == 0 {
 			e.blank = true
-		} else if err := json.Unmarshal(e.raw, &e); err != nil {
+		} else if err := json.Unmarshal(e.raw, &e); err != nil && len(data) == 0 && e.raw[len(e.raw)-1] != '\n' {
+			// The last write was cut off (a crash mid-line): pi skips the line, and so does
+			// tmend, keeping its bytes.
+			e.blank, t.cutOff = true, true
+		} else if err != nil {
 			return nil, fmt.Errorf("line %d of the session file is not a JSON entry (%v): pi skips such a line, tmend does not guess; remove or mend it by hand", n, err)
 		}
 		if hdr < 0 && !e.blank {
@@ -304,7 +311,7 @@ func (t *sessionTree) index() error {
 }
 
 func (t *sessionTree) info() SessionFileInfo {
-	var in SessionFileInfo
+	in := SessionFileInfo{CutOff: t.cutOff}
 	onPath := map[int]bool{}
 	for _, i := range t.path {
 		onPath[i] = true
@@ -487,7 +494,12 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 		lines = append(lines, line{e.id(), b})
 		emitNew(e.id())
 	}
-	// pi's leaf is the file's last entry: the path's new end goes last.
+	// pi's leaf is the file's last entry: the path's new end goes last, before only a
+	// line cut off mid-write, which has no newline to end it.
+	var cut []byte
+	if t.cutOff {
+		cut, lines = lines[len(lines)-1].b, lines[:len(lines)-1]
+	}
 	leaf := idOf(order[len(order)-1])
 	var out []byte
 	var leafLine []byte
@@ -498,7 +510,7 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 		}
 		out = append(out, l.b...)
 	}
-	return append(out, leafLine...), nil
+	return append(append(out, leafLine...), cut...), nil
 }
 
 // newID makes the id of the n-th new entry in pi's format (eight hex digits, unique in

@@ -43,7 +43,7 @@ func sessionFileRecord(cfg streamConfig, br *bufio.Reader, opts repair.Options) 
 		return cfg.emit(r)
 	}
 	out, s, info := sessionFile(data, opts, cfg.out != nil)
-	s.OffPath, s.Branches = info.OffPath, info.Branches
+	s.OffPath, s.Branches, s.CutOffLine = info.OffPath, info.Branches, info.CutOff
 	if cfg.out != nil {
 		if out == nil {
 			out = data

@@ -249,9 +249,18 @@ func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix boo
 		}
 		return nil
 	}
+	// A second fix within the same second gets the next free name: a backup is never
+	// replaced.
 	backup := f.path + ".tmend-" + stamp + ".bak"
-	if err := keepBackup(f.path, backup); err != nil {
-		return fmt.Errorf("keep the prior file as %s: %w", backup, err)
+	for n := 2; ; n++ {
+		err := keepBackup(f.path, backup)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || n > 1000 {
+			return fmt.Errorf("keep the prior file as %s: %w", backup, err)
+		}
+		backup = fmt.Sprintf("%s.tmend-%s-%d.bak", f.path, stamp, n)
 	}
 	if err := os.Rename(tmp.Name(), f.path); err != nil {
 		return err

@@ -98,6 +98,16 @@ func TestFixInPlace(t *testing.T) {
 	require.NotContains(t, r.stderr, "prior file")
 	r = runCLI(t, "", nil, "check", dir)
 	require.Equal(t, ExitOK, r.code, r.stdout)
+
+	// Broken again and fixed within the same second: the first backup stays, the second
+	// gets the next name.
+	require.NoError(t, os.WriteFile(broken, before, 0o600))
+	r = runCLI(t, "", nil, "fix", "--in-place", "--now", "2026-02-01T12:00:00Z", dir)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the prior file is kept as "+broken+".tmend-20260201T120000Z-2.bak")
+	kept, err = os.ReadFile(backup)
+	require.NoError(t, err)
+	require.Equal(t, before, kept)
 }
 
 func TestFixInPlaceJSONNamesTheBackup(t *testing.T) {
