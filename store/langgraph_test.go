@@ -87,7 +87,8 @@ func (l *langgraph) thread(t *testing.T, thread, ns string, msgs ...string) (fir
 	t.Helper()
 	first = l.put(t, thread, ns, "", 1, map[string]int{"messages": 2, "branch:to:agent": 2},
 		map[string]string{"messages": "[" + lgHuman + "]", "branch:to:agent": "null"})
-	newest = l.put(t, thread, ns, first, 2, map[string]int{"messages": 3, "branch:to:agent": 2, "branch:to:tools": 3},
+	// A later channel version than the messages': versions come from one counter.
+	newest = l.put(t, thread, ns, first, 2, map[string]int{"messages": 3, "branch:to:agent": 2, "branch:to:tools": 4},
 		map[string]string{"messages": "[" + strings.Join(msgs, ",") + "]", "branch:to:tools": "null"})
 	return first, newest
 }
@@ -163,8 +164,8 @@ func TestLangGraphRepairIsANewCheckpoint(t *testing.T) {
 	require.Equal(t, newest, c.Parent)
 	require.Equal(t, want, c.Blob, "the messages channel holds the whole repaired list")
 	require.Equal(t, "json", c.BlobType)
-	require.Equal(t, "4", c.MessagesV, "the largest channel version plus one, as getNextVersion bumps it")
-	require.JSONEq(t, `{"messages": 4, "branch:to:agent": 2, "branch:to:tools": 3}`, c.ChannelVersionsRaw)
+	require.Equal(t, "5", c.MessagesV, "the largest channel version plus one, as getNextVersion bumps it")
+	require.JSONEq(t, `{"messages": 5, "branch:to:agent": 2, "branch:to:tools": 4}`, c.ChannelVersionsRaw)
 	require.Equal(t, before[0].Checkpoint["versions_seen"], c.Checkpoint["versions_seen"], "no node ran")
 	require.EqualValues(t, 4, c.Checkpoint["v"])
 	require.Equal(t, c.ID, c.Checkpoint["id"])
@@ -213,7 +214,7 @@ func TestLangGraphRollbackIsAFurtherCheckpoint(t *testing.T) {
 	require.Equal(t, repaired, after[1:], "the repair's checkpoint stays in the history")
 	require.Equal(t, prior, after[0].Blob)
 	require.Equal(t, repaired[0].ID, after[0].Parent)
-	require.Equal(t, "5", after[0].MessagesV)
+	require.Equal(t, "6", after[0].MessagesV)
 	require.Equal(t, map[string]any{"version": "v-test", "restored_version": 1.0}, after[0].Meta["tmend"])
 	held := l.read(t, "t1")
 	require.Equal(t, model.ContentHash(held.Messages), held.HoldHash, "held: scheduled runs leave it alone")
@@ -224,7 +225,7 @@ func TestLangGraphRollbackIsAFurtherCheckpoint(t *testing.T) {
 	_, _ = l2.repair(t, l2.read(t, "t1"))
 	top := l2.checkpoints(t, "t1", "")[0]
 	l2.base = time.Now().Add(time.Minute) // LangGraph's next step, after tmend's checkpoint
-	l2.put(t, "t1", "", top.ID, 4, map[string]int{"messages": 6, "branch:to:agent": 6},
+	l2.put(t, "t1", "", top.ID, 4, map[string]int{"messages": 7, "branch:to:agent": 7},
 		map[string]string{"messages": "[" + lgHuman + "," + lgAnswer + "]"})
 	res, err = l2.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "t1", Trigger: model.TriggerCLI})
 	require.NoError(t, err)
