@@ -546,6 +546,18 @@ func (l *langGraphLayout) estimateChanged(context.Context, time.Time) (float64, 
 	return 0, errors.New("LangGraph checkpoints have no updated-at column; every run is a full run")
 }
 
+// estimateThreads is the number of threads by the statistics of the checkpoints table:
+// its rows times the share of distinct thread ids (threads' namespaces are not counted).
+func (l *langGraphLayout) estimateThreads(ctx context.Context, q querier) (float64, error) {
+	var n float64
+	err := q.QueryRow(ctx, `SELECT greatest(c.reltuples, 0) * CASE WHEN st.n_distinct IS NULL THEN 1
+  WHEN st.n_distinct < 0 THEN -st.n_distinct ELSE least(st.n_distinct / nullif(greatest(c.reltuples, 1), 0), 1) END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stats st ON st.schemaname = n.nspname AND st.tablename = c.relname AND st.attname = 'thread_id'
+WHERE c.oid = $1::regclass`, l.cp).Scan(&n)
+	return n, err
+}
+
 // split bounds partitions by thread ids sampled from the checkpoints (see splitPoints),
 // each as the session id of the thread's root namespace.
 func (l *langGraphLayout) split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error) {

@@ -297,4 +297,11 @@ func TestLangGraphNamespacesAndSchemas(t *testing.T) {
 	require.Len(t, l.checkpoints(t, "t1", "tools:6e2d"), 3)
 	require.Equal(t, root, l.checkpoints(t, "t1", ""), "the root namespace is another thread")
 	require.Equal(t, `lg.checkpoints(langgraph)`, l.st.Key())
+
+	// Runs are sized by threads, not checkpoints (5 of them, of one thread id).
+	_, err = l.pool.Exec(t.Context(), `ANALYZE lg.checkpoints`)
+	require.NoError(t, err)
+	n, err := l.st.EstimateSessions(t.Context())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
 }
