@@ -111,7 +111,8 @@ async function run(h) {
       if (!prior || JSON.stringify(prior.values.messages) !== JSON.stringify(t.prior)) {
         problems.push(`${t.id}: getStateHistory() lost the prior checkpoint`);
       }
-      seen.push(`${t.id}: repaired to ${msgs.length} messages (${msgs.filter((m) => ToolMessage.isInstance(m)).length} tool results), history ${history.length}`);
+      seen.push(`${t.id}: repaired to ${msgs.length} messages (${msgs.filter((m) => ToolMessage.isInstance(m)).length} tool results), `
+        + `next [${state.next.join(', ')}], history ${history.length}`);
     }
 
     // The next turn runs on the repaired state, and its request is valid.
