@@ -196,6 +196,20 @@ func TestLangGraphNewerCheckpointIsAConflict(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, model.Outcome{Conflict: true}, out)
 	require.Equal(t, before, l.checkpoints(t, "t1", ""), "nothing written")
+
+	// LangGraph's put writes its blobs, then its checkpoint: a blob at the version tmend
+	// takes (the largest plus one) is a conflict, never a blob shared with LangGraph.
+	l2 := setupLangGraph(t, "public")
+	l2.thread(t, "t1", "", lgHuman, lgCall2, lgResult)
+	sess = l2.read(t, "t1")
+	_, err = l2.pool.Exec(t.Context(), `INSERT INTO public.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+VALUES ('t1', '', 'messages', '5', 'json', '[]')`)
+	require.NoError(t, err)
+	out, err = l2.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		Report: model.Report{Status: model.StatusRepaired}})
+	require.NoError(t, err)
+	require.Equal(t, model.Outcome{Conflict: true}, out)
+	require.Len(t, l2.checkpoints(t, "t1", ""), 2)
 }
 
 func TestLangGraphRollbackIsAFurtherCheckpoint(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -31,10 +32,13 @@ func TestScanRepairsLangGraphThreads(t *testing.T) {
 
 	batch := &pgx.Batch{}
 	n := 0
+	var putAt func(thread, ns, typ string, blob []byte, id string) string
 	// put writes a thread's one checkpoint as the saver does, its id a uuid6 of 2025.
 	put := func(thread, ns, typ string, blob []byte) string {
 		n++
-		id := fmt.Sprintf("1f0c%04x-0000-6000-8001-000000000000", n)
+		return putAt(thread, ns, typ, blob, fmt.Sprintf("1f0c%04x-0000-6000-8001-000000000000", n))
+	}
+	putAt = func(thread, ns, typ string, blob []byte, id string) string {
 		batch.Queue(`INSERT INTO public.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) VALUES ($1, $2, 'messages', '2', $3, $4)`,
 			thread, ns, typ, blob)
 		batch.Queue(`INSERT INTO public.checkpoints (thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata) VALUES ($1, $2, $3, $4, '{"source":"loop","step":1,"parents":{}}')`,
@@ -59,6 +63,10 @@ func TestScanRepairsLangGraphThreads(t *testing.T) {
 	put("python", "", "msgpack", []byte{0x91, 0x01})
 	pending := put("pending", "", "json", []byte("["+lgHuman+","+lgCall+"]"))
 	batch.Queue(`INSERT INTO public.checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob) VALUES ('pending', '', $1, 'task', 0, 'messages', 'json', '[]')`, pending)
+	// Checkpointed a moment ago (a uuid6 of now): its last turn's calls may be running.
+	ts := uint64(time.Now().UnixNano()/100) + 0x01B21DD213814000
+	putAt("recent", "", "json", []byte("["+lgHuman+","+lgCall+"]"),
+		fmt.Sprintf("%08x-%04x-%04x-8001-000000000000", ts>>28, (ts>>12)&0xffff, 0x6000|ts&0x0fff))
 	require.NoError(t, b.pool.SendBatch(ctx, batch).Close())
 	checkpoints := b.count(t, `SELECT count(*) FROM public.checkpoints`)
 
@@ -70,9 +78,9 @@ func TestScanRepairsLangGraphThreads(t *testing.T) {
 		Counts map[string]int `json:"counts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
-	require.Equal(t, 30+6+2, run.Counts["scanned"], "each thread and namespace read once: %s", r.stdout)
+	require.Equal(t, 30+6+3, run.Counts["scanned"], "each thread and namespace read once: %s", r.stdout)
 	require.Equal(t, broken, run.Counts["repaired"], r.stdout)
-	require.Equal(t, 1, run.Counts["pending"], "pending writes to messages: in flight")
+	require.Equal(t, 2, run.Counts["pending"], "pending writes to messages, and a thread within the quiet period")
 	require.Equal(t, checkpoints+broken, b.count(t, `SELECT count(*) FROM public.checkpoints`), "a checkpoint more for each repair")
 	var reason string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status || ': ' || reason FROM tmend.repair_reports WHERE session_id = 'python'`).Scan(&reason))
