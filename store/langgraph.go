@@ -139,8 +139,7 @@ func (l *langGraphLayout) sessions(ctx context.Context, q model.Query) ([]model.
 	if pageBytes <= 0 || q.Mode == model.ModeSession {
 		pageBytes = 1<<63 - 1
 	}
-	limit := q.Limit
-	args := []any{q.MaxBytes, limit, pageBytes}
+	args := []any{q.MaxBytes, q.Limit, pageBytes}
 	var conds []string
 	cond := func(op, id string) {
 		t, ns := parseLangGraphSessionID(id)
