@@ -22,6 +22,10 @@ func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
 		n, err := m.estimateSessions(ctx, s.pool)
 		return int64(n), classify(err)
 	}
+	if g, ok := s.layout.(*langGraphLayout); ok {
+		n, err := g.estimateThreads(ctx, s.pool)
+		return int64(n), classify(err)
+	}
 	n, err := s.estimate(ctx, s.pool)
 	return int64(n), classify(err)
 }

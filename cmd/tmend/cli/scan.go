@@ -142,7 +142,9 @@ file, atomically, added to what it held, for runs without a daemon (a CronJob, a
   tmend scan --full --partitions 16 --concurrency 2
   tmend scan --cancel 42
   tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
-  tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
+  tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at
+  tmend scan --layout langgraph --dry-run
+  tmend scan --layout langgraph --table agents.checkpoints --session '["thread-1","tools:6e2d"]'`,
 		Args: noArgs,
 		RunE: runE(e, o, runScan),
 	}
