@@ -45,8 +45,9 @@ type RunDurations struct {
 const (
 	runGroupsSQL = `SELECT trigger, mode, dry_run, status, count(*), max(finished_at), coalesce(sum(num_scanned), 0)
 FROM repair_runs GROUP BY 1, 2, 3, 4`
-	// The bucket of a duration is the number of bounds below it.
-	runDurationsSQL = `SELECT trigger, (SELECT count(*) FROM unnest($1::float8[]) b WHERE b < d), count(*), sum(d)
+	// The bucket of a duration d is the number of bounds below it: of n bounds, n less
+	// those at or over d, which width_bucket counts over the bounds negated ($1, ascending).
+	runDurationsSQL = `SELECT trigger, cardinality($1::float8[]) - width_bucket(-d, $1::float8[]), count(*), sum(d)
 FROM (SELECT trigger, extract(epoch FROM finished_at - started_at)::float8 AS d
       FROM repair_runs WHERE status <> 'running') r
 GROUP BY 1, 2`
@@ -80,7 +81,11 @@ func (s *Store) RunTotals(ctx context.Context, bounds []float64) (RunTotals, err
 		})
 		return err
 	})
-	b.Queue(runDurationsSQL, bounds).Query(func(rows pgx.Rows) error {
+	negated := make([]float64, len(bounds))
+	for i, bound := range bounds {
+		negated[len(bounds)-1-i] = -bound
+	}
+	b.Queue(runDurationsSQL, negated).Query(func(rows pgx.Rows) error {
 		var tr model.Trigger
 		var bucket int
 		var n uint64
