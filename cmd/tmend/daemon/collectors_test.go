@@ -204,7 +204,15 @@ func TestPoolAndRiverMetrics(t *testing.T) {
 	require.Zero(t, m[completed])
 	require.Zero(t, m[`tmend_river_jobs{kind="tmend_scheduled_scan",state="available"}`], "series exist at zero")
 	require.Zero(t, m[`tmend_river_jobs_rescued{kind="tmend_partition",state="available"}`])
+	require.Zero(t, m[`tmend_river_jobs_errored{kind="tmend_partition",state="available"}`])
 	require.Equal(t, 1.0, m["tmend_running_runs"])
+	// What River's rescuer records on a job it takes from a worker that went silent.
+	_, err := pool.Exec(t.Context(), `UPDATE river_job SET errors = ARRAY[
+  '{"at": "2026-01-01T00:00:00Z", "attempt": 1, "error": "Stuck job rescued by JobRescuer", "trace": ""}'::jsonb]`)
+	require.NoError(t, err)
+	m = scrape(t, idle.base)
+	require.Equal(t, parts, m[`tmend_river_jobs_rescued{kind="tmend_partition",state="available"}`])
+	require.Equal(t, parts, m[`tmend_river_jobs_errored{kind="tmend_partition",state="available"}`])
 
 	max := m["tmend_db_pool_max_connections"]
 	require.Positive(t, max)
