@@ -10,17 +10,16 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// RunTotals is what the run rows of tmend's schema add up to: the metrics of every run,
-// whichever process ran or ended it, read back from the database.
-type RunTotals struct {
-	Groups []RunGroup
-	// Durations are the ended runs' durations by trigger.
+// EndedRuns is what the rows of the ended runs in tmend's schema add up to, whichever
+// process ran or ended them.
+type EndedRuns struct {
+	// Durations are the runs' durations by trigger.
 	Durations map[model.Trigger]*RunDurations
-	// Sessions are the ended runs' sessions by status, stage, issue and dialect.
+	// Sessions are the runs' sessions by status, stage, issue and dialect.
 	Sessions model.Summary
 }
 
-// RunGroup is the runs of one trigger, mode, dryness and status.
+// RunGroup is the runs of one trigger, mode, dryness and status, as RunGroups reads them.
 type RunGroup struct {
 	Trigger model.Trigger
 	Mode    model.Mode
@@ -60,27 +59,39 @@ WHERE r.status <> 'running'
 GROUP BY 1, 2`
 )
 
-// RunTotals reads what every run recorded in tmend's schema adds up to, in one round
-// trip; bounds are the upper bounds of the duration buckets, ascending. Run rows are
-// never deleted and an ended run's row no longer changes, so the totals only grow.
-func (s *Store) RunTotals(ctx context.Context, bounds []float64) (RunTotals, error) {
-	t := RunTotals{Durations: map[model.Trigger]*RunDurations{},
+// RunGroups counts the runs recorded in tmend's schema by trigger, mode, dryness and
+// status, in one query. Run rows are never deleted and an ended run's row no longer
+// changes, so the counts of ended runs only grow: while they stay the same, so does
+// what EndedRuns reads.
+func (s *Store) RunGroups(ctx context.Context) ([]RunGroup, error) {
+	rows, err := s.pool.Query(ctx, runGroupsSQL)
+	if err != nil {
+		return nil, classify(fmt.Errorf("count runs: %w", err))
+	}
+	var out []RunGroup
+	var g RunGroup
+	var last *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&g.Trigger, &g.Mode, &g.DryRun, &g.Status, &g.Runs, &last, &g.Scanned}, func() error {
+		g.LastFinished = time.Time{}
+		if last != nil {
+			g.LastFinished = *last
+		}
+		out = append(out, g)
+		return nil
+	})
+	if err != nil {
+		return nil, classify(fmt.Errorf("count runs: %w", err))
+	}
+	return out, nil
+}
+
+// EndedRuns reads what the ended runs add up to, in one round trip; bounds are the
+// upper bounds of the duration buckets, ascending.
+func (s *Store) EndedRuns(ctx context.Context, bounds []float64) (EndedRuns, error) {
+	t := EndedRuns{Durations: map[model.Trigger]*RunDurations{},
 		Sessions: model.Summary{ByStatus: map[model.SessionStatus]int{}, ByStage: map[string]int{},
 			ByIssue: map[string]int{}, ByDialect: map[string]int{}}}
 	b := &pgx.Batch{}
-	b.Queue(runGroupsSQL).Query(func(rows pgx.Rows) error {
-		var g RunGroup
-		var last *time.Time
-		_, err := pgx.ForEachRow(rows, []any{&g.Trigger, &g.Mode, &g.DryRun, &g.Status, &g.Runs, &last, &g.Scanned}, func() error {
-			g.LastFinished = time.Time{}
-			if last != nil {
-				g.LastFinished = *last
-			}
-			t.Groups = append(t.Groups, g)
-			return nil
-		})
-		return err
-	})
 	negated := make([]float64, len(bounds))
 	for i, bound := range bounds {
 		negated[len(bounds)-1-i] = -bound
@@ -122,7 +133,7 @@ func (s *Store) RunTotals(ctx context.Context, bounds []float64) (RunTotals, err
 		return err
 	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return t, classify(fmt.Errorf("read run totals: %w", err))
+		return t, classify(fmt.Errorf("add up the ended runs: %w", err))
 	}
 	return t, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// TestRunTotals: ended runs add up by trigger, mode, dryness and status, their
+// TestRunTotals: RunGroups and EndedRuns: ended runs add up by trigger, mode, dryness and status, their
 // durations fall into the bucket whose bound is the first at or over them, and their
 // summaries add up; running runs count apart, with what they scanned so far.
 func TestRunTotals(t *testing.T) {
@@ -36,10 +36,10 @@ VALUES ($1, $2, false, 'src', $3, $4, $5, $6, $7)`
 	_, err := b.pool.Exec(t.Context(), insert, "cron", "incremental", "running", start, nil, 40, `{"by_status":{"clean":40}}`)
 	require.NoError(t, err)
 
-	tot, err := b.store.RunTotals(t.Context(), []float64{0.1, 0.4, 1.6})
+	all, err := b.store.RunGroups(t.Context())
 	require.NoError(t, err)
 	groups := map[model.RunStatus]store.RunGroup{}
-	for _, g := range tot.Groups {
+	for _, g := range all {
 		groups[g.Status] = g
 	}
 	require.Len(t, groups, 4)
@@ -49,6 +49,8 @@ VALUES ($1, $2, false, 'src', $3, $4, $5, $6, $7)`
 	require.Equal(t, int64(40), groups[model.RunRunning].Scanned)
 	require.Equal(t, model.TriggerCron, groups[model.RunRunning].Trigger)
 
+	tot, err := b.store.EndedRuns(t.Context(), []float64{0.1, 0.4, 1.6})
+	require.NoError(t, err)
 	require.Len(t, tot.Durations, 1, "running runs have no duration")
 	d := tot.Durations[model.TriggerAPI]
 	require.Equal(t, uint64(4), d.Count)

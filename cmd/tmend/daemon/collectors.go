@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,9 +29,17 @@ var runDurationBuckets = prometheus.ExponentialBuckets(0.1, 4, 10)
 // counted once its row says it ended, however it ended and whichever process ended it,
 // and the running-run gauges say what the rows say now. Every series of a fixed label
 // set exists from the start, at zero, so that increase() sees the first event.
+//
+// Each scrape counts the runs by group (one query); the sums over the ended runs'
+// summaries and durations, which cost a pass over every run's summary, are read again
+// only when the counts of ended runs changed, as they do whenever a run ends.
 type runCollector struct {
 	ctx context.Context
 	st  *store.Store
+	mu  sync.Mutex
+	// ended is what the ended runs added up to when their counts were endedKey.
+	ended    store.EndedRuns
+	endedKey string
 	// withRunning adds the running-run gauges: a daemon's, not a textfile's, where they
 	// would be stale until the next write.
 	withRunning    bool
@@ -77,9 +88,14 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(c.ctx, scrapeTimeout)
 	defer cancel()
-	t, err := c.st.RunTotals(ctx, runDurationBuckets)
+	groups, err := c.st.RunGroups(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.runs, err)
+		return
+	}
+	t, err := c.endedRuns(ctx, groups)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.sessions, err)
 		return
 	}
 	type runKey struct {
@@ -98,7 +114,7 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	var running, scanned int64
-	for _, g := range t.Groups {
+	for _, g := range groups {
 		if g.Status == model.RunRunning {
 			running += g.Runs
 			scanned += g.Scanned
@@ -164,6 +180,30 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstHistogram(c.duration, d.Count, d.Sum, buckets, string(tr))
 	}
+}
+
+// endedRuns returns what the ended runs add up to, read again only when groups, the
+// runs counted now, show that runs ended since the last read. Reading the counts first
+// is safe: a run that ends between the two reads is in the sums and changes the counts
+// of the next scrape, which reads the sums again.
+func (c *runCollector) endedRuns(ctx context.Context, groups []store.RunGroup) (store.EndedRuns, error) {
+	var key strings.Builder
+	for _, g := range groups {
+		if g.Status != model.RunRunning {
+			fmt.Fprintf(&key, "%s/%s/%t/%s=%d;", g.Trigger, g.Mode, g.DryRun, g.Status, g.Runs)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.endedKey != "" && key.String() == c.endedKey {
+		return c.ended, nil
+	}
+	ended, err := c.st.EndedRuns(ctx, runDurationBuckets)
+	if err != nil {
+		return ended, err
+	}
+	c.ended, c.endedKey = ended, key.String()
+	return ended, nil
 }
 
 func counters(ch chan<- prometheus.Metric, desc *prometheus.Desc, values map[string]int) {

@@ -120,7 +120,7 @@ func TestMetricsCountCancelledRun(t *testing.T) {
 }
 
 // TestMetricsCountRunsOfEveryProcess: two daemons on one database, and a run by hand
-// (tmend repair), each end runs; both daemons count every run, once.
+// (tmend repair), each end runs; both daemons count every run, once, as it ends.
 func TestMetricsCountRunsOfEveryProcess(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewDB(t)
@@ -132,8 +132,15 @@ func TestMetricsCountRunsOfEveryProcess(t *testing.T) {
 	w := "Bearer " + apiToken
 	code, _ := call(t, "POST", one.base+"/v1/sessions/a/repair", w, "")
 	require.Equal(t, 200, code)
+	for _, b := range []*testBundle{one, two} {
+		require.Equal(t, 1.0, scrape(t, b.base)[`tmend_sessions_total{status="repaired"}`])
+	}
+	// A second run of the same trigger, mode and outcome: its sessions are added too.
 	code, _ = call(t, "POST", two.base+"/v1/sessions/b/repair", w, "")
 	require.Equal(t, 200, code)
+	for _, b := range []*testBundle{one, two} {
+		require.Equal(t, 2.0, scrape(t, b.base)[`tmend_sessions_total{status="repaired"}`])
+	}
 	one.repair(t, "c")
 	for _, b := range []*testBundle{one, two} {
 		m := scrape(t, b.base)
