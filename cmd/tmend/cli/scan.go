@@ -196,7 +196,8 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 	}
 	err = endRun(e, run, err, o.json, o.dryRun)
 	if run.ID != 0 && o.metricsTextfile != "" {
-		if werr := daemon.WriteTextfile(ctx, r.store, o.metricsTextfile); werr != nil {
+		// Also after Ctrl-C, which ended the run: the file counts it cancelled.
+		if werr := daemon.WriteTextfile(context.WithoutCancel(ctx), r.store, o.metricsTextfile); werr != nil {
 			if err != nil {
 				e.eprintf("tmend: %v\n", werr)
 				return err

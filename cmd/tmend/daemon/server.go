@@ -260,8 +260,8 @@ func (c consoleRollback) Rollback(ctx context.Context, o model.RollbackOptions) 
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
-// handlers; Instrument counts and logs its requests), works the queue (and, when this replica is River's leader, enqueues the
-// scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
+// handlers; Instrument counts and logs its requests), works the queue (and, when this
+// replica is River's leader, enqueues the scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
 // Then it stops taking requests and work and shuts down as Shutdown does, within
 // ShutdownTimeout, and returns the HTTP server's error, if that is why it stopped.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
