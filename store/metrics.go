@@ -59,14 +59,36 @@ WHERE r.status <> 'running'
 GROUP BY 1, 2`
 )
 
-// RunGroups counts the runs recorded in tmend's schema by trigger, mode, dryness and
-// status, in one query. Run rows are never deleted and an ended run's row no longer
-// changes, so the counts of ended runs only grow: while they stay the same, so does
-// what EndedRuns reads.
-func (s *Store) RunGroups(ctx context.Context) ([]RunGroup, error) {
-	rows, err := s.pool.Query(ctx, runGroupsSQL)
+// RunTotals counts the runs recorded in tmend's schema by trigger, mode, dryness and
+// status, and reads what the ended runs add up to (bounds are the upper bounds of the
+// duration buckets, ascending), in one snapshot: a run is in both or in neither. Run
+// rows are never deleted and an ended run's row no longer changes, so the counts of
+// ended runs only grow, and while they stay the same so does what the ended runs add up
+// to: when known says the counts are those of sums the caller already has, the ended
+// runs are not read again (nil).
+func (s *Store) RunTotals(ctx context.Context, bounds []float64, known func([]RunGroup) bool) ([]RunGroup, *EndedRuns, error) {
+	var groups []RunGroup
+	var ended *EndedRuns
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			var err error
+			if groups, err = runGroups(ctx, tx); err != nil || known(groups) {
+				return err
+			}
+			e, err := endedRuns(ctx, tx, bounds)
+			ended = &e
+			return err
+		})
 	if err != nil {
-		return nil, classify(fmt.Errorf("count runs: %w", err))
+		return nil, nil, classify(fmt.Errorf("read the runs' totals: %w", err))
+	}
+	return groups, ended, nil
+}
+
+func runGroups(ctx context.Context, tx pgx.Tx) ([]RunGroup, error) {
+	rows, err := tx.Query(ctx, runGroupsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
 	}
 	var out []RunGroup
 	var g RunGroup
@@ -80,14 +102,13 @@ func (s *Store) RunGroups(ctx context.Context) ([]RunGroup, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, classify(fmt.Errorf("count runs: %w", err))
+		return nil, fmt.Errorf("count runs: %w", err)
 	}
 	return out, nil
 }
 
-// EndedRuns reads what the ended runs add up to, in one round trip; bounds are the
-// upper bounds of the duration buckets, ascending.
-func (s *Store) EndedRuns(ctx context.Context, bounds []float64) (EndedRuns, error) {
+// endedRuns reads what the ended runs add up to, in one round trip.
+func endedRuns(ctx context.Context, tx pgx.Tx, bounds []float64) (EndedRuns, error) {
 	t := EndedRuns{Durations: map[model.Trigger]*RunDurations{},
 		Sessions: model.Summary{ByStatus: map[model.SessionStatus]int{}, ByStage: map[string]int{},
 			ByIssue: map[string]int{}, ByDialect: map[string]int{}}}
@@ -132,8 +153,8 @@ func (s *Store) EndedRuns(ctx context.Context, bounds []float64) (EndedRuns, err
 		})
 		return err
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return t, classify(fmt.Errorf("add up the ended runs: %w", err))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return t, fmt.Errorf("add up the ended runs: %w", err)
 	}
 	return t, nil
 }

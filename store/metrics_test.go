@@ -11,7 +11,7 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// TestRunTotals: RunGroups and EndedRuns: ended runs add up by trigger, mode, dryness and status, their
+// TestRunTotals: ended runs add up by trigger, mode, dryness and status, their
 // durations fall into the bucket whose bound is the first at or over them, and their
 // summaries add up; running runs count apart, with what they scanned so far.
 func TestRunTotals(t *testing.T) {
@@ -36,7 +36,7 @@ VALUES ($1, $2, false, 'src', $3, $4, $5, $6, $7)`
 	_, err := b.pool.Exec(t.Context(), insert, "cron", "incremental", "running", start, nil, 40, `{"by_status":{"clean":40}}`)
 	require.NoError(t, err)
 
-	all, err := b.store.RunGroups(t.Context())
+	all, tot, err := b.store.RunTotals(t.Context(), []float64{0.1, 0.4, 1.6}, func([]store.RunGroup) bool { return false })
 	require.NoError(t, err)
 	groups := map[model.RunStatus]store.RunGroup{}
 	for _, g := range all {
@@ -49,8 +49,6 @@ VALUES ($1, $2, false, 'src', $3, $4, $5, $6, $7)`
 	require.Equal(t, int64(40), groups[model.RunRunning].Scanned)
 	require.Equal(t, model.TriggerCron, groups[model.RunRunning].Trigger)
 
-	tot, err := b.store.EndedRuns(t.Context(), []float64{0.1, 0.4, 1.6})
-	require.NoError(t, err)
 	require.Len(t, tot.Durations, 1, "running runs have no duration")
 	d := tot.Durations[model.TriggerAPI]
 	require.Equal(t, uint64(4), d.Count)
@@ -61,4 +59,11 @@ VALUES ($1, $2, false, 'src', $3, $4, $5, $6, $7)`
 		ByStage: map[string]int{"move_results": 3}, ByIssue: map[string]int{"misplaced_tool_result": 2},
 		ByDialect: map[string]int{"anthropic": 2}}
 	require.Empty(t, cmp.Diff(want, tot.Sessions), "the running run's sessions are not counted yet")
+
+	_, again, err := b.store.RunTotals(t.Context(), []float64{0.1}, func(g []store.RunGroup) bool {
+		require.Equal(t, all, g)
+		return true
+	})
+	require.NoError(t, err)
+	require.Nil(t, again, "the caller has the sums of these runs")
 }

@@ -31,8 +31,9 @@ var runDurationBuckets = prometheus.ExponentialBuckets(0.1, 4, 10)
 // set exists from the start, at zero, so that increase() sees the first event.
 //
 // Each scrape counts the runs by group (one query); the sums over the ended runs'
-// summaries and durations, which cost a pass over every run's summary, are read again
-// only when the counts of ended runs changed, as they do whenever a run ends.
+// summaries and durations, which cost a pass over every run's summary, are read again,
+// in the same snapshot, only when the counts of ended runs changed, as they do whenever
+// a run ends.
 type runCollector struct {
 	ctx context.Context
 	st  *store.Store
@@ -88,14 +89,9 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(c.ctx, scrapeTimeout)
 	defer cancel()
-	groups, err := c.st.RunGroups(ctx)
+	groups, t, err := c.read(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.runs, err)
-		return
-	}
-	t, err := c.endedRuns(ctx, groups)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.sessions, err)
 		return
 	}
 	type runKey struct {
@@ -182,28 +178,29 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// endedRuns returns what the ended runs add up to, read again only when groups, the
-// runs counted now, show that runs ended since the last read. Reading the counts first
-// is safe: a run that ends between the two reads is in the sums and changes the counts
-// of the next scrape, which reads the sums again.
-func (c *runCollector) endedRuns(ctx context.Context, groups []store.RunGroup) (store.EndedRuns, error) {
-	var key strings.Builder
-	for _, g := range groups {
-		if g.Status != model.RunRunning {
-			fmt.Fprintf(&key, "%s/%s/%t/%s=%d;", g.Trigger, g.Mode, g.DryRun, g.Status, g.Runs)
-		}
-	}
+// read reads the runs by group and what the ended runs add up to, the latter again
+// only when runs ended since the last read.
+func (c *runCollector) read(ctx context.Context) ([]store.RunGroup, store.EndedRuns, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.endedKey != "" && key.String() == c.endedKey {
-		return c.ended, nil
-	}
-	ended, err := c.st.EndedRuns(ctx, runDurationBuckets)
+	var key string
+	groups, ended, err := c.st.RunTotals(ctx, runDurationBuckets, func(groups []store.RunGroup) bool {
+		var b strings.Builder
+		for _, g := range groups {
+			if g.Status != model.RunRunning {
+				fmt.Fprintf(&b, "%s/%s/%t/%s=%d;", g.Trigger, g.Mode, g.DryRun, g.Status, g.Runs)
+			}
+		}
+		key = b.String()
+		return c.endedKey != "" && key == c.endedKey
+	})
 	if err != nil {
-		return ended, err
+		return nil, store.EndedRuns{}, err
 	}
-	c.ended, c.endedKey = ended, key.String()
-	return ended, nil
+	if ended != nil {
+		c.ended, c.endedKey = *ended, key
+	}
+	return groups, c.ended, nil
 }
 
 func counters(ch chan<- prometheus.Metric, desc *prometheus.Desc, values map[string]int) {
