@@ -59,7 +59,8 @@ func (s *Scanner) Plan(ctx context.Context, o RunOptions, partitions int) (model
 			return n, err
 		}
 		if n.ScannedFrom.IsZero() {
-			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
+			// Only a completed scan that repairs everything it reads moves the position.
+			s.log.Info().Msg("no completed scan of this source without --dry-run or --limit yet; this incremental run scans everything")
 			n.Mode = model.ModeFull
 		}
 	}
