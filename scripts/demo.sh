@@ -50,7 +50,7 @@ began=$SECONDS
 step "fetching the Go modules tmend is built from (none when they are already in $(go env GOMODCACHE))"
 packages=$(go list -deps ./cmd/tmend | wc -l)
 
-step "building bin/tmend: $packages packages; a first build takes minutes (about 2.5 on a loaded 2-core machine), later ones seconds"
+step "building bin/tmend: $packages packages; a first build needs about 70 s of CPU, minutes on a busy machine; later ones seconds"
 build "$packages"
 
 if [ -n "${TMEND_DEMO_DATABASE_URL:-}" ]; then
