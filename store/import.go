@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,6 +57,9 @@ func ImportJSONLines(ctx context.Context, q txBeginner, r io.Reader) (int, error
 		doc, err := repair.ParseDocument(b)
 		if err != nil {
 			return 0, fmt.Errorf("line %d: %w", line, err)
+		}
+		if !utf8.Valid(b) {
+			return 0, fmt.Errorf("line %d is not UTF-8 text, which Postgres needs; convert the input to UTF-8 (with iconv, say) and import again", line)
 		}
 		if doc.ID == "" {
 			return 0, fmt.Errorf("line %d: session has no id", line)

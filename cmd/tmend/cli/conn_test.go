@@ -71,6 +71,8 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		"BadLine":     {strings.Join(lines, "") + "{\"id\": 1\n", "line 1501:"},
 		"NULEscape": {strings.Join(lines, "") + `{"id":"nul","messages":[{"role":"user","content":"a\\\u0000"}]}` + "\n",
 			`line 1501: session "nul" holds the escape \u0000 (a NUL character), which Postgres jsonb cannot store; remove it`},
+		"NotUTF8": {strings.Join(lines, "") + "{\"id\":\"latin1\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}\n",
+			"line 1501 is not UTF-8 text, which Postgres needs"},
 		"NULInID": {strings.Join(lines, "") + `{"id":"a\u0000b","messages":[]}` + "\n",
 			`line 1501: session id "a\x00b" holds a NUL character`},
 	} {
