@@ -427,7 +427,8 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs
 	w.q.working(job.Args.RunID, 1)
 	defer w.q.working(job.Args.RunID, -1)
 	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, scanner.PartitionOptions{
-		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts})
+		// A yield snoozes the job, which River does not count as an attempt.
+		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts, Retry: job.Attempt > 1})
 	if err != nil {
 		return err
 	}
