@@ -70,7 +70,8 @@ type messageSQL struct {
 	lockState, lock, saveVersion     string
 	saveOriginal, saveRepaired       string
 	insert, delete, update           string
-	restoreDelete, restoreInsert     string
+	restoreDelete, restoreUpdate     string
+	restoreInsert                    string
 	transcriptHash                   string
 	nextValues, maxOrder             string
 	estimate                         string
@@ -507,17 +508,28 @@ JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), 
 	}
 	s.maxOrder = fmt.Sprintf(`SELECT coalesce(max(%s), 0)::int8 FROM %s t`, ord, t.ident)
 
-	// Rollback: the session's rows replaced by those of a saved version, every column
-	// as it was.
-	s.restoreDelete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = %s`, t.ident, sid, idParam(1))
-	quoted := make([]string, len(t.columns))
-	for i, c := range t.columns {
-		quoted[i] = q(c)
+	// Rollback: the session's rows made those of a saved version, every column as it
+	// was, changing as few rows as it can: rows the version lacks are deleted, rows that
+	// differ are updated in place (their key kept, so a row another table refers to,
+	// such as the chatbot's "Vote_v2", stays), missing ones inserted.
+	version := fmt.Sprintf(`json_populate_recordset(NULL::%s,
+  (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1 AND version = $2)::json) v`, t.ident)
+	s.restoreDelete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = %s AND NOT EXISTS (SELECT FROM %s WHERE v.%s = %s)`,
+		t.ident, sid, idParam(1), version, q(t.pkColumn), pk)
+	var quoted, restoreCols, restoreVals []string
+	for _, c := range t.columns {
+		quoted = append(quoted, q(c))
+		if c != t.pkColumn {
+			restoreCols, restoreVals = append(restoreCols, q(c)), append(restoreVals, "v."+q(c))
+		}
 	}
+	// A row's JSON text compares every column exactly (json has no equality).
+	s.restoreUpdate = fmt.Sprintf(`UPDATE %s t SET (%s) = ROW(%s) FROM %s
+WHERE %s = v.%s AND %s = %s AND row_to_json(t)::text <> row_to_json(v)::text`,
+		t.ident, strings.Join(restoreCols, ", "), strings.Join(restoreVals, ", "), version, pk, q(t.pkColumn), sid, idParam(1))
 	s.restoreInsert = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)%[3]s
-SELECT %[2]s FROM json_populate_recordset(NULL::%[1]s,
-  (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1 AND version = $2)::json)`,
-		t.ident, strings.Join(quoted, ", "), overriding)
+SELECT %[2]s FROM %[4]s WHERE NOT EXISTS (SELECT FROM %[1]s x WHERE x.%[5]s = v.%[5]s)`,
+		t.ident, strings.Join(quoted, ", "), overriding, version, q(t.pkColumn))
 	return s
 }
 
@@ -894,17 +906,18 @@ func (l *messageLayout) saveVersion(ctx context.Context, tx pgx.Tx, id string, n
 	return hash, size, err
 }
 
-// restore replaces the session's rows with those of version n. Appends are kept out
+// restore makes the session's rows those of version n. Appends are kept out
 // while it does, for the same reason as in apply.
 func (l *messageLayout) restore(ctx context.Context, tx pgx.Tx, id string, n int) error {
 	if _, err := tx.Exec(ctx, "LOCK TABLE "+l.t.ident+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, l.sql.restoreDelete, id); err != nil {
-		return err
+	for _, q := range []string{l.sql.restoreDelete, l.sql.restoreUpdate, l.sql.restoreInsert} {
+		if _, err := tx.Exec(ctx, q, id, n, l.t.key); err != nil {
+			return err
+		}
 	}
-	_, err := tx.Exec(ctx, l.sql.restoreInsert, id, n, l.t.key)
-	return err
+	return nil
 }
 
 // holdHash: a version holds rows; a read session is the transcript they make.

@@ -381,3 +381,49 @@ func compactJSON(t *testing.T, s string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Rollback changes rows in place where it can: a row another table refers to (the
+// chatbot template's "Vote_v2" on "Message_v2") is updated, not deleted and inserted
+// again, which its foreign key would refuse.
+func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	const chat = "00000000-0000-4000-8000-000000000001"
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, m := range [][2]string{
+		{"user", `[{"type":"text","text":"Weather in Paris?"}]`},
+		{"assistant", `[{"type":"text","text":"Checking."},{"type":"tool-getWeather","toolCallId":"c1","state":"input-available","input":{"city":"Paris"}}]`},
+		{"user", `[{"type":"text","text":"Still there?"}]`},
+	} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO "Message_v2" (id, "chatId", role, parts, attachments, "createdAt") VALUES ($1, $2, $3, $4, '[]', $5)`,
+			fmt.Sprintf("00000000-0000-4000-9000-%012d", i), chat, m[0], m[1], at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Vote_v2" ("chatId", "messageId", "isUpvoted") VALUES ($1, '00000000-0000-4000-9000-000000000001', true)`, chat)
+	require.NoError(t, err)
+	src, err := store.Preset("ai-sdk-chatbot")
+	require.NoError(t, err)
+	src.Table = "public." + src.Table
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY "createdAt", id)::text FROM "Message_v2" t`).Scan(&s))
+		return s
+	}
+	before := whole()
+
+	l := &langchain{st: st}
+	l.repair(t, l.read(t, chat))
+	require.NotEqual(t, before, whole())
+	res, err := st.Rollback(t.Context(), model.RollbackRequest{SessionID: chat, Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
+	require.Equal(t, before, whole(), "every row back, every column")
+}
