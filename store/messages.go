@@ -804,10 +804,22 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		err = cerr
 	}
 	if err != nil {
-		return out, fmt.Errorf("write repaired session: %w", err)
+		return out, fmt.Errorf("write repaired session: %w", referenced(err))
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// referenced says what to do when a row the repair deletes is referenced by another
+// table's foreign key (a vote on a duplicated message, for one): the transaction rolled
+// back, so the session is as it was.
+func referenced(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.ForeignKeyViolation {
+		return err
+	}
+	return fmt.Errorf("a row the repair deletes is referenced by another table (%s, foreign key %q); the session is left as it was: "+
+		"remove those references, or make the foreign key ON DELETE CASCADE or SET NULL, then run again: %w", pgErr.Detail, pgErr.ConstraintName, err)
 }
 
 // decompose splits a message into its fields' column values: the message itself for a

@@ -427,3 +427,45 @@ func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
 	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
 	require.Equal(t, before, whole(), "every row back, every column")
 }
+
+// A row the repair would delete that another table refers to (a vote on a retried
+// answer) leaves the session as it was, with an error that says what to do.
+func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	const chat = "00000000-0000-4000-8000-000000000001"
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	answer := `[{"type":"tool-getWeather","toolCallId":"c1","state":"output-available","input":{"city":"Paris"},"output":{"celsius":21}}]`
+	for i, m := range [][2]string{{"user", `[{"type":"text","text":"Weather?"}]`}, {"assistant", answer}, {"assistant", answer}} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO "Message_v2" (id, "chatId", role, parts, attachments, "createdAt") VALUES ($1, $2, $3, $4, '[]', $5)`,
+			fmt.Sprintf("00000000-0000-4000-9000-%012d", i), chat, m[0], m[1], at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	// The vote is on the retry's copy, the row the repair drops.
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Vote_v2" ("chatId", "messageId", "isUpvoted") VALUES ($1, '00000000-0000-4000-9000-000000000002', true)`, chat)
+	require.NoError(t, err)
+	src, err := store.Preset("ai-sdk-chatbot")
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY id)::text FROM "Message_v2" t`).Scan(&s))
+		return s
+	}
+	before := whole()
+	l := &langchain{st: st}
+	sess := l.read(t, chat)
+	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
+	require.ErrorContains(t, err, `a row the repair deletes is referenced by another table (Key (id)=(00000000-0000-4000-9000-000000000002) is still referenced from table "Vote_v2".`)
+	require.Equal(t, before, whole())
+}
