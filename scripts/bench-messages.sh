@@ -42,16 +42,16 @@ sql -c "INSERT INTO $t (session_id, message) SELECT g.j->>'id', m.e FROM bench_g
 echo "table: $(sql -c "SELECT count(*) || ' rows, ' || pg_size_pretty(pg_total_relation_size('$t'))  FROM $t")"
 
 # Read: a dry run of every session against COPY of the same rows in the same order.
-copy_s=() dry_s=()
+copy_s=() dry_s=() read_r=()
 copy() { local s=$(now); sql -c "\\copy (SELECT session_id, id, message FROM $t ORDER BY session_id, id) TO '/dev/null'"; since "$s"; }
 dry() { local s=$(now); $tmend scan "${lc[@]}" --full --dry-run >/dev/null || [ $? = 3 ]; since "$s"; }
 for r in $(seq "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then c=$(copy); d=$(dry); else d=$(dry); c=$(copy); fi
-  copy_s+=("$c") dry_s+=("$d")
-  echo "read round $r: COPY ${c}s, dry-run scan ${d}s, ratio $(echo "scale=2; $d / $c" | bc)"
+  copy_s+=("$c") dry_s+=("$d") read_r+=("$(echo "scale=3; $d / $c" | bc)")
+  echo "read round $r: COPY ${c}s, dry-run scan ${d}s, ratio ${read_r[-1]}"
 done
 c=$(printf '%s\n' "${copy_s[@]}" | median) d=$(printf '%s\n' "${dry_s[@]}" | median)
-echo "read, medians of $ROUNDS: COPY ${c}s, dry-run scan ${d}s, ratio $(echo "scale=2; $d / $c" | bc)"
+echo "read, medians of $ROUNDS: COPY ${c}s, dry-run scan ${d}s; median of the rounds' ratios $(printf '%s\n' "${read_r[@]}" | median)"
 
 # Repair: the broken sessions, put back as generated with new ids (above the last run's
 # mark, so an incremental run reads exactly them), repaired by tmend; then the same rows put
@@ -68,7 +68,7 @@ putback() {
 plain=(-1 -c "DELETE FROM $t WHERE id IN (SELECT id FROM bench_del)"
   -c "UPDATE $t t SET session_id = u.session_id, message = u.message FROM bench_upd u WHERE t.id = u.id"
   -c "INSERT INTO $t SELECT * FROM bench_ins")
-tm_s=() sql_s=()
+tm_s=() sql_s=() rep_r=()
 for r in $(seq "$ROUNDS"); do
   putback "INSERT INTO $t (session_id, message) SELECT session_id, message FROM bench_orig ORDER BY id"
   snap bench_before
@@ -95,8 +95,8 @@ for r in $(seq "$ROUNDS"); do
   p=$(since "$s")
   same=$(sql -c "SELECT count(*) FROM (SELECT t.* FROM $t t JOIN bench_broken USING (session_id) EXCEPT ALL SELECT * FROM bench_after) x")
   [ "$same" = 0 ] || { echo "the plain SQL did not make the rows tmend made" >&2; exit 1; }
-  tm_s+=("$tm") sql_s+=("$p")
-  echo "repair round $r: tmend ${tm}s (scanned, repaired: $scanned; rows: $changes), plain SQL ${p}s, ratio $(echo "scale=2; $tm / $p" | bc)"
+  tm_s+=("$tm") sql_s+=("$p") rep_r+=("$(echo "scale=3; $tm / $p" | bc)")
+  echo "repair round $r: tmend ${tm}s (scanned, repaired: $scanned; rows: $changes), plain SQL ${p}s, ratio ${rep_r[-1]}"
 done
 tm=$(printf '%s\n' "${tm_s[@]}" | median) p=$(printf '%s\n' "${sql_s[@]}" | median)
-echo "repair of $broken broken sessions, medians of $ROUNDS: tmend ${tm}s, plain SQL ${p}s, ratio $(echo "scale=2; $tm / $p" | bc)"
+echo "repair of $broken broken sessions, medians of $ROUNDS: tmend ${tm}s, plain SQL ${p}s; median of the rounds' ratios $(printf '%s\n' "${rep_r[@]}" | median)"
