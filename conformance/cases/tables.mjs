@@ -5,7 +5,9 @@
 // through the library, requires the library's own read to build a request the provider rules
 // reject, runs `tmend migrate up` and `tmend scan --preset P`, requires the library's read to
 // build valid requests (every text a person wrote still there), then `tmend rollback --run`
-// and requires every row back as it was, every column.
+// and requires every row back as it was, every column. One case appends a message while
+// tmend waits to write: a conflict, nothing lost.
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +19,7 @@ const WEATHER = { city: 'Paris', celsius: 21 };
 export function cases(h) {
   return [
     { name: 'tables langchain-postgres: PostgresChatMessageHistory', run: () => withDB(h, 'tables_langchain', (url) => langchain(h, url)) },
+    { name: 'tables langchain-postgres: a message appended while tmend writes is a conflict', run: () => withDB(h, 'tables_race', (url) => langchainRace(h, url)) },
     { name: 'tables mastra: PostgresStore saveMessages / listMessages', run: () => withDB(h, 'tables_mastra', (url) => mastraCase(h, url)) },
     { name: 'tables ai-sdk-chatbot: "Message_v2" as the template writes and reads it', run: () => withDB(h, 'tables_chatbot', (url) => chatbot(h, url)) },
   ];
@@ -164,6 +167,75 @@ async function langchain(h, url) {
       rows: async () => (await pool.query('SELECT json_agg(t ORDER BY id)::text AS j FROM langchain_chat_histories t')).rows[0].j,
     });
   } finally {
+    await pool.end();
+  }
+}
+
+// langchainRace appends a message to a session after tmend read it and before it writes:
+// tmend's write waits for the table lock this case holds (it places rows on the SERIAL id),
+// the append commits, and tmend must find the rows changed: a conflict, nothing written,
+// nothing lost; the next run repairs the session with the appended message last.
+async function langchainRace(h, url) {
+  const { PostgresChatMessageHistory } = await import('@langchain/community/stores/message/postgres');
+  const { HumanMessage, AIMessage, mapChatMessagesToStoredMessages } = await import('@langchain/core/messages');
+  const problems = [];
+  const pool = newPool(url);
+  const locker = new pg.Client({ connectionString: url });
+  locker.on('error', () => {});
+  await locker.connect();
+  try {
+    const history = new PostgresChatMessageHistory({ pool, sessionId: 'lc-race' });
+    const call = new AIMessage({ content: 'Checking.', tool_calls: [{ id: 'toolu_01', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }] });
+    for (const m of [new HumanMessage('Weather in Paris?'), call, new HumanMessage('Are you still there?')]) await history.addMessage(m);
+    const db = ['--database-url', url];
+    const mig = h.tmend(['migrate', 'up', ...db]);
+    if (mig.status !== 0) return { summary: '', problems: [`tmend migrate up exited ${mig.status}: ${mig.stderr.trim()}`] };
+
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE langchain_chat_histories IN ROW EXCLUSIVE MODE');
+    const child = spawn(h.TMEND, ['scan', '--preset', 'langchain-postgres', '--full', '--force', '--json', ...db]);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    const exited = new Promise((res) => child.on('close', res));
+    // tmend has read the session once its write waits for the table.
+    let waiting = false;
+    for (let i = 0; i < 600 && !waiting; i++) {
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()
+        AND wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE%'`);
+      waiting = rows[0].n > 0;
+      if (!waiting) await new Promise((r) => setTimeout(r, 50));
+    }
+    const appended = new HumanMessage('appended meanwhile');
+    const { data, type } = mapChatMessagesToStoredMessages([appended])[0];
+    // As addMessage does, in the transaction that holds the lock.
+    await locker.query('INSERT INTO langchain_chat_histories (session_id, message) VALUES ($1, $2)', ['lc-race', { ...data, type }]);
+    await locker.query('COMMIT');
+    const status = await exited;
+    if (!waiting) problems.push('tmend never waited for the table lock: the race was not driven');
+    let run;
+    try {
+      run = JSON.parse(out);
+    } catch {
+      return { summary: '', problems: [...problems, `tmend scan exited ${status} with no JSON`] };
+    }
+    if (run.counts?.conflict !== 1 || run.counts?.repaired !== 0) problems.push(`want the session a conflict, not repaired: ${JSON.stringify(run.counts)}`);
+    const texts = (msgs) => msgs.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+    const after = texts(await history.getMessages());
+    const want = ['Weather in Paris?', 'Checking.', 'Are you still there?', 'appended meanwhile'];
+    if (JSON.stringify(after) !== JSON.stringify(want)) problems.push(`after the conflict getMessages() reads ${JSON.stringify(after)}, want ${JSON.stringify(want)}`);
+
+    const again = h.tmend(['scan', '--preset', 'langchain-postgres', '--full', '--force', '--json', ...db]);
+    const run2 = JSON.parse(again.stdout || '{}');
+    if (run2.counts?.repaired !== 1) problems.push(`the next run repaired ${run2.counts?.repaired}, want 1: ${again.stderr.trim()}`);
+    const msgs = await history.getMessages();
+    if (msgs.at(-1)?.content !== 'appended meanwhile') problems.push(`after the next run the appended message is not last: ${JSON.stringify(texts(msgs))}`);
+    if (!msgs.some((m) => m.tool_call_id === 'toolu_01')) problems.push('the next run did not answer the call');
+    return {
+      summary: `tmend waited for the lock: ${waiting}; run: ${JSON.stringify(run.counts)}; next run repaired ${run2.counts?.repaired}, ${msgs.length} messages, the appended one last`,
+      problems,
+    };
+  } finally {
+    await locker.end();
     await pool.end();
   }
 }
