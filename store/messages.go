@@ -57,9 +57,11 @@ type messageTypes struct {
 	alsoType   string // the OrderAlsoColumn's type, when there is one
 	updatedAt  string
 	// columns are those an INSERT may set (not generated), in table order;
-	// overriding is set when one is an identity column GENERATED ALWAYS.
+	// overriding is set when one is an identity column GENERATED ALWAYS, which
+	// always lists.
 	columns    []string
 	overriding bool
+	always     []string
 }
 
 // messageSQL holds a messages table's statements, built once from quoted identifiers
@@ -140,6 +142,9 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 		if !c.generated {
 			t.columns = append(t.columns, c.name)
 			t.overriding = t.overriding || c.always
+			if c.always {
+				t.always = append(t.always, c.name)
+			}
 		}
 		if c.single {
 			t.pkColumn = c.name
@@ -523,7 +528,9 @@ JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), 
 	var quoted, restoreCols, restoreVals []string
 	for _, c := range t.columns {
 		quoted = append(quoted, q(c))
-		if c != t.pkColumn {
+		// An identity column GENERATED ALWAYS cannot be set by UPDATE; a repair never
+		// changes it in a row it keeps.
+		if c != t.pkColumn && !slices.Contains(t.always, c) {
 			restoreCols, restoreVals = append(restoreCols, q(c)), append(restoreVals, "v."+q(c))
 		}
 	}

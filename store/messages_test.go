@@ -469,3 +469,36 @@ func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
 	require.ErrorContains(t, err, `a row the repair deletes is referenced by another table (Key (id)=(00000000-0000-4000-9000-000000000002) is still referenced from table "Vote_v2".`)
 	require.Equal(t, before, whole())
 }
+
+// Rollback of a row changed in place leaves an identity column GENERATED ALWAYS alone:
+// UPDATE may not set it, and a repair never changes it in a row it keeps.
+func TestMessagesLayoutRollbackIdentityAlways(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE public.chat (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  n bigint GENERATED ALWAYS AS IDENTITY, conv text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// The call's ids repeat: the repair rewrites the call in place and adds a result last.
+	dupIDs := `{"type":"ai","content":"","tool_calls":[{"id":"c2","name":"ls","args":{},"type":"tool_call"},{"id":"c2","name":"ls","args":{},"type":"tool_call"}]}`
+	for i, m := range []string{lcHuman, dupIDs, `{"type":"tool","content":"x","tool_call_id":"c2","name":"ls"}`} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO public.chat (conv, body, created_at) VALUES ('c', $1, $2)`, m, at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	st, err := store.Open(t.Context(), pool, store.Source{Table: "public.chat", Layout: store.LayoutMessages,
+		SessionColumn: "conv", OrderColumn: "created_at", MessageColumn: "body"}, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY created_at, id)::text FROM public.chat t`).Scan(&s))
+		return s
+	}
+	before := whole()
+	l := &langchain{st: st}
+	l.repair(t, l.read(t, "c"))
+	require.NotEqual(t, before, whole())
+	res, err := st.Rollback(t.Context(), model.RollbackRequest{SessionID: "c", Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
+	require.Equal(t, before, whole())
+}
