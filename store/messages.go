@@ -520,7 +520,8 @@ JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), 
 	// Rollback: the session's rows made those of a saved version, every column as it
 	// was, changing as few rows as it can: rows the version lacks are deleted, rows that
 	// differ are updated in place (their key kept, so a row another table refers to,
-	// such as the chatbot's "Vote_v2", stays), missing ones inserted.
+	// such as the chatbot's "Vote_v2", stays), missing ones inserted: a key another
+	// session holds now fails the insert, rather than a row left out.
 	version := fmt.Sprintf(`json_populate_recordset(NULL::%s,
   (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1 AND version = $2)::json) v`, t.ident)
 	s.restoreDelete = fmt.Sprintf(`DELETE FROM %s t WHERE %s = %s AND NOT EXISTS (SELECT FROM %s WHERE v.%s = %s)`,
@@ -539,8 +540,8 @@ JOIN %s s ON s.%s = v.tk::%s ORDER BY v.i`, t.ident, strings.Join(names, ", "), 
 WHERE %s = v.%s AND %s = %s AND row_to_json(t)::text <> row_to_json(v)::text`,
 		t.ident, strings.Join(restoreCols, ", "), strings.Join(restoreVals, ", "), version, pk, q(t.pkColumn), sid, idParam(1))
 	s.restoreInsert = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)%[3]s
-SELECT %[2]s FROM %[4]s WHERE NOT EXISTS (SELECT FROM %[1]s x WHERE x.%[5]s = v.%[5]s)`,
-		t.ident, strings.Join(quoted, ", "), overriding, version, q(t.pkColumn))
+SELECT %[2]s FROM %[4]s WHERE NOT EXISTS (SELECT FROM %[1]s x WHERE x.%[5]s = v.%[5]s AND x.%[6]s = %[7]s)`,
+		t.ident, strings.Join(quoted, ", "), overriding, version, q(t.pkColumn), q(src.SessionColumn), idParam(1))
 	return s
 }
 

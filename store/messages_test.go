@@ -502,3 +502,23 @@ func TestMessagesLayoutRollbackIdentityAlways(t *testing.T) {
 	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
 	require.Equal(t, before, whole())
 }
+
+// A row of the saved version whose key another session holds now (Mastra's saveMessages
+// moves a message by id) fails the rollback: the session is not called restored
+// without it.
+func TestMessagesLayoutRollbackKeyTakenElsewhere(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1, lcOrphan, lcHuman2)
+	l.repair(t, l.read(t, "s"))
+	// The orphan's row was deleted by the repair; its key now belongs to another session.
+	var orphan int
+	require.NoError(t, l.pool.QueryRow(t.Context(), `SELECT id FROM session_versions v, json_to_recordset(v.content::json) AS r (id int, message jsonb)
+WHERE v.session_id = 's' AND v.kind = 'original' AND r.message->>'tool_call_id' = 'zz'`).Scan(&orphan))
+	_, err := l.pool.Exec(t.Context(), `INSERT INTO public.langchain_chat_histories (id, session_id, message) VALUES ($1, 'other', $2)`, orphan, lcHuman)
+	require.NoError(t, err)
+	before := l.whole(t, "s")
+	_, err = l.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "s", Trigger: model.TriggerCLI})
+	require.ErrorContains(t, err, "duplicate key")
+	require.Equal(t, before, l.whole(t, "s"), "the session as it was")
+}
