@@ -11,8 +11,9 @@ LDFLAGS  := -s -w -X github.com/tmend/tmend/cmd/tmend/buildinfo.version=$(VERSIO
 	-X github.com/tmend/tmend/cmd/tmend/buildinfo.date=$(DATE) \
 	-X github.com/tmend/tmend/cmd/tmend/buildinfo.modified=$(MODIFIED)
 
+# BUILDFLAGS adds go build flags (demo.sh passes -v to show its progress).
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/tmend ./cmd/tmend
+	CGO_ENABLED=0 go build $(BUILDFLAGS) -trimpath -ldflags '$(LDFLAGS)' -o bin/tmend ./cmd/tmend
 
 # Into $(go env GOBIN) or $(go env GOPATH)/bin, stamped like build.
 install:
@@ -22,8 +23,9 @@ install:
 test:
 	scripts/test.sh
 
-# The main job end to end on a throwaway PostgreSQL.
-demo: build
+# The main job end to end on a throwaway PostgreSQL, then the daemon and its console
+# until Ctrl-C. It builds bin/tmend itself, to show the build's progress.
+demo:
 	scripts/demo.sh
 
 bench:

@@ -13,7 +13,7 @@
 // Exit 0 when every case passed, 1 otherwise.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -611,6 +611,12 @@ function texts(node, out = new Set(), role) {
 
 async function runCase(c) {
   const res = { name: c.name, ok: false, problems: [] };
+  if (c.run) {
+    // A case of its own shape (conformance/cases/): it says what it saw and what went wrong.
+    Object.assign(res, await c.run());
+    res.ok = res.problems.length === 0;
+    return res;
+  }
   const stored = JSON.parse(JSON.stringify(await c.build()));
   res.stored = stored;
   res.before = await verdict(c, stored);
@@ -644,12 +650,30 @@ function fixSummary(r) {
   return `${r.status}${r.dialect ? ` [${r.dialect}]` : ''}${stages ? ` (${stages})` : ''}${r.reason ? `: ${r.reason}` : ''}`;
 }
 
+// Cases kept in conformance/cases/*.mjs: each module exports cases(h), h being the helpers
+// below, and returns cases with a name and run(): async () => ({summary, problems}). Cases that
+// need Postgres take h.databaseURL (a server where they may CREATE DATABASE; scripts/conformance.sh
+// sets it).
+async function moduleCases() {
+  const dir = join(here, 'cases');
+  if (!existsSync(dir)) return [];
+  const h = {
+    TMEND, tmend, jsonLines, providerCheck, fix, stub, anthropicReply, openaiChatReply, openaiResponsesReply, texts,
+    databaseURL: process.env.TMEND_TEST_DATABASE_URL, verbose,
+  };
+  const out = [];
+  for (const f of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+    out.push(...(await (await import(join(dir, f))).cases(h)));
+  }
+  return out;
+}
+
 async function main() {
   if (!existsSync(TMEND)) {
     console.error(`conformance: no tmend binary at ${TMEND} (build it, or set TMEND_BIN)`);
     process.exit(1);
   }
-  let cases = [...ai4Cases(), ...aiCases(), ...lcCases(), ...mastraCases()];
+  let cases = [...ai4Cases(), ...aiCases(), ...lcCases(), ...mastraCases(), ...(await moduleCases())];
   if (filters.length) cases = cases.filter((c) => filters.some((f) => c.name.includes(f)));
   if (!cases.length) {
     console.error('conformance: no case matches');
@@ -675,6 +699,12 @@ async function main() {
     }
     r.logged = logged;
     r.ok ? passed++ : failed++;
+    if (c.run) {
+      console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${c.name.padEnd(width)}  ${r.summary ?? ''}`);
+      for (const p of r.problems) console.log(`        ${p}`.replaceAll('\n', '\n        '));
+      if (verbose && r.logged.length) console.log(`        the libraries logged: ${r.logged.join(' / ')}`);
+      continue;
+    }
     const before = r.before ? describe(r.before) : '-';
     const after = r.after ? (isBroken(r.after) ? `REJECTED ${describe(r.after)}` : `accepted (${describe(r.after)})`) : '-';
     const label = c.kind === 'tolerated' ? 'library tolerates it' : 'library';

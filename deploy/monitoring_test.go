@@ -23,11 +23,13 @@ import (
 	"github.com/prometheus/common/model"
 	plabels "github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tmend/tmend/cmd/tmend/queue"
 	"github.com/tmend/tmend/repair"
 	tmodel "github.com/tmend/tmend/store/model"
 	"github.com/tmend/tmend/store/storetest"
@@ -172,6 +174,46 @@ var labelValues = map[string]map[string][]string{
 	"tmend_run_duration_seconds_bucket": {"trigger": strs(tmodel.Triggers())},
 	"tmend_issues_total":                {"code": issueCodes()},
 	"tmend_sessions_by_dialect_total":   {"dialect": strs(repair.Dialects())},
+	"tmend_river_jobs":                  {"state": strs(rivertype.JobStates()), "kind": riverKinds},
+	"tmend_river_jobs_errored":          {"state": strs(rivertype.JobStates()), "kind": riverKinds},
+	"tmend_river_jobs_rescued":          {"state": strs(rivertype.JobStates()), "kind": riverKinds},
+}
+
+// riverKinds are the kinds of tmend's River jobs.
+var riverKinds = []string{queue.PartitionArgs{}.Kind(), queue.ScheduledArgs{}.Kind()}
+
+// fromDatabase are the series the daemon reads from the database at scrape time: every
+// replica (and a scan's textfile) reports the same values, so a sum across targets would
+// count each run once per replica.
+var fromDatabase = regexp.MustCompile(`^tmend_(runs_total|sessions_total|issues_total|sessions_by_dialect_total|` +
+	`stage_actions_total|run_duration_seconds_(bucket|sum|count)|last_run_timestamp_seconds|running_runs|` +
+	`running_run_sessions_scanned|river_.+)$`)
+
+// checkTakesMax requires every selection of a series read from the database to go
+// through max (or min) before any other aggregation: max by (...) across targets, then
+// sum over the labels tmend sets, if at all.
+func checkTakesMax(t *testing.T, where, expr string) {
+	t.Helper()
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	require.NoError(t, err, "%s: %s", where, expr)
+	parser.Inspect(e, func(node parser.Node, path []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || !fromDatabase.MatchString(vs.Name) {
+			return nil
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			if c, ok := path[i].(*parser.Call); ok && strings.HasPrefix(c.Func.Name, "absent") {
+				return nil // whether it exists at all
+			}
+			if a, ok := path[i].(*parser.AggregateExpr); ok {
+				require.True(t, a.Op == parser.MAX || a.Op == parser.MIN,
+					"%s: %s is the same on every replica: aggregate it with max before %s: %s", where, vs.Name, a.Op, expr)
+				return nil
+			}
+		}
+		require.Fail(t, "not aggregated", "%s: %s is the same on every replica: aggregate it with max: %s", where, vs.Name, expr)
+		return nil
+	})
 }
 
 func issueCodes() []string {
@@ -273,6 +315,7 @@ func TestPrometheusRules(t *testing.T) {
 			require.NotContains(t, names, r.Alert, "alert names are unique")
 			names = append(names, r.Alert)
 			checkExpr(t, r.Alert, r.Expr.String(), reg)
+			checkTakesMax(t, r.Alert, r.Expr.String())
 			if r.For != nil {
 				_, err := model.ParseDuration(string(*r.For))
 				require.NoError(t, err, r.Alert)
@@ -428,6 +471,7 @@ func TestGrafanaDashboard(t *testing.T) {
 				require.Equal(t, "${datasource}", tg.Datasource.UID, p.Title)
 				require.Contains(t, tg.Expr, `job=~"$job"`, "panel %q: every query follows the job variable", p.Title)
 				checkExpr(t, "panel "+p.Title, grafanaVars.Replace(tg.Expr), reg)
+				checkTakesMax(t, "panel "+p.Title, grafanaVars.Replace(tg.Expr))
 				queries++
 			}
 		}

@@ -293,6 +293,9 @@ type parser struct {
 	// others): the transcript is then of no known dialect.
 	unknown    string
 	unknownMsg int
+	// toolish is set by checkToolish.
+	toolish    string
+	toolishMsg int
 	// form is the stored form of the transcript's messages, for a dialect that has
 	// several (LangChain); 0 until a message sets it. formMsg is that message.
 	form        uint8
@@ -486,6 +489,7 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 			fn(p, o)
 			if p.kind == partOther {
 				ps.checkForeign(o)
+				ps.checkToolish(o)
 			}
 			ps.scratch = ps.scratch[:mark]
 		}
@@ -514,6 +518,19 @@ func (ps *parser) checkForeign(o obj) {
 		if d := blockSignal(o); d != "" && d != ps.detected {
 			ps.foreign, ps.foreignMsg = d, ps.msg
 		}
+	}
+}
+
+// checkToolish records a block whose type names a tool, call or function that the detected
+// dialect does not read: it may be a call or result tmend cannot pair (and one the provider
+// would refuse), so the transcript is left alone (after the search of unknown blocks for
+// ids, whose refusal says more), as it is when no dialect is found.
+func (ps *parser) checkToolish(o obj) {
+	if ps.detected == "" || ps.toolish != "" || blockSignal(o) == ps.detected {
+		return
+	}
+	if typ := wordOf(o.get(keyType)); toolish(typ) && !serverToolBlocks.has(typ) {
+		ps.toolish, ps.toolishMsg = fmt.Sprintf("a block of type %q, which the %s dialect does not know", typ, ps.detected), ps.msg
 	}
 }
 

@@ -259,10 +259,18 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 	}
 	for _, k := range []string{"updated_at", "updatedAt"} {
 		if m, ok := findMember(obj, ms, k); ok {
-			s, _ := stringValue(m.val(obj))
+			v := m.val(obj)
+			s, ok := stringValue(v)
+			if !ok {
+				shown := string(v) + " " // a number, true, false or null, as written
+				if v[0] == '{' || v[0] == '[' {
+					shown = ""
+				}
+				return Document{}, fmt.Errorf("%s %sis a JSON %s, not an RFC 3339 time string such as \"2024-05-01T12:00:00Z\"", k, shown, kindOf(v[0]))
+			}
 			t, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
-				return Document{}, fmt.Errorf("%s %q is not an RFC 3339 time", k, s)
+				return Document{}, fmt.Errorf("%s %q is not an RFC 3339 time such as \"2024-05-01T12:00:00Z\"", k, s)
 			}
 			d.UpdatedAt = t
 		}

@@ -39,9 +39,10 @@ var toolStates = map[string]toolState{
 }
 
 // uiPartTypes are the other part types of a UIMessage (and of Mastra's format 2), which
-// hold no tool call; data-* parts are the app's own.
+// hold no tool call; data-* parts are the app's own. ai 7 adds reasoning-file and
+// steering-message (a user message steered into the run: text and file parts only).
 var uiPartTypes = words("text", "reasoning", "step-start", "file", "source-url", "source-document",
-	"source", "custom")
+	"source", "custom", "reasoning-file", "steering-message")
 
 // knownUIPart reports whether typ is a part type tmend reads: a tool part or one above.
 func knownUIPart(typ []byte) bool {

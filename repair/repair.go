@@ -25,6 +25,11 @@ import (
 // are still taken to be running.
 const DefaultQuietPeriod = 10 * time.Minute
 
+// MaxClockSkew is how far ahead of Now a session's last change may be dated and still
+// count as recent (the writer's clock and tmend's differ); a later date is reported in
+// the report's Reason and gives no quiet period.
+const MaxClockSkew = 5 * time.Minute
+
 // FailedTurnPolicy says what happens to calls of a turn that ended in error or abort
 // whose results did arrive.
 type FailedTurnPolicy string
@@ -43,7 +48,8 @@ type Options struct {
 	Dialect Dialect
 	// Now and UpdatedAt (the session's last change) decide the quiet period: while
 	// Now-UpdatedAt < QuietPeriod, calls of the last turn may still be running and get no
-	// synthetic result. Either one zero means no quiet period.
+	// synthetic result. Either one zero means no quiet period; an UpdatedAt more than
+	// MaxClockSkew after Now gives none either, and the report's Reason says so.
 	Now, UpdatedAt time.Time
 	// QuietPeriod defaults to DefaultQuietPeriod; negative disables it.
 	QuietPeriod time.Duration
@@ -283,6 +289,10 @@ func (p *plan) analyze() error {
 	p.decide()
 	if err := p.checkUnrecognized(); err != nil {
 		return err
+	}
+	if p.ps.toolish != "" {
+		p.report.Dialect = ""
+		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.toolishMsg, p.ps.toolish)
 	}
 	p.uniqueIDs()
 	p.alignPaddedIDs()
@@ -826,14 +836,29 @@ func (p *plan) prepareEdits() {
 	}
 }
 
-// quiet reports whether the session changed within the quiet period.
+// quiet reports whether the session changed within the quiet period. A change dated
+// further ahead than MaxClockSkew is not recent but a wrong date: taken as recent it
+// would keep the session's last turn in flight until that date (year 9999: for ever).
 func (p *plan) quiet() bool {
+	return p.quietApplies() && p.opts.Now.Sub(p.opts.UpdatedAt) < p.quietPeriod() && !p.updatedInFuture()
+}
+
+// quietApplies: the options ask for a quiet period and give the times it needs.
+func (p *plan) quietApplies() bool {
 	o := p.opts
-	q := o.QuietPeriod
-	if q == 0 {
-		q = DefaultQuietPeriod
+	return !o.Force && p.quietPeriod() > 0 && !o.Now.IsZero() && !o.UpdatedAt.IsZero()
+}
+
+func (p *plan) quietPeriod() time.Duration {
+	if p.opts.QuietPeriod == 0 {
+		return DefaultQuietPeriod
 	}
-	return !o.Force && q > 0 && !o.Now.IsZero() && !o.UpdatedAt.IsZero() && o.Now.Sub(o.UpdatedAt) < q
+	return p.opts.QuietPeriod
+}
+
+// updatedInFuture: the session's last change is dated beyond MaxClockSkew ahead of Now.
+func (p *plan) updatedInFuture() bool {
+	return p.opts.UpdatedAt.Sub(p.opts.Now) > MaxClockSkew
 }
 
 // openTurn returns the turn whose calls may still be running: the session's last call
@@ -1440,6 +1465,11 @@ func (p *plan) finish() {
 	}
 	if len(counts) > 0 {
 		p.report.StageCounts = counts
+	}
+	if p.quietApplies() && p.updatedInFuture() {
+		p.report.Reason = fmt.Sprintf("updated_at %s is more than %s ahead of the clock (%s): "+
+			"no call is taken to be still running; fix the writer's clock or the date",
+			p.opts.UpdatedAt.Format(time.RFC3339), MaxClockSkew, p.opts.Now.Format(time.RFC3339))
 	}
 	switch {
 	case len(p.report.Actions) > 0:

@@ -292,20 +292,55 @@ func TestQuietPeriod(t *testing.T) {
 	require.Equal(t, repair.StatusPending, res.Report.Status)
 	require.Positive(t, res.Report.PendingCalls)
 	require.Equal(t, in, res.Messages)
+	require.Empty(t, res.Report.Reason)
 	v, err := repair.Validate(in, recent)
 	require.NoError(t, err)
 	require.Empty(t, v.Issues, "pending calls are not faults yet")
+
+	// A writer's clock a little ahead still counts as recent.
+	res, err = repair.Repair(in, repair.Options{Now: now, UpdatedAt: now.Add(repair.MaxClockSkew)})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusPending, res.Report.Status)
+	require.Empty(t, res.Report.Reason)
 
 	for name, opts := range map[string]repair.Options{
 		"Old":    {Now: now, UpdatedAt: now.Add(-11 * time.Minute)},
 		"Forced": {Now: now, UpdatedAt: now.Add(-2 * time.Minute), Force: true},
 		"Short":  {Now: now, UpdatedAt: now.Add(-2 * time.Minute), QuietPeriod: time.Minute},
+		// Dated beyond the skew: no turn is in flight until year 9999.
+		"FarFuture": {Now: now, UpdatedAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		"Future":    {Now: now, UpdatedAt: now.Add(repair.MaxClockSkew + time.Second)},
 	} {
 		res, err := repair.Repair(in, opts)
 		require.NoError(t, err, name)
 		require.Equal(t, repair.StatusRepaired, res.Report.Status, name)
 		require.Positive(t, res.Report.StageCounts[repair.StageSynthesizeMissingResults], name)
+		if strings.HasSuffix(name, "Future") {
+			require.Contains(t, res.Report.Reason, "is more than 5m0s ahead of the clock (2026-05-01T12:00:00Z)", name)
+		} else {
+			require.Empty(t, res.Report.Reason, name)
+		}
 	}
+	res, err = repair.Repair(in, repair.Options{Now: now, UpdatedAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)})
+	require.NoError(t, err)
+	require.Contains(t, res.Report.Reason, "updated_at 9999-12-31T00:00:00Z is more than")
+}
+
+func TestDocumentUpdatedAtErrorsShowTheValue(t *testing.T) {
+	t.Parallel()
+	for value, want := range map[string]string{
+		`1700000000`:   `updated_at 1700000000 is a JSON number, not an RFC 3339 time string such as "2024-05-01T12:00:00Z"`,
+		`null`:         `updated_at null is a JSON null, not an RFC 3339 time string`,
+		`{"s":1}`:      `updated_at is a JSON object, not an RFC 3339 time string`,
+		`"yesterday"`:  `updated_at "yesterday" is not an RFC 3339 time`,
+		`"2024-05-01"`: `updated_at "2024-05-01" is not an RFC 3339 time`,
+	} {
+		_, err := repair.ParseDocument([]byte(`{"id":"s","updated_at":` + value + `,"messages":[]}`))
+		require.ErrorContains(t, err, want, value)
+	}
+	doc, err := repair.ParseDocument([]byte(`{"id":"s","updatedAt":"2024-05-01T12:00:00Z","messages":[]}`))
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), doc.UpdatedAt)
 }
 
 func TestFailedTurnPolicy(t *testing.T) {

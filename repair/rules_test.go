@@ -107,6 +107,11 @@ func TestUnrecognizedMessageIsNeverClean(t *testing.T) {
 			`message 1 (role "critic") is not a message of the gemini dialect that tmend knows`},
 		"LangChain": {`[{"type":"ai","content":"","tool_calls":[{"id":"c1","name":"f","args":{}}]},{"type":"remark","content":"x"}]`,
 			`message 1 (type "remark") is not a message of the langchain dialect that tmend knows`},
+		// A dialect's transcript with a block that names a call the dialect does not read: a
+		// fix that removed the dialect's own blocks would otherwise leave one that a second
+		// pass, finding no dialect, refuses.
+		"AnthropicToolishBlock": {`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"CAll"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]`,
+			`message 1: a block of type "CAll", which the anthropic dialect does not know`},
 		"OpenClaw": {`[{"role":"toolResult","toolCallId":"c1","toolName":"f","content":[]},{"role":"oracle","content":"x"}]`,
 			`message 1 (role "oracle") is not a message of the openclaw dialect that tmend knows`},
 	}

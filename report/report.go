@@ -16,7 +16,9 @@ import (
 
 // Session is the outcome for one transcript.
 type Session struct {
-	Type         string               `json:"type"` // always "session"
+	Type         string               `json:"type"`             // always "session"
+	File         string               `json:"file,omitempty"`   // in a directory walk
+	Backup       string               `json:"backup,omitempty"` // fix --in-place: where the prior file is kept
 	Session      string               `json:"session_id,omitempty"`
 	Line         int                  `json:"line,omitempty"`
 	Status       model.SessionStatus  `json:"status"`
@@ -30,10 +32,22 @@ type Session struct {
 	StageCounts  map[repair.Stage]int `json:"stage_counts,omitempty"`
 	Issues       []repair.Issue       `json:"issues,omitempty"`
 	Actions      []repair.Action      `json:"actions,omitempty"`
+	// A session file's entries off the leaf's path, left alone, and the branches (subtrees
+	// off the path) they form.
+	OffPath  int `json:"off_path_entries,omitempty"`
+	Branches int `json:"branches,omitempty"`
+	// The session file's last line was cut off mid-write: skipped, as pi does, and kept.
+	CutOffLine bool `json:"cut_off_line,omitempty"`
 }
 
-// Name says which session this is: its id, else its line.
+// Name says which session this is: its id, else its line; in its file in a directory
+// walk.
 func (s *Session) Name() string {
+	if s.File != "" {
+		c := *s
+		c.File = ""
+		return s.File + ": " + c.Name()
+	}
 	switch {
 	case s.Session != "":
 		return s.Session
@@ -50,6 +64,12 @@ type Summary struct {
 	ByStatus map[model.SessionStatus]int `json:"by_status"`
 	ByStage  map[repair.Stage]int        `json:"by_stage,omitempty"`
 	ByIssue  map[repair.IssueCode]int    `json:"by_issue,omitempty"`
+	// A directory walk or --in-place: the files read, those rewritten (each with a backup
+	// beside it), those skipped (symlinks) and the bytes read.
+	Files          int   `json:"files,omitempty"`
+	FilesRewritten int   `json:"files_rewritten,omitempty"`
+	FilesSkipped   int   `json:"files_skipped,omitempty"`
+	Bytes          int64 `json:"bytes,omitempty"`
 }
 
 // Add counts s into the summary.
@@ -159,6 +179,13 @@ func issueList(issues []repair.Issue) string {
 func (h *textHandler) Summary(s *Summary) error {
 	tw := tabwriter.NewWriter(h.w, 0, 4, 2, ' ', 0)
 	p := &errWriter{w: tw}
+	if s.Files > 0 {
+		p.printf("files\t%d (%d bytes)\n", s.Files, s.Bytes)
+		p.printf("  rewritten\t%d\n", s.FilesRewritten)
+		if s.FilesSkipped > 0 {
+			p.printf("  skipped\t%d\n", s.FilesSkipped)
+		}
+	}
 	p.printf("sessions\t%d\n", s.Sessions)
 	for _, k := range sortedKeys(s.ByStatus) {
 		p.printf("  %s\t%d\n", Escape(k), s.ByStatus[k])

@@ -105,7 +105,7 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 		defer m.close()
 		cfg.in, mapped = bytes.NewReader(m.data), m.data
 	}
-	if err := guard(mapped, func() error { return dispatch(ctx, cfg, m) }); err != nil {
+	if err := guard(mapped, func() error { return dispatch(ctx, cfg, m, o.Repair) }); err != nil {
 		return res, err
 	}
 	for _, h := range handlers {
@@ -124,11 +124,11 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 // utf8BOM is the byte order mark some Windows tools put before UTF-8 text.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// dispatch sends a single document (an array, or a multi-line object) through process
-// directly, and JSON Lines through the parallel stream, which reads them in place when
+// dispatch sends a session file (sessionfile.go) and a single document (an array, or a
+// multi-line object) through their repair directly, and JSON Lines through the parallel stream, which reads them in place when
 // the input is mapped (m, whose data cfg.in reads). A byte order mark is skipped, and
 // kept in the output.
-func dispatch(ctx context.Context, cfg streamConfig, m *mapping) error {
+func dispatch(ctx context.Context, cfg streamConfig, m *mapping, opts repair.Options) error {
 	out, maxBytes := cfg.out, cfg.maxBytes
 	br := bufio.NewReaderSize(cfg.in, 256<<10)
 	start := 0 // where the text starts, after a byte order mark
@@ -147,6 +147,9 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping) error {
 	}
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
+	}
+	if looksLikeSessionFile(br) {
+		return sessionFileRecord(cfg, br, opts)
 	}
 	if looksLikeJSONLines(br) {
 		cfg.in = br

@@ -59,7 +59,8 @@ func (s *Scanner) Plan(ctx context.Context, o RunOptions, partitions int) (model
 			return n, err
 		}
 		if n.ScannedFrom.IsZero() {
-			s.log.Info().Msg("no completed run yet; the first incremental run scans everything")
+			// Only a completed scan that repairs everything it reads moves the position.
+			s.log.Info().Msg("no completed scan of this source without --dry-run or --limit yet; this incremental run scans everything")
 			n.Mode = model.ModeFull
 		}
 	}
@@ -107,6 +108,9 @@ type PartitionOptions struct {
 	Stop <-chan struct{}
 	// Last is set on the job's last attempt: an error then ends the partition as failed.
 	Last bool
+	// Retry is set when an earlier attempt of the job failed or its worker died, as
+	// opposed to one that yielded at the end of its slice.
+	Retry bool
 }
 
 // WorkPartition works partition of run runID as one job attempt: it claims the
@@ -124,9 +128,14 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	if err != nil || c.Done {
 		return PartitionDone, err
 	}
-	log := s.log.With().Int64("run_id", runID).Int("partition", partition).Int("attempt", c.Attempt).Logger()
-	if c.Resumed {
-		log.Info().Int("num_scanned", c.SoFar.Counts.Scanned).Msg("resuming partition from its checkpoint")
+	// claim counts the turns the partition was handed, one per time slice: not retries.
+	log := s.log.With().Int64("run_id", runID).Int("partition", partition).Int("claim", c.Attempt).Logger()
+	switch {
+	case c.Resumed && po.Retry:
+		log.Info().Int("num_scanned", c.SoFar.Counts.Scanned).
+			Msg("resuming partition from its checkpoint after a failed or interrupted attempt")
+	case c.Resumed:
+		log.Debug().Int("num_scanned", c.SoFar.Counts.Scanned).Msg("partition continues from its checkpoint after its time slice")
 	}
 	sc, err := s.forRun(c.Run)
 	if err != nil {

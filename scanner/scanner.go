@@ -618,6 +618,16 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size,
 		Lease: o.part.lease}
+	switch {
+	case sess.Unreadable != "":
+		out.Status, out.Reason = model.StatusUnparseable, sess.Unreadable
+		report.Status, report.Reason = out.Status, out.Reason
+		return out, s.record(ctx, report)
+	case sess.InFlight != "":
+		out.Status, out.Reason = model.StatusPending, sess.InFlight
+		report.Status, report.Reason = out.Status, out.Reason
+		return out, s.record(ctx, report)
+	}
 	if sess.Null {
 		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"

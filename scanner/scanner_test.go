@@ -123,6 +123,14 @@ func TestDryRunWritesNoContent(t *testing.T) {
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM session_versions"))
 	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE status = 'would_repair'"))
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM scan_state"), "a dry run must not move the incremental position")
+
+	// So an incremental run after it still scans everything, and says why.
+	logs := &storetest.Logs{}
+	sc := scanner.New(b.store, zerolog.New(logs), scanner.Config{Source: store.DefaultSource.Name()})
+	res, err = sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeIncremental, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, model.ModeFull, res.Mode)
+	require.Contains(t, logs.String(), "no completed scan of this source without --dry-run or --limit yet; this incremental run scans everything")
 }
 
 // interfering wraps the store to act between a run's read and its write.

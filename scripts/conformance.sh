@@ -5,6 +5,7 @@
 # Chromium), installs the pinned packages when conformance/node_modules is missing or older
 # than package-lock.json, builds tmend into a temp dir and runs conformance/run.mjs.
 # Arguments go to run.mjs: case name filters, -v for every request. TMEND_BIN skips the build.
+# The cases in conformance/cases/ use TMEND_TEST_DATABASE_URL, else a throwaway PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +39,20 @@ if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json"
 fi
 
 tmp=
-trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
+started_pg=
+cleanup() {
+  if [ -n "$tmp" ]; then rm -rf "$tmp"; fi
+  if [ -n "$started_pg" ]; then pg_stop; fi
+}
+trap cleanup EXIT
+# The cases that store sessions where the libraries keep them (conformance/cases/) need a
+# PostgreSQL server where they may CREATE DATABASE: test.sh's, or a throwaway one.
+if [ -z "${TMEND_TEST_DATABASE_URL:-}" ]; then
+  . scripts/pg.sh
+  pg_start
+  started_pg=1
+  export TMEND_TEST_DATABASE_URL=$TMEND_PG_URL
+fi
 if [ -z "${TMEND_BIN:-}" ]; then
   tmp=$(mktemp -d /tmp/tmend-conformance.XXXXXX)
   CGO_ENABLED=0 go build -o "$tmp/tmend" ./cmd/tmend

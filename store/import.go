@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,8 +58,18 @@ func ImportJSONLines(ctx context.Context, q txBeginner, r io.Reader) (int, error
 		if err != nil {
 			return 0, fmt.Errorf("line %d: %w", line, err)
 		}
+		if !utf8.Valid(b) {
+			return 0, fmt.Errorf("line %d is not UTF-8 text, which Postgres needs; convert the input to UTF-8 (with iconv, say) and import again", line)
+		}
 		if doc.ID == "" {
 			return 0, fmt.Errorf("line %d: session has no id", line)
+		}
+		if strings.ContainsRune(doc.ID, 0) {
+			return 0, fmt.Errorf("line %d: session id %q holds a NUL character, which a Postgres text value cannot; give the session an id without one", line, doc.ID)
+		}
+		if hasNULEscape(doc.Messages()) {
+			return 0, fmt.Errorf("line %d: session %q holds the escape \\u0000 (a NUL character), which Postgres jsonb cannot store; "+
+				"remove it or replace it (with \\uFFFD, say) and import again", line, doc.ID)
 		}
 		if first, ok := seen[doc.ID]; ok {
 			return 0, fmt.Errorf("line %d: session id %q is also on line %d; give each session once", line, doc.ID, first)
@@ -78,6 +90,22 @@ func ImportJSONLines(ctx context.Context, q txBeginner, r io.Reader) (int, error
 		return 0, err
 	}
 	return mergeImport(ctx, tx)
+}
+
+// hasNULEscape reports whether the JSON text b holds the escape \u0000, which jsonb
+// refuses ("unsupported Unicode escape sequence"). In valid JSON a backslash only starts
+// an escape, so skipping the character after each one finds every escape.
+func hasNULEscape(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 || i+1 >= len(b) {
+			return false
+		}
+		if bytes.HasPrefix(b[i+1:], []byte("u0000")) {
+			return true
+		}
+		b = b[i+2:]
+	}
 }
 
 // Import upserts sessions into tmend's own sessions table (for trials, demos and tests;

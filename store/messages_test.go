@@ -381,3 +381,144 @@ func compactJSON(t *testing.T, s string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Rollback changes rows in place where it can: a row another table refers to (the
+// chatbot template's "Vote_v2" on "Message_v2") is updated, not deleted and inserted
+// again, which its foreign key would refuse.
+func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	const chat = "00000000-0000-4000-8000-000000000001"
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, m := range [][2]string{
+		{"user", `[{"type":"text","text":"Weather in Paris?"}]`},
+		{"assistant", `[{"type":"text","text":"Checking."},{"type":"tool-getWeather","toolCallId":"c1","state":"input-available","input":{"city":"Paris"}}]`},
+		{"user", `[{"type":"text","text":"Still there?"}]`},
+	} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO "Message_v2" (id, "chatId", role, parts, attachments, "createdAt") VALUES ($1, $2, $3, $4, '[]', $5)`,
+			fmt.Sprintf("00000000-0000-4000-9000-%012d", i), chat, m[0], m[1], at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Vote_v2" ("chatId", "messageId", "isUpvoted") VALUES ($1, '00000000-0000-4000-9000-000000000001', true)`, chat)
+	require.NoError(t, err)
+	src, err := store.Preset("ai-sdk-chatbot")
+	require.NoError(t, err)
+	src.Table = "public." + src.Table
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY "createdAt", id)::text FROM "Message_v2" t`).Scan(&s))
+		return s
+	}
+	before := whole()
+
+	l := &langchain{st: st}
+	l.repair(t, l.read(t, chat))
+	require.NotEqual(t, before, whole())
+	res, err := st.Rollback(t.Context(), model.RollbackRequest{SessionID: chat, Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
+	require.Equal(t, before, whole(), "every row back, every column")
+}
+
+// A row the repair would delete that another table refers to (a vote on a retried
+// answer) leaves the session as it was, with an error that says what to do.
+func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	const chat = "00000000-0000-4000-8000-000000000001"
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	answer := `[{"type":"tool-getWeather","toolCallId":"c1","state":"output-available","input":{"city":"Paris"},"output":{"celsius":21}}]`
+	for i, m := range [][2]string{{"user", `[{"type":"text","text":"Weather?"}]`}, {"assistant", answer}, {"assistant", answer}} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO "Message_v2" (id, "chatId", role, parts, attachments, "createdAt") VALUES ($1, $2, $3, $4, '[]', $5)`,
+			fmt.Sprintf("00000000-0000-4000-9000-%012d", i), chat, m[0], m[1], at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	// The vote is on the retry's copy, the row the repair drops.
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Vote_v2" ("chatId", "messageId", "isUpvoted") VALUES ($1, '00000000-0000-4000-9000-000000000002', true)`, chat)
+	require.NoError(t, err)
+	src, err := store.Preset("ai-sdk-chatbot")
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY id)::text FROM "Message_v2" t`).Scan(&s))
+		return s
+	}
+	before := whole()
+	l := &langchain{st: st}
+	sess := l.read(t, chat)
+	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
+	require.ErrorContains(t, err, `a row the repair deletes is referenced by another table (Key (id)=(00000000-0000-4000-9000-000000000002) is still referenced from table "Vote_v2".`)
+	require.Equal(t, before, whole())
+}
+
+// Rollback of a row changed in place leaves an identity column GENERATED ALWAYS alone:
+// UPDATE may not set it, and a repair never changes it in a row it keeps.
+func TestMessagesLayoutRollbackIdentityAlways(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE public.chat (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  n bigint GENERATED ALWAYS AS IDENTITY, conv text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL)`)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// The call's ids repeat: the repair rewrites the call in place and adds a result last.
+	dupIDs := `{"type":"ai","content":"","tool_calls":[{"id":"c2","name":"ls","args":{},"type":"tool_call"},{"id":"c2","name":"ls","args":{},"type":"tool_call"}]}`
+	for i, m := range []string{lcHuman, dupIDs, `{"type":"tool","content":"x","tool_call_id":"c2","name":"ls"}`} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO public.chat (conv, body, created_at) VALUES ('c', $1, $2)`, m, at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	st, err := store.Open(t.Context(), pool, store.Source{Table: "public.chat", Layout: store.LayoutMessages,
+		SessionColumn: "conv", OrderColumn: "created_at", MessageColumn: "body"}, false)
+	require.NoError(t, err)
+	whole := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT json_agg(t ORDER BY created_at, id)::text FROM public.chat t`).Scan(&s))
+		return s
+	}
+	before := whole()
+	l := &langchain{st: st}
+	l.repair(t, l.read(t, "c"))
+	require.NotEqual(t, before, whole())
+	res, err := st.Rollback(t.Context(), model.RollbackRequest{SessionID: "c", Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, model.RollbackRestored, res.Status, res.Reason)
+	require.Equal(t, before, whole())
+}
+
+// A row of the saved version whose key another session holds now (Mastra's saveMessages
+// moves a message by id) fails the rollback: the session is not called restored
+// without it.
+func TestMessagesLayoutRollbackKeyTakenElsewhere(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1, lcOrphan, lcHuman2)
+	l.repair(t, l.read(t, "s"))
+	// The orphan's row was deleted by the repair; its key now belongs to another session.
+	var orphan int
+	require.NoError(t, l.pool.QueryRow(t.Context(), `SELECT id FROM session_versions v, json_to_recordset(v.content::json) AS r (id int, message jsonb)
+WHERE v.session_id = 's' AND v.kind = 'original' AND r.message->>'tool_call_id' = 'zz'`).Scan(&orphan))
+	_, err := l.pool.Exec(t.Context(), `INSERT INTO public.langchain_chat_histories (id, session_id, message) VALUES ($1, 'other', $2)`, orphan, lcHuman)
+	require.NoError(t, err)
+	before := l.whole(t, "s")
+	_, err = l.st.Rollback(t.Context(), model.RollbackRequest{SessionID: "s", Trigger: model.TriggerCLI})
+	require.ErrorContains(t, err, "duplicate key")
+	require.Equal(t, before, l.whole(t, "s"), "the session as it was")
+}

@@ -22,6 +22,10 @@ func (s *Store) EstimateSessions(ctx context.Context) (int64, error) {
 		n, err := m.estimateSessions(ctx, s.pool)
 		return int64(n), classify(err)
 	}
+	if g, ok := s.layout.(*langGraphLayout); ok {
+		n, err := g.estimateThreads(ctx, s.pool)
+		return int64(n), classify(err)
+	}
 	n, err := s.estimate(ctx, s.pool)
 	return int64(n), classify(err)
 }
@@ -42,8 +46,17 @@ func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, er
 
 // EstimateRun returns how many sessions a scan reads, by the table's statistics: the
 // table for a full scan, the sessions changed since its window's start for an
-// incremental one, at most its limit; 0 for other runs.
+// incremental one, at most its limit; 0 (unknown) for other runs and for a table never
+// analyzed, whose size the planner guesses from its pages alone (a first scan after an
+// import showed 99% for most of its time).
 func (s *Store) EstimateRun(ctx context.Context, r model.RunRow) (int64, error) {
+	var never bool
+	// PostgreSQL 14 and later say "never analyzed" with reltuples -1; 13 says 0, which
+	// EstimateSessions gives as 0 anyway.
+	if err := s.pool.QueryRow(ctx, `SELECT reltuples < 0 FROM pg_class WHERE oid = $1::regclass`,
+		s.src.identifier().Sanitize()).Scan(&never); err != nil || never {
+		return 0, classify(err)
+	}
 	var n int64
 	var err error
 	switch {

@@ -138,3 +138,31 @@ func TestPartitionsAreRangesOfIds(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestEstimateRunIsUnknownBeforeAnalyze: a table never analyzed (as after an import)
+// has no estimate, rather than the planner's guess from its pages; once analyzed it has.
+func TestEstimateRunIsUnknownBeforeAnalyze(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	const n = 3000
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.fresh (id text PRIMARY KEY, messages jsonb, updated_at timestamptz);
+INSERT INTO public.fresh SELECT 'f' || g, '[]', now() - interval '1 hour' FROM generate_series(1, 3000) g`)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, b.pool, store.Source{Table: "public.fresh", IDColumn: "id", MessagesColumn: "messages", UpdatedAtColumn: "updated_at"}, false)
+	require.NoError(t, err)
+	since := time.Now().Add(-2 * time.Hour)
+	runs := []model.RunRow{{Mode: model.ModeFull}, {Mode: model.ModeIncremental, ScannedFrom: &since}}
+	for _, r := range runs {
+		est, err := st.EstimateRun(ctx, r)
+		require.NoError(t, err)
+		require.Zero(t, est, "never analyzed: unknown (%s)", r.Mode)
+	}
+	_, err = b.pool.Exec(ctx, "ANALYZE public.fresh")
+	require.NoError(t, err)
+	for _, r := range runs {
+		est, err := st.EstimateRun(ctx, r)
+		require.NoError(t, err)
+		require.InDelta(t, n, est, n*0.1, r.Mode)
+	}
+}

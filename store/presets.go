@@ -23,6 +23,9 @@ var presets = map[string]Source{
 		SessionColumn: "thread_id", OrderColumn: `"createdAt"`, OrderAlsoColumn: `"createdAtZ"`,
 		MessageMap: []MapField{{Key: "id", Column: "id"}, {Key: "role", Column: "role"},
 			{Key: "content", Column: "content", JSON: true}, {Key: "type", Column: "type"}}},
+	// LangGraph's PostgresSaver (JS @langchain/langgraph-checkpoint-postgres): a thread's
+	// messages are the messages channel of its newest checkpoint (see langGraphLayout).
+	"langgraph": {Table: "checkpoints", Layout: LayoutLangGraph},
 }
 
 // Presets lists the presets' names.

@@ -110,13 +110,19 @@ type Layout string
 const (
 	LayoutSessions Layout = "sessions" // one row per session, holding the messages array
 	LayoutMessages Layout = "messages" // one row per message
+	// LayoutLangGraph is LangGraph's PostgresSaver tables: Table names its checkpoints
+	// table, whose schema holds checkpoint_blobs and checkpoint_writes too.
+	LayoutLangGraph Layout = "langgraph"
 )
 
 // Layouts lists the layouts.
-func Layouts() []Layout { return []Layout{LayoutSessions, LayoutMessages} }
+func Layouts() []Layout { return []Layout{LayoutSessions, LayoutMessages, LayoutLangGraph} }
 
 // Name identifies the source in runs and scan state.
 func (s Source) Name() string {
+	if s.Layout == LayoutLangGraph {
+		return fmt.Sprintf("%s(langgraph)", s.Table)
+	}
 	if s.Layout == LayoutMessages {
 		return fmt.Sprintf("%s(messages:%s,%s,%s,%s)", s.Table, s.SessionColumn, s.OrderColumn, s.messageName(), s.UpdatedAtColumn)
 	}

@@ -55,10 +55,20 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 			return nil, classify(err)
 		}
 		l = m
+	case LayoutLangGraph:
+		g, err := openLangGraphLayout(ctx, pool, norm, readOnly)
+		if err != nil {
+			return nil, classify(err)
+		}
+		l = g
 	default:
-		return nil, fmt.Errorf("%w: unknown layout %q (want %q or %q)", ErrSource, src.Layout, LayoutSessions, LayoutMessages)
+		return nil, fmt.Errorf("%w: unknown layout %q (want %q, %q or %q)", ErrSource, src.Layout, LayoutSessions, LayoutMessages, LayoutLangGraph)
 	}
-	return &Store{pool: pool, src: src, key: l.key(), layout: l}, nil
+	s := &Store{pool: pool, src: src, key: l.key(), layout: l}
+	if g, ok := l.(*langGraphLayout); ok {
+		g.origin = &s.origin // its checkpoints' metadata names tmend's version
+	}
+	return s, nil
 }
 
 // SetOrigin sets the binary's version and the host that the run and report rows this

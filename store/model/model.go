@@ -47,6 +47,15 @@ type Session struct {
 	// Messages is their messages joined into an array, one each. The store matches them
 	// again when it writes the session; nil for a table that keeps one row per session.
 	Rows []Row
+	// Head is the state read, for a store that keeps its own history (LangGraph: the
+	// thread's newest checkpoint id): the store writes only while it is still the newest.
+	Head string
+	// Unreadable says why the store could not give the session's messages (a blob in a
+	// format tmend does not read, a missing one): reported unparseable, left alone.
+	Unreadable string
+	// InFlight says why the session is being written now (LangGraph: pending writes to
+	// its messages): reported pending, left for the next run.
+	InFlight string
 }
 
 // Row is one stored row of a session kept one row per message: its primary key as text

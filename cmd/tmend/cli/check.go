@@ -23,6 +23,7 @@ type fileOptions struct {
 	verbose bool
 	report  string
 	output  string
+	inPlace bool
 	inputs  []string
 	input   string // a FILE; stdin when empty or -
 	files   scanner.FileOptions
@@ -40,6 +41,7 @@ func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
 	fs.IntVar(&o.files.Workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
 	if fix {
 		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")
+		fs.BoolVar(&o.inPlace, "in-place", false, "repair FILE, or every *.jsonl file under a directory, in place: a changed file is replaced atomically and the prior one kept beside it as NAME.tmend-<UTC time>.bak")
 	}
 	o.files.Fix = fix
 }
@@ -79,6 +81,12 @@ func (o *fileOptions) Validate() error {
 	if o.files.Workers < 1 {
 		return errors.New("--workers must be at least 1")
 	}
+	if o.inPlace && (o.input == "" || o.input == "-") {
+		return errors.New("--in-place needs a FILE or a directory, not stdin")
+	}
+	if o.inPlace && o.output != "" {
+		return errors.New("--in-place writes each file where it is; leave out -o")
+	}
 	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
 	}
@@ -97,6 +105,10 @@ func dialectNames() string {
 }
 
 const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a pi or OpenClaw session file (a {"type":"session",...} header line, then one entry
+    a line): the messages on the leaf's parentId path are the transcript (openclaw
+    dialect); the tree is written back with unchanged lines byte for byte, inserted
+    results as new entries on the path, and branches off the path left alone;
   - a JSON array of messages;
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
@@ -105,6 +117,10 @@ const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
     the rest; blank lines are kept as they are.
 A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3339)
 starts the session's quiet period.
+
+A DIR (check, fix --in-place) is walked for *.jsonl files, --workers at a time; symlinks
+are skipped. fix --in-place FILE|DIR replaces each file that changed (temp file, fsync,
+rename) and keeps the prior one beside it as NAME.tmend-<UTC time>.bak.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is, and so is a descriptor named
@@ -118,13 +134,14 @@ TMEND_QUIET_PERIOD, ...); a flag beats it.`
 func newCheckCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
-		Use:   "check [FILE|-]",
+		Use:   "check [FILE|DIR|-]",
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
 			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
 			"could not be written, 2 usage, 3 problems found.\n\n" +
 			"Issue codes:\n" + issueCodeHelp(),
 		Example: `  tmend check session.json
+  tmend check ~/.pi/agent/sessions
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
   psql "$DATABASE_URL" -AtXc "SELECT jsonb_build_object('id', id, 'updated_at', updated_at, 'messages', messages) FROM sessions" | tmend check -`,
 		RunE: runE(e, o, runFiles),
@@ -136,7 +153,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 func newFixCmd(e *Env) *cobra.Command {
 	o := &fileOptions{}
 	cmd := &cobra.Command{
-		Use:   "fix [FILE|-]",
+		Use:   "fix [FILE|-] | fix --in-place FILE|DIR",
 		Short: "Repair transcripts in a file or pipe",
 		Long: "Repair transcripts and write them to stdout (or -o FILE) in the same shape they came in,\n" +
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
@@ -145,7 +162,9 @@ func newFixCmd(e *Env) *cobra.Command {
 			"or the output or report could not be written, 2 usage.",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
-  cat session.json | tmend fix --target anthropic --force - | jq .`,
+  cat session.json | tmend fix --target anthropic --force - | jq .
+  tmend fix --in-place ~/.pi/agent/sessions
+  tmend fix --in-place --force ~/.pi/agent/sessions/--home-dev-proj--/2026-01-10T09-00-00-000Z_0199a1b2.jsonl`,
 		RunE: runE(e, o, runFiles),
 	}
 	o.register(cmd, true)
@@ -163,6 +182,12 @@ func issueCodeHelp() string {
 // runFiles is check and fix.
 func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	fix := o.files.Fix
+	if o.inPlace || isDir(o.input) {
+		if fix && !o.inPlace {
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%s is a directory: fix repairs a directory only with --in-place", o.input)}
+		}
+		return runTree(ctx, e, o)
+	}
 	// The pipeline's live heap is small (records are read in place, and only what repairs
 	// make is held), so at the default 2× it collects every few megabytes; at 5× it saves
 	// about 5% of the CPU (BENCHMARKS.md) for a few tens of megabytes.

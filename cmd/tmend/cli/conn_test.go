@@ -69,6 +69,12 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		"PrettyArray": {"[\n" + lines[0] + "]\n", "the input is a JSON array, not JSON Lines"},
 		"DuplicateID": {strings.Join(lines, "") + lines[3], `line 1501: session id "s-000003" is also on line 4`},
 		"BadLine":     {strings.Join(lines, "") + "{\"id\": 1\n", "line 1501:"},
+		"NULEscape": {strings.Join(lines, "") + `{"id":"nul","messages":[{"role":"user","content":"a\\\u0000"}]}` + "\n",
+			`line 1501: session "nul" holds the escape \u0000 (a NUL character), which Postgres jsonb cannot store; remove it`},
+		"NotUTF8": {strings.Join(lines, "") + "{\"id\":\"latin1\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}\n",
+			"line 1501 is not UTF-8 text, which Postgres needs"},
+		"NULInID": {strings.Join(lines, "") + `{"id":"a\u0000b","messages":[]}` + "\n",
+			`line 1501: session id "a\x00b" holds a NUL character`},
 	} {
 		r := runCLI(t, tc.input, b.env, "import", "-")
 		require.Equal(t, ExitRuntime, r.code, name)
@@ -77,10 +83,12 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		require.Zero(t, sessions(), name)
 	}
 
-	r := runCLI(t, "\n"+strings.Join(lines[:10], "\n \n")+"\n\n", b.env, "import", "-")
+	// An escaped backslash before "u0000" is text, not a NUL.
+	backslash := `{"id":"backslash","messages":[{"role":"user","content":"C:\\u0000"}]}`
+	r := runCLI(t, "\n"+strings.Join(lines[:10], "\n \n")+"\n\n"+backslash+"\n", b.env, "import", "-")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "imported 10 sessions")
-	require.Equal(t, 10, sessions())
+	require.Contains(t, r.stdout, "imported 11 sessions")
+	require.Equal(t, 11, sessions())
 }
 
 // TestCheckHelpsPsqlExample: the query in check's example turns a table into JSON Lines

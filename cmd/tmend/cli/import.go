@@ -36,8 +36,9 @@ func newImportCmd(e *Env) *cobra.Command {
 with the same id. Output of 'tmend gen' fits. A user's own table is never written here.
 
 The import is all or nothing: a line that is not a session object (a JSON array of
-sessions included: convert it with jq -c '.[]') or an id given on two lines is an error
-naming the lines, and nothing is imported. Blank lines are skipped.`,
+sessions included: convert it with jq -c '.[]'), an id given on two lines, a line that
+is not UTF-8, or a message holding the escape \u0000 (Postgres jsonb cannot store a NUL
+character) is an error naming the lines, and nothing is imported. Blank lines are skipped.`,
 		Example: `  tmend gen --dialect anthropic --sessions 5000 --fault-rate 0.1 | tmend import -
   jq -c '.[]' sessions.json | tmend import -`,
 		Args: maxArgs(1),

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -18,7 +19,8 @@ type termProgress struct {
 	w        io.Writer
 	throttle time.Duration            // the least time between redraws
 	bar      *progressbar.ProgressBar // nil when no bar is shown
-	estimate bool                     // the bar's total is an estimate
+	desc     string                   // what the bar says, without the estimate
+	about    int64                    // the estimated total while the count is below it, else 0
 }
 
 func (t *termProgress) Write(p []byte) (int, error) {
@@ -30,16 +32,22 @@ func (t *termProgress) Write(p []byte) (int, error) {
 	return t.w.Write(p)
 }
 
-// start shows a bar of total units (total <= 0: unknown, a spinner with the count and
-// rate); with a total it shows the time left. estimate says the total may be short.
-// unit "" counts bytes.
+// start shows a bar of total units with the time left; total <= 0 (unknown) shows a
+// spinner with the count and the rate. An estimated total shows as that spinner too,
+// with "about N" beside it until the count passes N: a share and a time left from a
+// guess (a table's statistics a big import made stale) sat at 99% with no time left
+// for most of a scan. unit "" counts bytes.
 func (t *termProgress) start(desc string, total int64, estimate bool, unit string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.desc, t.about = desc, 0
 	if total <= 0 {
 		total = -1
 	}
-	t.estimate = estimate
+	if estimate && total > 0 {
+		t.about, total = total, -1
+		desc = fmt.Sprintf("%s (about %d)", desc, t.about)
+	}
 	opts := []progressbar.Option{progressbar.OptionSetWriter(t.w), progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(t.throttle), progressbar.OptionClearOnFinish()}
 	if unit == "" {
@@ -50,16 +58,16 @@ func (t *termProgress) start(desc string, total int64, estimate bool, unit strin
 	t.bar = progressbar.NewOptions64(total, opts...)
 }
 
-// set moves the bar to n. An estimated total that turns out short grows, so the bar
-// does not end before the work does.
+// set moves the bar to n; past an estimate, the estimate goes.
 func (t *termProgress) set(n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bar == nil {
 		return
 	}
-	if max := t.bar.GetMax64(); t.estimate && max > 0 && n >= max {
-		t.bar.ChangeMax64(n + n/10 + 1)
+	if t.about > 0 && n > t.about {
+		t.about = 0
+		t.bar.Describe(t.desc)
 	}
 	_ = t.bar.Set64(n) // a terminal that cannot be written loses only the bar
 }
@@ -72,6 +80,9 @@ func (t *termProgress) stop() {
 	if t.bar == nil {
 		return
 	}
+	// Finish ends a spinner's redraw goroutine (Exit alone leaves it ticking); with
+	// OptionClearOnFinish it clears the line.
+	_ = t.bar.Finish()
 	_ = t.bar.Clear()
 	_ = t.bar.Exit()
 	t.bar = nil

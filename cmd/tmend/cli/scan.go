@@ -133,8 +133,9 @@ works them (--concurrency at once) and waits for the run to end, while any 'tmen
 or 'tmend worker' running on the database helps. One scan of a source runs at a time.
 Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 
---metrics-textfile writes the run's metrics (those 'tmend serve' exports at /metrics) to a
-file, atomically, added to what it held, for runs without a daemon (a CronJob, a timer).
+--metrics-textfile writes, after the run, the metrics of every run recorded in the
+database (those 'tmend serve' exports at /metrics, read the same way) to a file,
+atomically, for runs without a daemon (a CronJob, a timer).
 
 ` + configHelp,
 		Example: `  tmend scan --dry-run
@@ -142,7 +143,9 @@ file, atomically, added to what it held, for runs without a daemon (a CronJob, a
   tmend scan --full --partitions 16 --concurrency 2
   tmend scan --cancel 42
   tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
-  tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at`,
+  tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at
+  tmend scan --layout langgraph --dry-run
+  tmend scan --layout langgraph --table agents.checkpoints --session '["thread-1","tools:6e2d"]'`,
 		Args: noArgs,
 		RunE: runE(e, o, runScan),
 	}
@@ -157,7 +160,7 @@ file, atomically, added to what it held, for runs without a daemon (a CronJob, a
 	f.BoolVar(&o.json, "json", false, "print the run as a JSON object (the API's shape)")
 	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
 	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
-	f.String("metrics-textfile", "", "after the run, add its metrics to this file (Prometheus text format, for node-exporter's textfile collector)")
+	f.String("metrics-textfile", "", "after the run, write the metrics of the recorded runs to this file (Prometheus text format, for node-exporter's textfile collector)")
 	o.queue.register(f, true)
 	return cmd
 }
@@ -192,12 +195,9 @@ func runScan(ctx context.Context, e *Env, o *scanOptions) error {
 			Limit: o.limit, Force: o.run.engine.force})
 	}
 	err = endRun(e, run, err, o.json, o.dryRun)
-	// A run cancelled with --cancel is counted where it ran.
-	if run.ID != 0 && o.metricsTextfile != "" && o.cancel == 0 {
-		res := run.Result()
-		m := daemon.NewRunMetrics()
-		m.Observe(&res)
-		if werr := m.WriteTextfile(o.metricsTextfile); werr != nil {
+	if run.ID != 0 && o.metricsTextfile != "" {
+		// Also after Ctrl-C, which ended the run: the file counts it cancelled.
+		if werr := daemon.WriteTextfile(context.WithoutCancel(ctx), r.store, o.metricsTextfile); werr != nil {
 			if err != nil {
 				e.eprintf("tmend: %v\n", werr)
 				return err

@@ -51,7 +51,9 @@ func registerDBFlags(fs *pflag.FlagSet) {
 func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
 	fs.String("preset", "", "a platform's own table, all its options set: "+strings.Join(store.Presets(), ", ")+" (options given as well win)")
 	fs.String("table", store.DefaultSource.Table, "table holding the sessions (table or schema.table)")
-	fs.String("layout", string(store.LayoutSessions), "how the table keeps sessions: sessions (a row each, holding the messages array) or messages (a row per message)")
+	fs.String("layout", string(store.LayoutSessions), "how the table keeps sessions: sessions (a row each, holding the messages array), messages (a row per message) "+
+		"or langgraph (LangGraph's PostgresSaver tables; --table names its checkpoints table, default checkpoints; a session is a thread: its thread_id, "+
+		`or ["thread_id","checkpoint_ns"] for a subgraph's namespace)`)
 	fs.String("id-column", store.DefaultSource.IDColumn, "its id column (text, uuid or integer; layout sessions)")
 	fs.String("messages-column", store.DefaultSource.MessagesColumn, "its transcript column (jsonb, json or text; layout sessions)")
 	fs.String("session-column", "", "the session id of each row (layout messages)")
@@ -229,8 +231,14 @@ func (s *settings) tableSource() (store.Source, error) {
 			// The one-row-per-session defaults do not apply.
 			src.IDColumn, src.MessagesColumn, src.UpdatedAtColumn = "", "", ""
 		}
+	case store.LayoutLangGraph:
+		// The saver's own tables: the mapping options do not apply.
+		src.IDColumn, src.MessagesColumn, src.UpdatedAtColumn = "", "", ""
+		if !s.isSet("table") && s.get("preset") == "" {
+			src.Table = "checkpoints"
+		}
 	default:
-		return src, usageErrorf("--layout must be sessions or messages, got %q", layout)
+		return src, usageErrorf("--layout must be sessions, messages or langgraph, got %q", layout)
 	}
 	set("table", &src.Table)
 	set("id-column", &src.IDColumn)

@@ -159,7 +159,7 @@ func runWorker(ctx context.Context, e *Env, o *workerOptions) error {
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		q.Watch(ctx, queue.DefaultProgressEvery, nil)
+		q.Watch(ctx, queue.DefaultProgressEvery)
 	}()
 	<-ctx.Done()
 	<-watched

@@ -205,6 +205,8 @@ type loginBody struct {
 	Next    string
 	Failed  bool
 	NoToken bool
+	// RetryAfter is the seconds to wait when the client sent too many wrong tokens.
+	RetryAfter int
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -213,13 +215,20 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // login checks the token and sets the sign-in cookie: HttpOnly, SameSite=Strict, and
-// Secure over TLS.
+// Secure over TLS. A client that sent too many wrong tokens gets a 429 whatever it sends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 	next := localPath(r.PostFormValue("next"))
+	client := clientKey(r)
+	if d := c.signIns.wait(client); d > 0 {
+		secs := retryAfter(d)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, r, http.StatusTooManyRequests, "login", c.view(identity{}, "Sign in", loginBody{Next: next, RetryAfter: secs}))
+		return
+	}
 	ro, ok := c.tokenRole(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
-		c.log.Info().Str("remote_addr", r.RemoteAddr).Msg("console sign-in refused")
+		c.signIns.wrongToken(client)
 		c.render(w, r, http.StatusUnauthorized, "login", c.view(identity{}, "Sign in",
 			loginBody{Next: next, Failed: true, NoToken: c.cfg.WriteToken == "" && c.cfg.ReadToken == ""}))
 		return

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tmend/tmend/store/model"
@@ -129,4 +131,56 @@ func TestLocalPath(t *testing.T) {
 	} {
 		require.Equal(t, want, localPath(in), in)
 	}
+}
+
+func TestWrongSignInsAreLimitedPerClient(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	c, err := New(Config{Store: nopStore{}, ReadToken: "read-token", Log: zerolog.New(&logs)})
+	require.NoError(t, err)
+	now := time.Now()
+	c.signIns.now = func() time.Time { return now }
+	mux := http.NewServeMux()
+	c.Install(mux)
+	signIn := func(addr, tok string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec
+	}
+	lines := func() []string { return strings.Split(strings.TrimSpace(logs.String()), "\n") }
+
+	for range signInBurst {
+		require.Equal(t, http.StatusUnauthorized, signIn("192.0.2.1:1000", "guess").Code)
+	}
+	for range 100 {
+		rec := signIn("192.0.2.1:1001", "guess")
+		require.Equal(t, http.StatusTooManyRequests, rec.Code)
+		require.Equal(t, "6", rec.Header().Get("Retry-After"))
+		require.Contains(t, rec.Body.String(), "try again in 6 seconds")
+	}
+	require.Equal(t, http.StatusTooManyRequests, signIn("192.0.2.1:1002", "read-token").Code, "the right token waits too")
+	require.Equal(t, http.StatusSeeOther, signIn("192.0.2.2:1000", "read-token").Code, "another client is not limited")
+	require.Equal(t, http.StatusUnauthorized, signIn("[2001:db8::1]:1000", "guess").Code)
+	require.Len(t, lines(), 3, "one line for the first wrong token of each client and one for the first refusal: %s", logs.String())
+	require.Contains(t, lines()[1], `"wrong":10`)
+
+	// One more try is allowed after 6 seconds; right tokens spend nothing.
+	now = now.Add(signInEvery)
+	require.Equal(t, http.StatusSeeOther, signIn("192.0.2.1:1003", "read-token").Code)
+	require.Equal(t, http.StatusUnauthorized, signIn("192.0.2.1:1003", "guess").Code)
+	require.Equal(t, http.StatusTooManyRequests, signIn("192.0.2.1:1003", "guess").Code)
+
+	// Once the allowance is whole again the burst is summed up in one line and forgotten.
+	now = now.Add(signInEvery * signInBurst)
+	c.signIns.settle("192.0.2.1")
+	c.signIns.settle("2001:db8::/64")
+	require.Len(t, lines(), 4, logs.String())
+	require.Contains(t, lines()[3], `"message":"console sign-in burst ended"`)
+	require.Contains(t, lines()[3], `"wrong":11,"refused":102`)
+	require.Empty(t, c.signIns.clients)
+	require.Equal(t, http.StatusUnauthorized, signIn("192.0.2.1:1004", "guess").Code)
+	require.Len(t, lines(), 5, "a new burst")
 }

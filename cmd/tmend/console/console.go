@@ -1,6 +1,7 @@
 // Package console is tmend's audit console: web pages of runs, a run's sessions, a
 // session's history and the diff of any two of its versions, with rollback buttons. The
-// daemon installs it on its mux. It needs only the standard library, and its stylesheet
+// daemon installs it on its mux. It needs only the standard library (and x/time/rate to
+// limit wrong sign-ins), and its stylesheet
 // and script are embedded: no CDN, no build step, so it works in air-gapped clusters.
 //
 // Every page that shows audit rows or transcript content needs a credential: the read
@@ -64,6 +65,8 @@ type Console struct {
 	log    zerolog.Logger
 	pages  map[string]*template.Template
 	static http.Handler
+	// signIns limits wrong sign-ins per client.
+	signIns *signInLimiter
 }
 
 //go:embed templates/*.html
@@ -84,6 +87,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.SignInFor = 12 * time.Hour
 	}
 	c := &Console{cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), pages: map[string]*template.Template{}}
+	c.signIns = newSignInLimiter(c.log)
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

@@ -41,7 +41,8 @@ type Config struct {
 	// version.
 	Schema string
 	Logger zerolog.Logger
-	// Metrics are served at /metrics and count runs (NewMetrics; required).
+	// Metrics are served at /metrics (NewMetrics; required); New adds the metrics read
+	// from Store's database.
 	Metrics *Metrics
 	// APIToken is the bearer token that writes (and reads); ReadToken only reads. An
 	// unset token allows nothing.
@@ -50,8 +51,8 @@ type Config struct {
 	// ShutdownTimeout is how long a stopping Serve lets running scans finish the
 	// sessions they hold.
 	ShutdownTimeout time.Duration
-	// ProgressEvery spaces the progress lines of running runs and the updates of the
-	// running-run gauges (default queue.DefaultProgressEvery).
+	// ProgressEvery spaces the progress lines of running runs (default
+	// queue.DefaultProgressEvery).
 	ProgressEvery time.Duration
 }
 
@@ -82,6 +83,7 @@ type Server struct {
 	queue   *queue.Queue
 	console *console.Console
 	log     zerolog.Logger
+	httpLog zerolog.Logger // the access log's
 	// work is cancelled on the hard stop; stop is closed on the soft stop, when
 	// stopping is set, after which begin lets nothing in.
 	work     context.Context
@@ -105,12 +107,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.ProgressEvery = queue.DefaultProgressEvery
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "daemon").Logger(), work: work, hardStop: hardStop,
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), httpLog: cfg.Logger.With().Str("component", "http").Logger()}
 	if cfg.Store != nil {
 		qc := cfg.Queue
-		qc.OnScheduled, qc.OnRunEnded = s.scheduled, s.runEnded
+		qc.OnScheduled = s.scheduled
 		var err error
 		if s.queue, err = queue.New(cfg.Store, cfg.Scanner, cfg.Logger, qc); err != nil {
+			return nil, err
+		}
+		if err = cfg.Metrics.watch(work, cfg.Store); err != nil {
 			return nil, err
 		}
 		if s.console, err = console.New(console.Config{Store: cfg.Store, Rollback: consoleRollback{s},
@@ -185,7 +190,9 @@ func (s *Server) routes() []route {
 		f("GET /healthz", "liveness (no token)",
 			func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) }),
 		f("GET /readyz", "readiness: database reachable, schema current (no token; no details: they are in the log)", s.ready),
-		{"GET /metrics", "Prometheus metrics (no token)", promhttp.HandlerFor(s.cfg.Metrics.reg, promhttp.HandlerOpts{})},
+		{"GET /metrics", "Prometheus metrics (no token)", promhttp.HandlerFor(s.cfg.Metrics.reg,
+			// A collector whose query failed loses its series, not the scrape: the rest is served.
+			promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: scrapeLog{s.log}})},
 		f("GET /v1/openapi.yaml", "this API as an OpenAPI 3 document (no token)", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(OpenAPI) // the client went away: nothing to tell it
@@ -249,21 +256,12 @@ func (c consoleRollback) Rollback(ctx context.Context, o model.RollbackOptions) 
 		return model.RollbackOutcome{}, fmt.Errorf("%w: the daemon is stopping", model.ErrUnavailable)
 	}
 	defer c.s.runs.Done()
-	return c.s.rollback(ctx, o)
-}
-
-// rollback rolls back and counts the rollback's run in the metrics.
-func (s *Server) rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
-	out, err := s.cfg.Scanner.Rollback(ctx, o)
-	if out.RunID != 0 {
-		s.runEnded(out.RunID)
-	}
-	return out, err
+	return c.s.cfg.Scanner.Rollback(ctx, o)
 }
 
 // Serve answers HTTP on ln with h (a mux the Server is installed on, maybe beside other
-// handlers), works the queue (and, when this replica is River's leader, enqueues the
-// scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
+// handlers; Instrument counts and logs its requests), works the queue (and, when this
+// replica is River's leader, enqueues the scheduled scans) and prunes on schedule, until ctx ends or the HTTP server fails.
 // Then it stops taking requests and work and shuts down as Shutdown does, within
 // ShutdownTimeout, and returns the HTTP server's error, if that is why it stopped.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
@@ -282,7 +280,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, h http.Handler) err
 	if err := s.Start(); err != nil {
 		return err
 	}
-	srv := newHTTPServer(h)
+	srv := newHTTPServer(s.Instrument(h))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if scan := s.cfg.Queue.Schedule; scan != nil {
@@ -339,16 +337,6 @@ func (s *Server) scheduled(_ int64, err error) {
 	}
 }
 
-// runEnded is the queue's OnRunEnded: it counts the run in the metrics.
-func (s *Server) runEnded(runID int64) {
-	run, err := s.cfg.Store.Run(s.work, runID)
-	if err != nil {
-		return
-	}
-	res := run.Result()
-	s.cfg.Metrics.Observe(&res)
-}
-
 // Start starts working the queue's partitions (and, on River's leader, the schedule).
 // Serve calls it; a Server only installed on a mux calls it to work runs.
 func (s *Server) Start() error {
@@ -358,7 +346,7 @@ func (s *Server) Start() error {
 	s.watching.Add(1)
 	go func() {
 		defer s.watching.Done()
-		s.queue.Watch(s.work, s.cfg.ProgressEvery, s.cfg.Metrics.setRunning)
+		s.queue.Watch(s.work, s.cfg.ProgressEvery)
 	}()
 	return nil
 }
@@ -435,7 +423,6 @@ func (s *Server) repair(o scanner.RunOptions) (model.RunRow, error) {
 	if res.RunID == 0 {
 		return model.RunRow{}, err
 	}
-	s.cfg.Metrics.Observe(&res)
 	if err != nil {
 		return model.RunRow{}, err
 	}
@@ -776,7 +763,7 @@ func (s *Server) rollbackSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	out, err := s.rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
+	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{SessionID: r.PathValue("id"), To: body.ToVersion,
 		Force: body.Force, DryRun: body.DryRun, Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	if err != nil {
 		s.fail(w, r, err)
@@ -865,7 +852,7 @@ func (s *Server) rollbackRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	out, err := s.rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
+	out, err := s.cfg.Scanner.Rollback(s.work, model.RollbackOptions{RunID: id, Force: body.Force, DryRun: body.DryRun,
 		Trigger: model.TriggerAPI, Actor: model.ActorAPI})
 	switch {
 	case errors.Is(err, store.ErrSource):

@@ -88,7 +88,7 @@ func serveFrom(t *testing.T, pool, serverPool *pgxpool.Pool, edit func(*daemon.C
 	require.NoError(t, srv.Start())
 	mux := http.NewServeMux()
 	srv.Install(mux)
-	ts := httptest.NewServer(mux)
+	ts := httptest.NewServer(srv.Instrument(mux))
 	t.Cleanup(func() {
 		ts.Close()
 		srv.Shutdown(context.Background())

@@ -18,10 +18,10 @@ type runSample struct {
 	total   int64
 }
 
-// Watch reads the running runs every interval until ctx ends: running, if set, gets
-// them all, and each run this process works a partition of gets an info line with its
-// counts, its rate and, for a full scan, the table's estimated size and the time left.
-func (q *Queue) Watch(ctx context.Context, every time.Duration, running func([]model.RunRow)) {
+// Watch reads the running runs every interval until ctx ends: each run this process
+// works a partition of gets an info line with its counts, its rate and, for a full scan,
+// the table's estimated size and the time left.
+func (q *Queue) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	seen := map[int64]runSample{}
@@ -30,24 +30,20 @@ func (q *Queue) Watch(ctx context.Context, every time.Duration, running func([]m
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			seen = q.progress(ctx, seen, now, every, running)
+			seen = q.progress(ctx, seen, now, every)
 		}
 	}
 }
 
 // progress reads the running runs once; seen holds the samples of the last tick, and the
 // new ones are returned.
-func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time.Time, every time.Duration,
-	running func([]model.RunRow)) map[int64]runSample {
+func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time.Time, every time.Duration) map[int64]runSample {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	runs, err := q.store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: 1000})
 	if err != nil {
 		q.log.Debug().Err(err).Msg("reading the running runs")
 		return seen
-	}
-	if running != nil {
-		running(runs)
 	}
 	here := q.WorkedSince(now.Add(-every))
 	next := map[int64]runSample{}

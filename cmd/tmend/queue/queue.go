@@ -51,9 +51,6 @@ type Config struct {
 	Schedule cron.Schedule
 	// OnScheduled, if set, is told how each scheduled scan started (ErrBusy: skipped).
 	OnScheduled func(runID int64, err error)
-	// OnRunEnded, if set, is told of each run whose last partition this process ended,
-	// and of each dead run that a scan it started abandoned.
-	OnRunEnded func(runID int64)
 	// OwnsRuns says that the runs this process starts are its own, alive while it is,
 	// and that it works only while it waits for them (tmend scan). Without it, the
 	// process works any run's partitions for as long as it lives (serve, worker), and
@@ -345,9 +342,6 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 	run, err := q.store.CreateRun(ctx, plan, store.RunJobs{Enqueue: enqueue, Cancel: q.cancelJobs})
 	for _, id := range run.Abandoned {
 		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it; this scan covers its sessions")
-		if q.cfg.OnRunEnded != nil {
-			q.cfg.OnRunEnded(id)
-		}
 	}
 	if err != nil {
 		return 0, err
@@ -433,15 +427,13 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs
 	w.q.working(job.Args.RunID, 1)
 	defer w.q.working(job.Args.RunID, -1)
 	out, err := w.q.sc.WorkPartition(ctx, job.Args.RunID, job.Args.Partition, scanner.PartitionOptions{
-		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts})
+		// A yield snoozes the job, which River does not count as an attempt.
+		Slice: w.q.cfg.Slice, Stop: w.q.stopping, Last: job.Attempt >= job.MaxAttempts, Retry: job.Attempt > 1})
 	if err != nil {
 		return err
 	}
-	switch {
-	case out == scanner.PartitionYielded:
+	if out == scanner.PartitionYielded {
 		return river.JobSnooze(0) // back in the queue at once, for any worker; not an attempt
-	case out == scanner.RunEnded && w.q.cfg.OnRunEnded != nil:
-		w.q.cfg.OnRunEnded(job.Args.RunID)
 	}
 	return nil
 }

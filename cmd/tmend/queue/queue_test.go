@@ -114,6 +114,8 @@ func TestPartitionedRunEqualsOneProcess(t *testing.T) {
 	require.Equal(t, 5, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND status = 'completed'`, id))
 	require.Positive(t, count(t, b.pool, `SELECT count(*) FROM run_partitions WHERE run_id = $1 AND attempt > 1`, id),
 		"partitions yield and resume from their checkpoints")
+	require.Contains(t, b.log.String(), "partition continues from its checkpoint after its time slice")
+	require.NotContains(t, b.log.String(), "resuming partition", "a slice's end is not a failed attempt")
 	// Exactly once: one report and one repaired version per repaired session.
 	require.Equal(t, want.Counts.Repaired, count(t, b.pool, `SELECT count(DISTINCT session_id) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'`, id))
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1 GROUP BY session_id HAVING count(*) > 1) d`, id))
@@ -157,7 +159,7 @@ WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_da
 	require.Equal(t, want.Counts, run.Counts)
 	require.Equal(t, want.Summary(), run.Summary)
 	require.GreaterOrEqual(t, count(t, b.pool, `SELECT attempt FROM run_partitions WHERE run_id = $1`, id), 2)
-	require.Contains(t, b.log.String(), "resuming partition from its checkpoint")
+	require.Contains(t, b.log.String(), "resuming partition from its checkpoint after a failed or interrupted attempt")
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE run_id = $1 GROUP BY session_id HAVING count(*) > 1) d`, id))
 	storetest.AllClean(t, b.pool)
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Where the row-per-session write path's time goes (BENCHMARKS.md): builds of tmend side by
+# side on one database, each round repairing the same broken sessions in an incremental run
+# with every build in turn (the order rotates each round), plus an incremental run that finds
+# nothing to do (a run's fixed cost) and the plain batched UPDATE writing the same contents.
+#   BINS="bin/tmend /tmp/tmend-variant" TMEND_DATABASE_URL=postgres://.../empty_db scripts/bench-repair-ab.sh
+# SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SESSIONS=${SESSIONS:-20000} ROUNDS=${ROUNDS:-5}
+sql() { psql "$TMEND_DATABASE_URL" -qAtX -v ON_ERROR_STOP=1 "$@"; }
+now() { date +%s.%N; }
+since() { echo "$(now) - $1" | bc; }
+export TMEND_LOG_LEVEL=warn
+read -ra bins <<< "$BINS"
+first=${bins[0]}
+$first migrate up >/dev/null
+$first gen --dialect openclaw --sessions "$SESSIONS" --messages 45 --fault-rate 0.02 --seed 1 | $first import - >/dev/null
+sql -c "VACUUM ANALYZE tmend.sessions"
+$first scan --full --dry-run >/dev/null || true
+sql -c "CREATE TABLE bench_orig AS SELECT s.id, s.messages FROM tmend.sessions s WHERE id IN (SELECT session_id FROM tmend.repair_reports WHERE status = 'would_repair')"
+reset() {
+  sql -c "UPDATE tmend.sessions SET updated_at = now() - interval '1 day' WHERE updated_at > now() - interval '1 day'" \
+      -c "UPDATE tmend.sessions s SET messages = o.messages, updated_at = now() - interval '20 minutes' FROM bench_orig o WHERE o.id = s.id" \
+      -c "INSERT INTO tmend.scan_state (source, scanned_through) VALUES ('sessions(id,messages,updated_at)', now() - interval '1 hour') ON CONFLICT (source) DO UPDATE SET scanned_through = excluded.scanned_through" \
+      -c "VACUUM tmend.sessions" -c "CHECKPOINT"
+}
+reset; $first scan >/dev/null
+sql -c "CREATE TABLE bench_rep AS SELECT s.id, s.messages FROM tmend.sessions s JOIN bench_orig USING (id)"
+echo "broken: $(sql -c 'select count(*) from bench_orig')"
+for r in $(seq "$ROUNDS"); do
+  line="round $r:"
+  n=${#bins[@]}
+  for k in $(seq 0 $((n + 1))); do
+    i=$(( (k + r) % (n + 2) ))
+    reset
+    if [ "$i" = $((n + 1)) ]; then
+      # Nothing changed since the last run: what a run costs before its first session.
+      sql -c "UPDATE tmend.sessions SET updated_at = now() - interval '1 day' WHERE updated_at > now() - interval '1 day'"
+      s=$(now); $first scan >/dev/null; line="$line empty=$(since "$s")"
+      continue
+    fi
+    s=$(now)
+    if [ "$i" = "$n" ]; then
+      sql -c "UPDATE tmend.sessions s SET messages = v.messages FROM bench_rep v WHERE v.id = s.id"; line="$line plain=$(since "$s")"
+    else
+      out=$(${bins[$i]} scan --json); line="$line $(basename ${bins[$i]})=$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["repaired"])')"
+    fi
+  done
+  echo "$line"
+done
