@@ -80,13 +80,13 @@ type Report struct {
 	BytesAfter  int `json:"bytes_after"`
 	// Boundary is the index of the first message kept byte for byte: only messages
 	// before it may change.
-	Boundary int               `json:"boundary"`
-	Tiers    Tiers             `json:"tiers"`
-	Calls    int               `json:"calls"`
-	Results  int               `json:"results"`
-	ByRule   map[Rule]Count    `json:"by_rule,omitempty"`
-	ByTool   map[string]Count  `json:"by_tool,omitempty"`
-	Actions  []Action          `json:"actions,omitempty"`
+	Boundary int              `json:"boundary"`
+	Tiers    Tiers            `json:"tiers"`
+	Calls    int              `json:"calls"`
+	Results  int              `json:"results"`
+	ByRule   map[Rule]Count   `json:"by_rule,omitempty"`
+	ByTool   map[string]Count `json:"by_tool,omitempty"`
+	Actions  []Action         `json:"actions,omitempty"`
 }
 
 // SavedBytes is what the compaction saved (or would save, when skipped for a gate).
