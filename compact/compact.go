@@ -190,3 +190,28 @@ func apply(msgs []byte, edits []edit) []byte {
 	}
 	return append(out, msgs[at:]...)
 }
+
+// Document compacts the transcript of document b (a messages array, or an envelope
+// holding one, as repair.ParseDocument reads it); an updated_at in the envelope is the
+// session's for IdleFor. Result.Messages is the whole output document.
+func Document(b []byte, opts Options) Result {
+	doc, err := repair.ParseDocument(b)
+	if err != nil {
+		return Result{Messages: b, Report: Report{Status: StatusSkipped, Reason: SkipUnreadable,
+			BytesBefore: len(b), BytesAfter: len(b)}}
+	}
+	if !doc.UpdatedAt.IsZero() {
+		opts.UpdatedAt = doc.UpdatedAt
+	}
+	msgs := doc.Messages()
+	res := Compact(msgs, opts)
+	at, ok := offsetIn(b, msgs)
+	if res.Report.Status != StatusCompacted || !ok {
+		res.Messages = b
+		return res
+	}
+	out := make([]byte, 0, len(b)-res.Report.SavedBytes())
+	out = append(append(append(out, b[:at]...), res.Messages...), b[at+len(msgs):]...)
+	res.Messages = out
+	return res
+}

@@ -231,6 +231,7 @@ func NewRootCommand(e *Env) *cobra.Command {
 	root.AddCommand(
 		newCheckCmd(e),
 		newFixCmd(e),
+		newCompactCmd(e),
 		newGenCmd(e),
 		newScanCmd(e),
 		newRepairCmd(e),
