@@ -18,7 +18,13 @@ const marker = "[tmend "
 func (t *transcript) plan() []edit {
 	var edits []edit
 	o := t.opts
-	lastTurn := len(t.turns) - 1
+	// Every decision looks only at what lies before the boundary (the turn it starts,
+	// later uses), so that while the boundary stays, a compacted prefix is a fixed point
+	// however many turns are appended: a provider's cached prefix stays valid.
+	bturn := 0
+	for bturn < len(t.turns) && t.turns[bturn] < t.boundary {
+		bturn++
+	}
 	for i, u := range t.uses {
 		if !t.history(u) {
 			continue
@@ -34,7 +40,7 @@ func (t *transcript) plan() []edit {
 			switch {
 			case o.Rules[RuleSupersedeWrites] && u.category == CategoryWrite && t.laterTouch(i):
 				rule, limit = RuleSupersedeWrites, clipKeep*4
-			case o.Rules[RulePurgeErrors] && u.isError && lastTurn-u.turn >= o.ErrorTurns:
+			case o.Rules[RulePurgeErrors] && u.isError && bturn-u.turn >= o.ErrorTurns:
 				rule, limit = RulePurgeErrors, clipKeep*4
 			case o.Rules[RuleClearInputs] && o.ClearInputsOver > 0:
 				rule, limit = RuleClearInputs, o.ClearInputsOver
@@ -115,14 +121,14 @@ func (t *transcript) edit(u *use, rule Rule, target string, s slot, data []byte)
 		BytesBefore: s.end - s.start, BytesAfter: len(data)}}
 }
 
-// sameLater returns the first later use of the same call whose result is byte for byte
-// the same; -1 when none.
+// sameLater returns the first later use before the boundary of the same call whose
+// result is byte for byte the same; -1 when none.
 func (t *transcript) sameLater(i int) int {
 	u := t.uses[i]
 	if u.canonical == "" {
 		return -1
 	}
-	for j := i + 1; j < len(t.uses); j++ {
+	for j := i + 1; j < len(t.uses) && t.uses[j].callMsg < t.boundary; j++ {
 		v := t.uses[j]
 		if v.canonical == u.canonical && v.result.ok && !v.isError &&
 			bytes.Equal(v.result.raw(t.msgs), u.result.raw(t.msgs)) {
@@ -139,7 +145,7 @@ func (t *transcript) sameCallLater(i int) int {
 		return -1
 	}
 	for j := len(t.uses) - 1; j > i; j-- {
-		if v := t.uses[j]; v.canonical == u.canonical && v.resultMsg >= 0 && !v.isError {
+		if v := t.uses[j]; v.callMsg < t.boundary && v.canonical == u.canonical && v.resultMsg >= 0 && !v.isError {
 			return j
 		}
 	}
@@ -153,7 +159,7 @@ func (t *transcript) laterTouch(i int) bool {
 		return false
 	}
 	for _, v := range t.uses[i+1:] {
-		if v.path == u.path && (v.category == CategoryWrite || v.category == CategoryRead) {
+		if v.callMsg < t.boundary && v.path == u.path && (v.category == CategoryWrite || v.category == CategoryRead) {
 			return true
 		}
 	}
