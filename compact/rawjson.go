@@ -15,33 +15,101 @@ type member struct {
 
 // members lists the members of the JSON object raw in order; ok is false when raw is not
 // an object. Values are located, not copied, so an edit can replace exactly one of them.
+// raw comes from a transcript the engine has validated; anything unexpected is ok=false.
 func members(raw []byte) ([]member, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
 	var out []member
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return out, true
+	}
+	for i < len(raw) {
+		ks := i
+		ke, ok := skipValue(raw, i)
+		if !ok || raw[ks] != '"' {
 			return nil, false
 		}
-		key, ok := kt.(string)
+		key, ok := str(raw[ks:ke])
 		if !ok {
 			return nil, false
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		i = skipWS(raw, ke)
+		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		end := int(dec.InputOffset())
-		out = append(out, member{key: key, start: end - len(v), end: end})
+		vs := skipWS(raw, i+1)
+		ve, ok := skipValue(raw, vs)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, member{key: key, start: vs, end: ve})
+		i = skipWS(raw, ve)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case '}':
+			return out, true
+		default:
+			return nil, false
+		}
 	}
-	return out, true
+	return nil, false
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at i.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, true
+			}
+		}
+		return 0, false
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, ok := skipValue(b, j)
+				if !ok {
+					return 0, false
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+		j++
+	}
+	return j, j > i
 }
 
 // find returns the span of the first member key of raw (the engine reads the first of a
@@ -85,8 +153,11 @@ func value(raw []byte, key string) []byte {
 
 // str decodes a JSON string value; ok is false for any other value.
 func str(v []byte) (string, bool) {
-	if len(v) == 0 || v[0] != '"' {
+	if len(v) < 2 || v[0] != '"' {
 		return "", false
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), true
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {

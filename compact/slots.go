@@ -67,17 +67,23 @@ var inputPaths = map[repair.Dialect][][]string{
 	repair.AISDKModel:      {{"input"}, {"args"}},
 }
 
-// resultSlot locates part's content; base is the part's offset in msgs.
+// resultSlot locates part's content; base is the part's offset in msgs. Its text is
+// read by readText, only for the contents compaction may change.
 func resultSlot(d repair.Dialect, part []byte, base int) slot {
 	for _, rp := range resultPaths[d] {
-		s, e, ok := findPath(part, rp.path...)
-		if !ok {
-			continue
+		if s, e, ok := findPath(part, rp.path...); ok {
+			return slot{start: base + s, end: base + e, form: rp.form, ok: true}
 		}
-		text, ok := contentText(part[s:e], rp.form)
-		return slot{start: base + s, end: base + e, form: rp.form, text: text, ok: ok}
 	}
 	return slot{}
+}
+
+// readText sets the slot's text from msgs; a content tmend must not replace (an image,
+// an unknown shape) makes it not ok.
+func (s *slot) readText(msgs []byte) {
+	if s.ok {
+		s.text, s.ok = contentText(s.raw(msgs), s.form)
+	}
 }
 
 // inputSlot locates call part's arguments object.

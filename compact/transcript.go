@@ -56,7 +56,6 @@ func newTranscript(msgs []byte, ol repair.Outline, opts *Options) *transcript {
 				if ok {
 					u.input = inputSlot(t.d, p.Raw, base)
 				}
-				u.canonical, u.path = describeArgs(u)
 				t.uses = append(t.uses, u)
 				if p.CallID == "" {
 					idless = append(idless, u)
@@ -86,7 +85,45 @@ func newTranscript(msgs []byte, ol repair.Outline, opts *Options) *transcript {
 		}
 	}
 	t.tier()
+	// Only what lies before the boundary is read further (the rules look no later).
+	for _, u := range t.uses {
+		if u.callMsg >= t.boundary {
+			break
+		}
+		u.canonical, u.path = describeArgs(u)
+		if u.resultMsg >= 0 && u.resultMsg < t.boundary {
+			u.result.readText(msgs)
+			u.isError = u.isError || u.category == CategoryExec && looksFailed(u.result.text)
+		}
+	}
 	return t
+}
+
+// looksFailed finds a command's failure in its output (a line starting with error,
+// fatal, panic or fail, or a non-zero exit status), for the dialects that keep no error
+// flag (OpenAI, Gemini, most LangChain stores): its error text is what a model learns
+// from, so it is kept like a flagged error's.
+func looksFailed(text string) bool {
+	for _, ex := range []string{"exit status ", "exit code "} {
+		for rest := text; ; {
+			i := strings.Index(rest, ex)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(ex):]
+			if rest != "" && rest[0] >= '1' && rest[0] <= '9' {
+				return true
+			}
+		}
+	}
+	for line := range strings.Lines(text) {
+		for _, w := range []string{"error", "fatal", "panic", "fail"} {
+			if len(line) >= len(w) && strings.EqualFold(line[:len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // userTurn reports a message a person wrote: a user message that carries no tool
