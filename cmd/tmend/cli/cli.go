@@ -160,9 +160,9 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 		err = errors.New("interrupted; the run's open transactions were rolled back")
 	}
 	if jsonOutput(root, args) && !printed {
-		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
+		// fix and compact write transcripts to stdout; their JSON reports and errors go to stderr.
 		to := e.Stdout
-		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
+		if cmd, _, err := root.Find(args); err == nil && (cmd.Name() == "fix" || cmd.Name() == "compact") {
 			to = e.Stderr
 		}
 		_ = json.NewEncoder(to).Encode(struct {
