@@ -121,7 +121,7 @@ func Compact(msgs []byte, opts Options) Result {
 	if len(v.Issues) > 0 {
 		return skip(SkipHasIssues)
 	}
-	if resultPaths[v.Dialect] == nil {
+	if !supported(v.Dialect) {
 		return skip(SkipNoDialect)
 	}
 	ol, err := repair.Inspect(msgs, repair.Options{Dialect: v.Dialect})

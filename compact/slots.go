@@ -67,6 +67,51 @@ var inputPaths = map[repair.Dialect][][]string{
 	repair.AISDKModel:      {{"input"}, {"args"}},
 }
 
+// inPlace are the dialects that keep a call and its result in one part (see repair's
+// inplace.go): where the part keeps its output and input, and the state an answered
+// call's part has. A message that also holds a copy of its calls (AI SDK 4's
+// toolInvocations, Mastra's content.toolInvocations) is left alone whole, so that the
+// copies never disagree.
+var inPlace = map[repair.Dialect]struct {
+	result, input, state []string
+	answered             string
+	mirror               []string
+}{
+	repair.AISDKUI: {[]string{"output"}, []string{"input"}, []string{"state"}, "output-available",
+		[]string{"toolInvocations"}},
+	repair.Mastra: {[]string{"toolInvocation", "result"}, []string{"toolInvocation", "args"},
+		[]string{"toolInvocation", "state"}, "result", []string{"content", "toolInvocations"}},
+}
+
+// supported reports a dialect whose results compaction knows where to find.
+func supported(d repair.Dialect) bool {
+	_, ok := inPlace[d]
+	return ok || resultPaths[d] != nil
+}
+
+// inPlaceSlots locates an answered in-place part's output and input; ok is false for a
+// part that is not answered, ran on the provider's side, or sits in a message with
+// copies of its calls.
+func inPlaceSlots(d repair.Dialect, msg, part []byte, base int) (result, input slot, ok bool) {
+	ip := inPlace[d]
+	if _, _, mirrored := findPath(msg, ip.mirror...); mirrored {
+		return slot{}, slot{}, false
+	}
+	if s, e, found := findPath(part, ip.state...); !found || string(part[s:e]) != `"`+ip.answered+`"` {
+		return slot{}, slot{}, false
+	}
+	if string(value(part, "providerExecuted")) == "true" {
+		return slot{}, slot{}, false
+	}
+	if s, e, found := findPath(part, ip.result...); found {
+		result = slot{start: base + s, end: base + e, form: formString, ok: true}
+	}
+	if s, e, found := findPath(part, ip.input...); found && part[s] == '{' {
+		input = slot{start: base + s, end: base + e, text: string(part[s:e]), ok: true}
+	}
+	return result, input, true
+}
+
 // resultSlot locates part's content; base is the part's offset in msgs. Its text is
 // read by readText, only for the contents compaction may change.
 func resultSlot(d repair.Dialect, part []byte, base int) slot {

@@ -56,6 +56,13 @@ func newTranscript(msgs []byte, ol repair.Outline, opts *Options) *transcript {
 				if ok {
 					u.input = inputSlot(t.d, p.Raw, base)
 				}
+				if _, in := inPlace[t.d]; in && ok {
+					// The part answers itself: the result is the part's output.
+					if res, input, answered := inPlaceSlots(t.d, m.Raw, p.Raw, base); answered {
+						u.result, u.input, u.resultMsg, u.resPart = res, input, mi, pi
+						t.results++
+					}
+				}
 				t.uses = append(t.uses, u)
 				if p.CallID == "" {
 					idless = append(idless, u)
