@@ -58,7 +58,9 @@ func TestMastraMirrorsLeftAlone(t *testing.T) {
 		return map[string]any{"id": role + "-" + string(rune('0'+len(parts))), "role": role, "content": content, "type": "v2"}
 	}
 	text := func(s string) []any { return []any{map[string]any{"type": "text", "text": s}} }
-	call := func(id string) []any { return []any{map[string]any{"type": "tool-invocation", "toolInvocation": inv(id)}} }
+	call := func(id string) []any {
+		return []any{map[string]any{"type": "tool-invocation", "toolInvocation": inv(id)}}
+	}
 	msgs := []any{msg("user", text("one"), nil), msg("assistant", call("a"), nil),
 		msg("user", text("two"), nil), msg("assistant", call("c"), nil),
 		msg("assistant", call("b"), map[string]any{"toolInvocations": []any{inv("b")}}),
