@@ -210,7 +210,7 @@ func piDCP(msgs []byte) []byte {
 // parse reads msgs as compaction does, with nothing protected (the anchors decide).
 func parse(msgs []byte) *transcript {
 	ol, err := repair.Inspect(msgs, repair.Options{})
-	if err != nil || resultPaths[ol.Dialect] == nil {
+	if err != nil || !supported(ol.Dialect) {
 		return nil
 	}
 	o, _ := ForProfile(Standard)

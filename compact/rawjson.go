@@ -156,14 +156,51 @@ func str(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]), true
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body), true
+	}
+	if s, ok := unescape(body); ok {
+		return s, true
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// unescape decodes a string body with the one-letter escapes results are full of (\n,
+// \t, \", ...); ok is false at a \u escape, which str leaves to encoding/json.
+func unescape(body []byte) (string, bool) {
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		if i++; i == len(body) {
+			return "", false
+		}
+		switch body[i] {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case '"', '\\', '/':
+			out = append(out, body[i])
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
 }
 
 // quote encodes s as a JSON string without HTML escapes, as transcripts are written.
