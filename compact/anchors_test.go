@@ -255,7 +255,7 @@ type tally struct {
 // every dialect: it asserts that tmend keeps every pair, adds no issue and is
 // idempotent, and with TMEND_COMPACT_BENCH=1 prints BENCHMARKS.md's table.
 func TestAnchors(t *testing.T) {
-	sessions, msgs := 2, 300
+	sessions, msgs := 1, 200
 	if benchOn {
 		sessions, msgs = 4, 800
 	}

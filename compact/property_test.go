@@ -109,7 +109,7 @@ func TestInvariantsOverGeneratedSessions(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			for _, p := range compact.Profiles() {
 				compacted := 0
-				for i, in := range repaired(t, d, 6, 160, 7) {
+				for i, in := range repaired(t, d, 4, 120, 7) {
 					r := checkInvariants(t, string(p)+"/"+strconv.Itoa(i), in, eager(t, p))
 					if r.Status == compact.StatusCompacted {
 						compacted++

@@ -69,11 +69,11 @@ func (t *transcript) resultEdit(i int, u *use) (edit, bool) {
 	}
 	if o.Rules[RuleDedupe] && !u.isError {
 		if j := t.sameLater(i); j >= 0 {
-			if e, ok := stub(RuleDedupe, "same result as the later call "+t.uses[j].id); ok {
+			if e, ok := stub(RuleDedupe, "same result as the later call"+idNote(t.uses[j])); ok {
 				return e, true
 			}
 		} else if j := t.sameCallLater(i); j >= 0 {
-			if e, ok := stub(RuleDedupe, "superseded by the later call "+t.uses[j].id); ok {
+			if e, ok := stub(RuleDedupe, "superseded by the later call"+idNote(t.uses[j])); ok {
 				return e, true
 			}
 		}
@@ -94,6 +94,14 @@ func (t *transcript) resultEdit(i int, u *use) (edit, bool) {
 		return t.trim(u)
 	}
 	return edit{}, false
+}
+
+// idNote names a call by its id, for a stub; calls without ids (Gemini) go unnamed.
+func idNote(u *use) string {
+	if u.id == "" {
+		return ""
+	}
+	return " " + u.id
 }
 
 // trim keeps the head and tail of u's result.
