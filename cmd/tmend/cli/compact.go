@@ -202,13 +202,6 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		return err
 	}
 	defer closeIn()
-	data, err := io.ReadAll(in)
-	if err != nil {
-		return fmt.Errorf("read input: %w", err)
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return &exitError{code: ExitUsage, err: errors.New("input is empty")}
-	}
 	if !o.dryRun && o.output == "" {
 		if err := e.checkStdout(); err != nil {
 			return err
@@ -261,44 +254,21 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		}
 		return nil
 	}
-	bom := []byte("\xef\xbb\xbf")
-	body := bytes.TrimPrefix(data, bom)
-	if _, err := bw.Write(data[:len(data)-len(body)]); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	if json.Valid(body) {
-		s, outDoc := o.compactRecord(body, 0)
-		if _, err := bw.Write(outDoc); err != nil {
-			return fmt.Errorf("write output: %w", err)
+	var reportErr error
+	empty, err := eachRecord(ctx, in, bw, func(rec []byte, line int) []byte {
+		s, out := o.compactRecord(rec, line)
+		if rerr := emit(s); rerr != nil && reportErr == nil {
+			reportErr = fmt.Errorf("write report: %w", rerr)
 		}
-		if err := emit(s); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-	} else {
-		for line, rest := 1, body; len(rest) > 0; line++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			rec, after, found := bytes.Cut(rest, []byte("\n"))
-			rest = after
-			trimmed := bytes.TrimRight(rec, "\r")
-			outRec := rec
-			if len(bytes.TrimSpace(trimmed)) > 0 {
-				s, doc := o.compactRecord(trimmed, line)
-				outRec = append(doc, rec[len(trimmed):]...)
-				if err := emit(s); err != nil {
-					return fmt.Errorf("write report: %w", err)
-				}
-			}
-			if _, err := bw.Write(outRec); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			if found {
-				if err := bw.WriteByte('\n'); err != nil {
-					return fmt.Errorf("write output: %w", err)
-				}
-			}
-		}
+		return out
+	})
+	switch {
+	case err != nil:
+		return err
+	case reportErr != nil:
+		return reportErr
+	case empty:
+		return &exitError{code: ExitUsage, err: errors.New("input is empty")}
 	}
 	for _, r := range reports {
 		if err := r(nil, sum); err != nil {
@@ -459,5 +429,60 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			}
 		}
 		return err
+	}
+}
+
+// eachRecord reads a document or JSON Lines from in and writes each record's
+// replacement (by compact) to w, with every byte between records as it was: a byte order
+// mark, blank lines, line ends. JSON Lines are streamed: the input is JSON Lines when its
+// first non-blank line is a JSON value by itself, else it is read whole as one document
+// (pretty-printed, say). empty reports an input with no record.
+func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) (empty bool, err error) {
+	br := bufio.NewReaderSize(in, 1<<20)
+	write := func(b []byte) error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		return nil
+	}
+	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
+		_, _ = br.Discard(3)
+		if err := write(b); err != nil {
+			return false, err
+		}
+	}
+	empty, lines := true, false
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return empty, err
+		}
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return empty, fmt.Errorf("read input: %w", rerr)
+		}
+		rec := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(bytes.TrimSpace(rec)) == 0:
+			if err := write(line); err != nil {
+				return empty, err
+			}
+		case !lines && !json.Valid(rec):
+			rest, err := io.ReadAll(br)
+			if err != nil {
+				return empty, fmt.Errorf("read input: %w", err)
+			}
+			return false, write(compact(append(line, rest...), 0))
+		default:
+			lines, empty = true, false
+			if err := write(compact(rec, n)); err != nil {
+				return empty, err
+			}
+			if err := write(line[len(rec):]); err != nil {
+				return empty, err
+			}
+		}
+		if rerr == io.EOF {
+			return empty, nil
+		}
 	}
 }

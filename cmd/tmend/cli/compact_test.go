@@ -20,11 +20,13 @@ func genCoding(t *testing.T, args ...string) string {
 }
 
 func TestCompactJSONLines(t *testing.T) {
-	in := genCoding(t, "--fault-rate", "1")
+	in := "\n" + strings.Replace(genCoding(t, "--fault-rate", "1"), "\n", "\r\n\n", 1) // blank lines, a CRLF
 	r := runCLI(t, in, nil, "compact", "--json", "--min-tokens", "0", "--clear-at-least", "0", "-")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Less(t, len(r.stdout), len(in))
-	require.Equal(t, strings.Count(in, "\n"), strings.Count(r.stdout, "\n"), "one line per session")
+	require.True(t, strings.HasPrefix(r.stdout, "\n{"), "a leading blank line kept")
+	require.Equal(t, strings.Count(in, "\n"), strings.Count(r.stdout, "\n"), "one line per session, blank lines kept")
+	require.Equal(t, 1, strings.Count(r.stdout, "\r\n\n"), "line ends kept")
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
 		var m map[string]any
@@ -107,7 +109,9 @@ func TestCompactUsage(t *testing.T) {
 		r := runCLI(t, "[]", nil, args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 	}
-	r := runCLI(t, "not json\n", nil, "compact", "-")
+	r := runCLI(t, "\n \n", nil, "compact", "-")
+	require.Equal(t, ExitUsage, r.code, "empty input: %s", r.stderr)
+	r = runCLI(t, "not json\n", nil, "compact", "-")
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Equal(t, "not json\n", r.stdout, "unreadable input is passed through")
 }
