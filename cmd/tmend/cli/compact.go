@@ -16,6 +16,7 @@ import (
 
 	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/report"
 )
 
 // compactOptions are the options of compact: fix's, and the compaction's.
@@ -193,6 +194,7 @@ type compactSummary struct {
 	SavedBytes  int                            `json:"saved_bytes"`
 	SavedTokens int                            `json:"saved_tokens_est"`
 	ByRule      map[compact.Rule]compact.Count `json:"by_rule,omitempty"`
+	ByTool      map[string]compact.Count       `json:"by_tool,omitempty"`
 	DryRun      bool                           `json:"dry_run,omitempty"`
 }
 
@@ -244,7 +246,8 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		reports = append(reports, jsonReport(reportBuf))
 	}
 
-	sum := &compactSummary{Skipped: map[string]int{}, ByRule: map[compact.Rule]compact.Count{}, DryRun: o.dryRun}
+	sum := &compactSummary{Skipped: map[string]int{}, ByRule: map[compact.Rule]compact.Count{},
+		ByTool: map[string]compact.Count{}, DryRun: o.dryRun}
 	emit := func(s *compactSession) error {
 		sum.add(s)
 		for _, r := range reports {
@@ -350,9 +353,10 @@ func (sum *compactSummary) add(s *compactSession) {
 		sum.Compacted++
 		sum.SavedBytes += s.SavedBytes
 		for r, c := range s.ByRule {
-			t := sum.ByRule[r]
-			t.Count, t.BytesBefore, t.BytesAfter = t.Count+c.Count, t.BytesBefore+c.BytesBefore, t.BytesAfter+c.BytesAfter
-			sum.ByRule[r] = t
+			sum.ByRule[r] = addCount(sum.ByRule[r], c)
+		}
+		for tool, c := range s.ByTool {
+			sum.ByTool[tool] = addCount(sum.ByTool[tool], c)
 		}
 	case s.Status == compact.StatusRejected:
 		sum.Rejected++
@@ -360,6 +364,10 @@ func (sum *compactSummary) add(s *compactSession) {
 		sum.Skipped[s.Reason]++
 	}
 	sum.SavedTokens = compact.EstTokens(sum.SavedBytes)
+}
+
+func addCount(a, b compact.Count) compact.Count {
+	return compact.Count{Count: a.Count + b.Count, BytesBefore: a.BytesBefore + b.BytesBefore, BytesAfter: a.BytesAfter + b.BytesAfter}
 }
 
 // jsonReport writes a line per session, then {"summary": ...}.
@@ -391,14 +399,14 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			if name == "" {
 				name = fmt.Sprintf("line %d", s.Line)
 			}
-			p("%s: %s", name, s.Status)
+			p("%s: %s", report.Escape(name), s.Status)
 			if s.Reason != "" {
 				p(" (%s)", s.Reason)
 			}
 			p(", %d → %d bytes, saved %d (~%d tokens)\n", s.BytesBefore, s.BytesAfter, s.SavedBytes, s.SavedTokens)
 			if verbose {
 				for _, a := range s.Actions {
-					p("  %s %s of %s %s (message %d): %d → %d bytes\n", a.Rule, a.Target, a.Tool, a.CallID,
+					p("  %s %s of %s %s (message %d): %d → %d bytes\n", a.Rule, a.Target, report.Escape(a.Tool), report.Escape(a.CallID),
 						a.MessageIndex, a.BytesBefore, a.BytesAfter)
 				}
 			}
@@ -418,6 +426,22 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 				if c, ok := sum.ByRule[r]; ok {
 					p("  %-17s %6d contents %12d → %d bytes\n", r, c.Count, c.BytesBefore, c.BytesAfter)
 				}
+			}
+			// The ten tools that saved most, then by name.
+			tools := make([]string, 0, len(sum.ByTool))
+			for tool := range sum.ByTool {
+				tools = append(tools, tool)
+			}
+			saved := func(tool string) int { c := sum.ByTool[tool]; return c.BytesBefore - c.BytesAfter }
+			sort.Slice(tools, func(i, j int) bool {
+				if si, sj := saved(tools[i]), saved(tools[j]); si != sj {
+					return si > sj
+				}
+				return tools[i] < tools[j]
+			})
+			for _, tool := range tools[:min(len(tools), 10)] {
+				c := sum.ByTool[tool]
+				p("  tool %-12s %6d contents %12d → %d bytes\n", report.Escape(tool), c.Count, c.BytesBefore, c.BytesAfter)
 			}
 			reasons := make([]string, 0, len(sum.Skipped))
 			for r := range sum.Skipped {

@@ -60,6 +60,7 @@ func TestCompactDryRunAndGates(t *testing.T) {
 	require.Empty(t, r.stdout, "a dry run writes no transcripts")
 	require.Contains(t, r.stderr, "would compact 3")
 	require.Contains(t, r.stderr, "clear_old")
+	require.Contains(t, r.stderr, "tool read_file")
 
 	// gen's sessions were last updated at 2026-01-01: a --now within the idle time skips them.
 	r = runCLI(t, in, nil, "compact", "--now", "2026-01-01T00:30:00Z", "--min-tokens", "0", "--clear-at-least", "0", "-")
