@@ -43,7 +43,7 @@ func repaired(t testing.TB, d repair.Dialect, n, msgs int, seed uint64) [][]byte
 // issue; I3 every other part and message the same byte for byte, only tool contents
 // before the boundary differ; I4 the suffix from the boundary byte-identical; I5 a
 // second run changes nothing; I6 smaller; never rejected.
-func checkInvariants(t *testing.T, name string, in []byte, opts compact.Options) compact.Report {
+func checkInvariants(t testing.TB, name string, in []byte, opts compact.Options) compact.Report {
 	t.Helper()
 	res := compact.Compact(in, opts)
 	r := res.Report
@@ -89,7 +89,7 @@ func checkInvariants(t *testing.T, name string, in []byte, opts compact.Options)
 	}
 	// I4: every byte from the boundary's message on.
 	if r.Boundary < len(before.Messages) {
-		tailIn := in[bytes.Index(in, before.Messages[r.Boundary].Raw):]
+		tailIn := in[msgOffset(in, before, r.Boundary):]
 		require.True(t, bytes.HasSuffix(out, tailIn), "%s: suffix from message %d changed", name, r.Boundary)
 	}
 	vb, err := repair.Validate(in, repair.Options{QuietPeriod: -1})
@@ -102,6 +102,19 @@ func checkInvariants(t *testing.T, name string, in []byte, opts compact.Options)
 	require.Equal(t, string(out), string(again.Messages), "%s: second run changed the output", name)
 	require.Equal(t, string(out), string(compact.Compact(in, opts).Messages), "%s: not deterministic", name)
 	return r
+}
+
+// msgOffset returns where message k of ol starts in msgs (messages may repeat each
+// other's bytes, so each is searched for after the one before).
+func msgOffset(msgs []byte, ol repair.Outline, k int) int {
+	at := 0
+	for i := 0; i <= k; i++ {
+		at += bytes.Index(msgs[at:], ol.Messages[i].Raw)
+		if i < k {
+			at += len(ol.Messages[i].Raw)
+		}
+	}
+	return at
 }
 
 func TestInvariantsOverGeneratedSessions(t *testing.T) {
@@ -122,7 +135,7 @@ func TestInvariantsOverGeneratedSessions(t *testing.T) {
 }
 
 // tiny compacts whatever it can, so that the small golden and fuzz inputs are compacted.
-func tiny(t *testing.T) compact.Options {
+func tiny(t testing.TB) compact.Options {
 	o := eager(t, compact.Aggressive)
 	o.KeepToolUses, o.KeepTurns, o.BatchTurns, o.ProtectFirstTurn = 0, 1, 1, false
 	o.SoftTrimMax, o.SoftTrimHead, o.SoftTrimTail, o.ClearInputsOver, o.ErrorTurns = 8, 2, 2, 4, 0
@@ -130,7 +143,40 @@ func tiny(t *testing.T) compact.Options {
 	return o
 }
 
+// FuzzCompact checks the invariants on arbitrary input, repaired first as tmend compact
+// does: go test ./compact -run '^$' -fuzz FuzzCompact. Its seeds are the engine's golden
+// and fuzz inputs and a generated coding session.
+func FuzzCompact(f *testing.F) {
+	for _, in := range seedInputs(f) {
+		f.Add(in)
+	}
+	f.Add(repaired(f, repair.OpenAIChat, 1, 40, 1)[0])
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if res, err := repair.Repair(in, repair.Options{Force: true}); err == nil {
+			in = res.Messages
+		}
+		checkInvariants(t, "fuzz", in, tiny(t))
+	})
+}
+
 func TestInvariantsOverGoldenAndFuzzInputs(t *testing.T) {
+	compacted := 0
+	inputs := seedInputs(t)
+	for i, in := range inputs {
+		// Compaction reads repaired transcripts, as tmend compact hands it.
+		if res, err := repair.Repair(in, repair.Options{Force: true}); err == nil {
+			in = res.Messages
+		}
+		if checkInvariants(t, "input "+strconv.Itoa(i), in, tiny(t)).Status == compact.StatusCompacted {
+			compacted++
+		}
+	}
+	require.Positive(t, compacted)
+	t.Logf("%d of %d inputs compacted", compacted, len(inputs))
+}
+
+// seedInputs are the engine's golden inputs and its fuzz corpus.
+func seedInputs(t testing.TB) [][]byte {
 	var inputs [][]byte
 	golden, err := filepath.Glob("../repair/testdata/golden/*.jsonl")
 	require.NoError(t, err)
@@ -160,16 +206,5 @@ func TestInvariantsOverGoldenAndFuzzInputs(t *testing.T) {
 		require.NoError(t, err, path)
 		inputs = append(inputs, []byte(s))
 	}
-	compacted := 0
-	for i, in := range inputs {
-		// Compaction reads repaired transcripts, as tmend compact hands it.
-		if res, err := repair.Repair(in, repair.Options{Force: true}); err == nil {
-			in = res.Messages
-		}
-		if checkInvariants(t, "input "+strconv.Itoa(i), in, tiny(t)).Status == compact.StatusCompacted {
-			compacted++
-		}
-	}
-	require.Positive(t, compacted)
-	t.Logf("%d of %d inputs compacted", compacted, len(inputs))
+	return inputs
 }

@@ -214,7 +214,7 @@ func clipInput(in slot, limit int) ([]byte, bool) {
 	at := 0
 	for _, m := range ms {
 		s, isStr := str(obj[m.start:m.end])
-		if !isStr || identifyingKeys[m.key] || utf8.RuneCountInString(s) <= limit {
+		if !isStr || identifyingKeys[m.key] || utf8.RuneCountInString(s) <= max(limit, clipKeep) {
 			continue
 		}
 		r := []rune(s)

@@ -84,7 +84,9 @@ func newTranscript(msgs []byte, ol repair.Outline, opts *Options) *transcript {
 					continue
 				}
 				u.resultMsg, u.resPart = mi, pi
-				if ok {
+				// A synthetic result (tmend's or another repairer's) is known by its text:
+				// it stays as it is, so that it is still known as one.
+				if ok && !p.Synthetic {
 					u.result = resultSlot(t.d, p.Raw, base)
 					u.isError = resultIsError(t.d, p.Raw)
 				}
