@@ -146,7 +146,7 @@ func newCompactCmd(e *Env) *cobra.Command {
 			"and reported compact_rejected. Compacting twice changes nothing.\n\n" +
 			"What changes is what the platform shows and sends next time: cleared results read as\n" +
 			"\"[tmend cleared: ...]\" in the history. Keep the input (or run with --dry-run first).\n\n" +
-			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
+			compactInputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
 			"session was rejected by the checks, or the output or report could not be written, 2 usage,\n" +
 			"3 with --dry-run when some session would be compacted.",
 		Example: `  tmend compact --dry-run sessions.jsonl
@@ -158,6 +158,27 @@ func newCompactCmd(e *Env) *cobra.Command {
 	o.register(cmd)
 	return cmd
 }
+
+// compactInputHelp is fix's input help without what compact does not take yet (pi and
+// OpenClaw session files, directories).
+const compactInputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
+  - a JSON array of messages;
+  - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
+    Gemini), other members kept as they are;
+  - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
+    streamed, a line at a time. One bad line does not stop the rest; blank lines and
+    line ends are kept as they are.
+A pi or OpenClaw session file (a {"type":"session",...} header line) is refused: compact
+does not take session files yet (tmend fix does). A UTF-8 byte order mark is kept. An
+"updated_at" member (RFC 3339) starts the session's quiet period and is what --idle-for
+measures.
+
+Output (-o, --report): a regular file is replaced atomically (through a symlink, its
+target); a device, FIFO or terminal is written to as it is. -o and --report must name
+different files. A failed write exits 1.
+
+Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
+TMEND_QUIET_PERIOD, TMEND_IDLE_FOR, ...); a flag beats it.`
 
 // compactSession is one session's line in the report.
 type compactSession struct {
@@ -490,6 +511,9 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			if err := write(line); err != nil {
 				return empty, err
 			}
+		case !lines && sessionHeader(rec):
+			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
+				"(nothing was written); tmend fix repairs it")
 		case !lines && !json.Valid(rec):
 			rest, err := io.ReadAll(br)
 			if err != nil {
@@ -509,4 +533,12 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			return empty, nil
 		}
 	}
+}
+
+// sessionHeader reports the first line of a pi or OpenClaw session file.
+func sessionHeader(line []byte) bool {
+	var h struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &h) == nil && h.Type == "session"
 }

@@ -112,6 +112,10 @@ func TestCompactUsage(t *testing.T) {
 	}
 	r := runCLI(t, "\n \n", nil, "compact", "-")
 	require.Equal(t, ExitUsage, r.code, "empty input: %s", r.stderr)
+	r = runCLI(t, `{"type":"session","version":3,"id":"s"}`+"\n"+`{"type":"message","id":"a"}`+"\n", nil, "compact", "-")
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
+	require.Contains(t, r.stderr, "session file")
+	require.Empty(t, r.stdout)
 	r = runCLI(t, "not json\n", nil, "compact", "-")
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Equal(t, "not json\n", r.stdout, "unreadable input is passed through")
