@@ -184,10 +184,6 @@ func stubText(u *use, note string) string {
 		b.WriteString(args)
 	}
 	fmt.Fprintf(&b, " → %s, %s, sha256:%s", size(len(u.result.text)), lines(u.result.text), shortHash(u.result.text))
-	if u.isError {
-		b.WriteString(", error: ")
-		b.WriteString(cut(firstLine(u.result.text), 200))
-	}
 	if note != "" {
 		b.WriteString("; ")
 		b.WriteString(note)
@@ -262,14 +258,6 @@ func size(n int) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // cut returns s's first n characters.
