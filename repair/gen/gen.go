@@ -130,6 +130,8 @@ type Config struct {
 	// them optional (see IDsOptional); faults that need ids are then not drawn, and a
 	// malformed call loses its name instead of its id.
 	OmitIDs bool
+	// Workload is the kind of tool traffic (WorkloadPlain when "").
+	Workload Workload
 }
 
 // Text names the vocabulary that message and result texts are drawn from.
@@ -216,6 +218,14 @@ func Generate(cfg Config, fn func(Session) error) error {
 			UpdatedAt: cfg.Start.Add(time.Duration(i) * 3 * time.Second),
 		}
 		conv := conversation(rng, cfg.Messages/2+rng.IntN(cfg.Messages+1), i, vocab)
+		switch cfg.Workload {
+		case WorkloadPlain:
+		case WorkloadCoding:
+			// Its own stream, so that faults and variants are drawn as for plain sessions.
+			coding(rand.New(rand.NewPCG(cfg.Seed^0x636f64696e67, uint64(i))), conv)
+		default:
+			return fmt.Errorf("gen: unknown workload %q", cfg.Workload)
+		}
 		if rng.Float64() < cfg.FaultRate && len(faults) > 0 {
 			n := 1 + rng.IntN(cfg.MaxFaults)
 			for range n {
@@ -356,6 +366,7 @@ var legacyShapes = []legacyShape{{typ: "tool_use", idKey: "id"}, {typ: "tool_cal
 type gresult struct {
 	id, name, text string
 	synthetic      bool
+	failed         bool // the tool reported an error (WorkloadCoding)
 }
 
 type event struct {

@@ -44,7 +44,7 @@ func renderAISDKModel(e event, _ int, _ int64) []json.RawMessage {
 // json for some (picked from the id, so the rest of the session does not move), and
 // error-text for a result another repairer made up.
 func aiSDKOutput(r gresult) obj {
-	if r.synthetic {
+	if r.synthetic || r.failed {
 		return obj{{"type", "error-text"}, {"value", r.text}}
 	}
 	h := fnv.New32a()

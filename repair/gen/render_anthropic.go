@@ -28,7 +28,7 @@ func renderAnthropic(e event, _ int, _ int64) []json.RawMessage {
 	var blocks []obj
 	for _, r := range e.results {
 		b := obj{{"type", "tool_result"}, {"tool_use_id", r.id}, {"content", r.text}}
-		if r.synthetic {
+		if r.synthetic || r.failed {
 			b = append(b, kv{"is_error", true})
 		}
 		blocks = append(blocks, b)

@@ -28,7 +28,7 @@ func renderBedrock(e event, _ int, _ int64) []json.RawMessage {
 	var blocks []obj
 	for _, r := range e.results {
 		status := "success"
-		if r.synthetic {
+		if r.synthetic || r.failed {
 			status = "error"
 		}
 		blocks = append(blocks, obj{{"toolResult", obj{{"toolUseId", r.id},

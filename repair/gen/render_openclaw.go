@@ -37,7 +37,7 @@ func renderOpenClaw(e event, _ int, ts int64) []json.RawMessage {
 	var out []json.RawMessage
 	for _, r := range e.results {
 		out = append(out, must(obj{{"role", "toolResult"}, {"toolCallId", r.id}, {"toolName", r.name},
-			{"content", []obj{{{"type", "text"}, {"text", r.text}}}}, {"isError", r.synthetic}, {"timestamp", ts}}))
+			{"content", []obj{{{"type", "text"}, {"text", r.text}}}}, {"isError", r.synthetic || r.failed}, {"timestamp", ts}}))
 	}
 	return out
 }

@@ -160,9 +160,9 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 		err = errors.New("interrupted; the run's open transactions were rolled back")
 	}
 	if jsonOutput(root, args) && !printed {
-		// fix writes transcripts to stdout; its JSON report and errors go to stderr.
+		// fix and compact write transcripts to stdout; their JSON reports and errors go to stderr.
 		to := e.Stdout
-		if cmd, _, err := root.Find(args); err == nil && cmd.Name() == "fix" {
+		if cmd, _, err := root.Find(args); err == nil && (cmd.Name() == "fix" || cmd.Name() == "compact") {
 			to = e.Stderr
 		}
 		_ = json.NewEncoder(to).Encode(struct {
@@ -204,7 +204,7 @@ Exit codes:
   0  ok
   1  runtime error (also: rollback refused some session)
   2  usage or configuration error
-  3  problems found (check, scan --dry-run, repair --dry-run)
+  3  problems found (check, scan --dry-run, repair --dry-run); sessions to compact (compact --dry-run)
   4  sessions failed (scan, repair, rollback: the others were handled)
 
 Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else
@@ -231,6 +231,7 @@ func NewRootCommand(e *Env) *cobra.Command {
 	root.AddCommand(
 		newCheckCmd(e),
 		newFixCmd(e),
+		newCompactCmd(e),
 		newGenCmd(e),
 		newScanCmd(e),
 		newRepairCmd(e),

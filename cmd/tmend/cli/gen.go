@@ -19,6 +19,7 @@ type genOptions struct {
 	dialect, faults, text string
 	output                string
 	json                  bool
+	workload              string
 	cfg                   gen.Config
 }
 
@@ -32,6 +33,9 @@ func (o *genOptions) load(*settings, []string) error {
 	}
 	if o.cfg.Text, err = gen.ParseText(o.text); err != nil {
 		return fmt.Errorf("--text: %w", err)
+	}
+	if o.cfg.Workload, err = gen.ParseWorkload(o.workload); err != nil {
+		return fmt.Errorf("--workload: %w", err)
 	}
 	if vs := gen.Variants(o.cfg.Dialect); o.cfg.Variant != "" && !slices.Contains(vs, o.cfg.Variant) {
 		if len(vs) == 0 {
@@ -77,7 +81,8 @@ Faults: ` + fmt.Sprint(gen.Faults()),
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
   tmend gen --text unicode --fault-rate 1 -o unicode.jsonl
   tmend gen --dialect gemini --omit-ids --fault-rate 1 -o idless.jsonl
-  tmend gen --dialect langchain --variant lc-anthropic --fault-rate 0.5 -o langgraph.jsonl`,
+  tmend gen --dialect langchain --variant lc-anthropic --fault-rate 0.5 -o langgraph.jsonl
+  tmend gen --workload coding --messages 800 --fault-rate 0 -o long.jsonl`,
 		Args: noArgs,
 		RunE: runE(e, o, runGen),
 	}
@@ -92,6 +97,7 @@ Faults: ` + fmt.Sprint(gen.Faults()),
 	f.StringVar(&o.cfg.Variant, "variant", "", "stored shape, for a dialect with several (langchain: "+
 		strings.Join(gen.Variants(repair.LangChain), ", ")+"); default: one drawn per session")
 	f.StringVar(&o.text, "text", string(gen.TextASCII), "vocabulary of message and result texts: ascii, or unicode (many scripts, emoji, raw U+2028/U+2029)")
+	f.StringVar(&o.workload, "workload", "plain", "tool traffic: plain (short made-up results), or coding (file reads, searches, writes with contents, long command logs, some failing: what compaction is measured on)")
 	f.BoolVar(&o.cfg.OmitIDs, "omit-ids", false, "write calls and results without ids, as many SDKs do (gemini only: ids are optional there)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout (replaced atomically)")
 	f.BoolVar(&o.json, "json", false, "write a summary of what was generated to stderr as a JSON object")
