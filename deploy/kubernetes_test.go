@@ -439,14 +439,17 @@ func TestKubernetesManifests(t *testing.T) {
 }
 
 // The memory a run needs (deploy/README.md, "Memory"): its live heap is about 20 MiB plus
-// 11 times the larger of --max-inflight-bytes and the largest session it repairs (at most
-// --max-bytes), measured on sessions of 3 to 34 MB in four dialects; without a soft limit
-// the Go GC lets the heap grow to about twice the live heap. So GOMEMLIMIT must hold the
-// live heap, and the hard limit must leave room above GOMEMLIMIT (measured: 241 MiB RSS
-// at GOMEMLIMIT=200MiB, the worst case found for the 256Mi limit).
+// 10 times the larger of --max-inflight-bytes and the largest session it repairs (at most
+// --max-bytes): the session's content, its repaired copy, and the engine's working set,
+// which it keeps under 8 times the content (a session that would need more is refused as
+// too_large; measured 8 times with a million tool blocks, 5 to 6 with sessions of
+// --messages 60000 from tmend gen). Without a soft limit the Go GC lets the heap grow to
+// about twice the live heap. So GOMEMLIMIT must hold the live heap, and the hard limit
+// must leave room above GOMEMLIMIT (measured: 241 MiB RSS at GOMEMLIMIT=200MiB, the worst
+// case found for the 256Mi limit).
 const (
 	memBase       = 20 << 20
-	memPerByte    = 11
+	memPerByte    = 10
 	memLimitSlack = 1.25
 )
 

@@ -155,7 +155,7 @@ type part struct {
 	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
 	idRaw []byte // the id's JSON text, which synthetic results copy
 	// idPath leads from raw to the id member, for rewriting it.
-	idPath    []keyCode
+	idPath    keyPath
 	name      string
 	callType  string // Responses item type of a call, for the matching output type
 	malformed string // why a call can never be valid; "" when it is well formed
@@ -177,6 +177,25 @@ type part struct {
 	// some clients send as a call and others do not.
 	invalid bool
 }
+
+// keyPath is a path of one or two member keys (every id path of every dialect), held in
+// the part itself: a slice per part cost 24 bytes of each block's record.
+type keyPath struct {
+	codes [2]keyCode
+	n     uint8
+}
+
+func pathOf(keys []keyCode) keyPath {
+	switch len(keys) {
+	case 1:
+		return keyPath{codes: [2]keyCode{keys[0]}, n: 1}
+	case 2:
+		return keyPath{codes: [2]keyCode{keys[0], keys[1]}, n: 2}
+	}
+	panic("repair: an id path of one or two keys is needed")
+}
+
+func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 
 // message is one transcript element with what tmend found in it.
 type message struct {
@@ -361,7 +380,7 @@ var (
 // part to o's id member.
 func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey keyCode, idOptional bool) {
 	p.kind = partCall
-	p.idPath = idPath
+	p.idPath = pathOf(idPath)
 	idKey := idPath[len(idPath)-1]
 	partial, incomplete, hasArgs := false, false, argsKey == keyOther
 	for _, m := range o.ms {
@@ -422,7 +441,7 @@ func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 // resultShape fills a result part's id from o's member at the end of idPath.
 func resultShape(p *part, o obj, idPath []keyCode) {
 	p.kind = partResult
-	p.idPath = idPath
+	p.idPath = pathOf(idPath)
 	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
 		p.id, _ = idString(idv)
 		p.idRaw = idv

@@ -221,7 +221,8 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 	}
 	chosen := keyOther
 	var envelope [8]member // most envelopes: no allocation
-	ms, end, err := scanMembersWith(b, i, 1, envelope[:0], func(code keyCode, vstart int) (int, bool, error) {
+	// The slab starts empty, so the members start at 0 in it.
+	ms, _, end, err := scanMembersWith(b, i, 1, envelope[:0], func(code keyCode, vstart int) (int, bool, error) {
 		if chosen != keyOther || !slices.Contains(envelopeCodes, code) {
 			return 0, false, nil
 		}

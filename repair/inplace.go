@@ -83,7 +83,7 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 // errorText, providerExecuted?, approval?}.
 func toolPartShape(p *part, o obj, typ []byte) {
 	p.kind = partCall
-	p.idPath = pathToolCallIDCamel
+	p.idPath = pathOf(pathToolCallIDCamel)
 	readCallID(p, o, keyToolCallIDCamel)
 	if string(typ) == "dynamic-tool" {
 		p.name, _ = inputString(o.get(keyToolName))
@@ -98,7 +98,7 @@ func toolPartShape(p *part, o obj, typ []byte) {
 // toolName, args, result?}. idPath leads from the part to its toolCallId.
 func invocationShape(p *part, inv obj, idPath []keyCode) {
 	p.kind = partCall
-	p.idPath = idPath
+	p.idPath = pathOf(idPath)
 	readCallID(p, inv, keyToolCallIDCamel)
 	p.name, _ = inputString(inv.get(keyToolName))
 	inPlaceState(p, inv, keyArgs)

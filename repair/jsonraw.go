@@ -605,6 +605,9 @@ type scanner struct {
 	blocks       []block
 	fieldMembers []member    // of fields objects
 	fields       []fieldsObj // the messages' fields objects (message.fieldsAt)
+	// Counts over all chunks (see rechunk), for the working set (checkMemory).
+	numBlocks, numMembers, numMsgs int
+	maxMemory                      int64 // Options.MaxMemory
 }
 
 // fieldsKey reports a message member whose object value holds the message's own fields
@@ -625,22 +628,28 @@ type fieldsObj struct {
 // its blockArrays members (indexed like blockArrays), its first fields object (key
 // keyOther when it has none) and its end.
 func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, in fieldsObj, end int, err error) {
-	base := len(sc.members)
-	sc.members, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
+	var base int
+	sc.members, base, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		if b[vstart] == '{' {
 			return sc.scanFields(b, code, vstart, &in)
 		}
 		for k, c := range blockArrays {
 			if code == c {
-				bbase := len(sc.blocks)
-				vend, err := sc.scanBlocks(b, vstart, 3)
-				arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
+				var vend int
+				var err error
+				arrays[k], vend, err = sc.scanBlocks(b, vstart, 3)
 				return vend, true, err
 			}
 		}
 		return 0, false, nil
 	})
-	return sc.members[base:len(sc.members):len(sc.members)], arrays, in, end, err
+	ms = sc.members[base:len(sc.members):len(sc.members)]
+	sc.numMembers += len(ms)
+	sc.numMsgs++
+	if err == nil {
+		err = sc.checkMemory()
+	}
+	return ms, arrays, in, end, err
 }
 
 // scanFields scans the fields object at b[vstart], the value of message member code,
@@ -650,37 +659,38 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 	if in.key != keyOther {
 		return 0, false, nil
 	}
-	fbase := len(sc.fieldMembers)
-	var vend int
+	var vend, base int
 	var err error
-	sc.fieldMembers, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
+	sc.fieldMembers, base, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
 		if b[vs] != '[' {
 			return 0, false, nil // a fields object inside: scanned as any value
 		}
 		for k, key := range blockArrays {
 			if c == key {
-				bbase := len(sc.blocks)
-				vend, err := sc.scanBlocks(b, vs, 4)
-				in.arrays[k] = sc.blocks[bbase:len(sc.blocks):len(sc.blocks)]
+				var vend int
+				var err error
+				in.arrays[k], vend, err = sc.scanBlocks(b, vs, 4)
 				return vend, true, err
 			}
 		}
 		return 0, false, nil
 	})
-	in.key, in.ms = code, sc.fieldMembers[fbase:len(sc.fieldMembers):len(sc.fieldMembers)]
+	in.key, in.ms = code, sc.fieldMembers[base:len(sc.fieldMembers):len(sc.fieldMembers)]
+	sc.numMembers += len(in.ms)
 	return vend, true, err
 }
 
 // scanBlocks validates the array at b[i], at nesting level depth (3 for a message
-// member), and appends its elements to sc.blocks.
-func (sc *scanner) scanBlocks(b []byte, i, depth int) (int, error) {
-	return scanElements(b, i, depth, func(j int) (int, error) {
+// member), appends its elements to sc.blocks and returns them.
+func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
+	base := len(sc.blocks)
+	end, err := scanElements(b, i, depth, func(j int) (int, error) {
 		blk := block{}
 		var end int
 		var err error
 		if b[j] == '{' {
-			mbase := len(sc.blockMembers)
-			if sc.blockMembers, end, err = scanMembers(b, j, depth+1, sc.blockMembers); err != nil {
+			var mbase int
+			if sc.blockMembers, mbase, end, err = scanMembersWith(b, j, depth+1, sc.blockMembers, nil); err != nil {
 				return end, err
 			}
 			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
@@ -688,16 +698,45 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) (int, error) {
 			return end, err
 		}
 		blk.raw = b[j:end]
+		if len(sc.blocks) == cap(sc.blocks) {
+			// Also checked here, not only per message: one message may hold them all.
+			if err := sc.checkMemory(); err != nil {
+				return end, err
+			}
+			sc.blocks, base = rechunk(sc.blocks, base), 0
+		}
 		sc.blocks = append(sc.blocks, blk)
+		sc.numBlocks++
+		sc.numMembers += len(blk.ms)
 		return end, nil
 	})
+	return sc.blocks[base:len(sc.blocks):len(sc.blocks)], end, err
 }
 
-// scanMembers validates the object starting at b[start] and appends its members, with
-// offsets relative to start, to out. It returns the object's end. depth is the object's
-// own nesting level.
+// rechunk continues the full slab s in a new array that starts with s[base:], the part
+// of the object being scanned so far. The sub-slices already handed out keep the old
+// array alive as it is: growing with append would copy them too and leave both copies
+// alive, which made a transcript of a million blocks hold its slabs about five times
+// over. The new array is twice the old while small, then a quarter larger, as append
+// grows slices.
+func rechunk[T any](s []T, base int) []T {
+	n, c := len(s)-base, cap(s)
+	if c < 1<<14 {
+		c *= 2
+	} else {
+		c += c / 4
+	}
+	out := make([]T, n, max(c, 2*n, 64))
+	copy(out, s[base:])
+	return out
+}
+
+// scanMembers validates the object starting at b[start] and returns its members, with
+// offsets relative to start, appended to out, and the object's end. depth is the
+// object's own nesting level.
 func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error) {
-	return scanMembersWith(b, start, depth, out, nil)
+	out, base, end, err := scanMembersWith(b, start, depth, out, nil)
+	return out[base:len(out):len(out)], end, err
 }
 
 // scanMembersWith is scanMembers where value, when it returns ok, validates a member's
@@ -706,33 +745,36 @@ func scanMembers(b []byte, start, depth int, out []member) ([]member, int, error
 // code of the decoded key: a key spelled with escapes is the same key. It is scanPairs written out rather than called with
 // a callback: every message and block goes through here, and the callback (with out
 // captured by reference) cost about a tenth of a repair.
-func scanMembersWith(b []byte, start, depth int, out []member, value func(code keyCode, vstart int) (int, bool, error)) ([]member, int, error) {
-	if err := checkDepth(start, depth); err != nil {
-		return out, start, err
-	}
+//
+// It returns out grown (see rechunk), where the object's members start in it, and the
+// object's end.
+func scanMembersWith(b []byte, start, depth int, out []member, value func(code keyCode, vstart int) (int, bool, error)) ([]member, int, int, error) {
 	base := len(out)
+	if err := checkDepth(start, depth); err != nil {
+		return out, base, start, err
+	}
 	var seen keySet
 	escaped := false
 	i := skipSpace(b, start+1)
 	if i < len(b) && b[i] == '}' {
-		return out, i + 1, nil
+		return out, base, i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return out, i, &SyntaxError{i, "expected object key"}
+			return out, base, i, &SyntaxError{i, "expected object key"}
 		}
 		ks := i
 		ke, code, esc, err := scanKey(b, ks)
 		if err != nil {
-			return out, ke, err
+			return out, base, ke, err
 		}
 		escaped = escaped || esc
 		vs := skipSpace(b, ke)
 		if vs >= len(b) || b[vs] != ':' {
-			return out, vs, &SyntaxError{vs, "expected ':' after object key"}
+			return out, base, vs, &SyntaxError{vs, "expected ':' after object key"}
 		}
 		if vs = skipSpace(b, vs+1); vs >= len(b) {
-			return out, vs, &SyntaxError{vs, "unexpected end of input"}
+			return out, base, vs, &SyntaxError{vs, "unexpected end of input"}
 		}
 		var vend int
 		handled := false
@@ -743,7 +785,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 			vend, err = scanValue(b, vs, depth)
 		}
 		if err != nil {
-			return out, vend, err
+			return out, base, vend, err
 		}
 		// A known key is a bit of seen.codes: that test is written out here, as the call
 		// cost more than the test.
@@ -754,32 +796,35 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 			dup = seen.dupOther(b[start:], out[base:], b[ks:ke])
 		}
 		if dup {
-			return out, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
+			return out, base, vs, &SyntaxError{vs, fmt.Sprintf("duplicate key %q", b[ks+1:ke-1])}
 		}
 		// Filled in place: a member built first and copied in cost a stall on every
 		// member (the copy read it back before its field stores had landed).
-		out = append(out, member{})
+		if len(out) == cap(out) {
+			out, base = rechunk(out, base), 0
+		}
+		out = out[:len(out)+1] // every field is set below
 		m := &out[len(out)-1]
 		m.keyStart, m.valStart, m.valEnd = int32(ks-start), int32(vs-start), int32(vend-start)
 		m.code = code
 		i = skipSpace(b, vend)
 		if i >= len(b) {
-			return out, i, &SyntaxError{i, "unterminated object"}
+			return out, base, i, &SyntaxError{i, "unterminated object"}
 		}
 		if b[i] == '}' {
 			break
 		}
 		if b[i] != ',' {
-			return out, i, &SyntaxError{i, "expected ',' or '}' in object"}
+			return out, base, i, &SyntaxError{i, "expected ',' or '}' in object"}
 		}
 		i = skipSpace(b, i+1)
 	}
 	end := i + 1
 	if escaped {
 		// Keys spelled with escapes can name the same key differently; compare decoded.
-		return out, end, checkEscapedDuplicates(b[start:end], out[base:])
+		return out, base, end, checkEscapedDuplicates(b[start:end], out[base:])
 	}
-	return out, end, nil
+	return out, base, end, nil
 }
 
 // keySet finds a repeated key among an object's members. Every message and block is

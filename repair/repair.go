@@ -59,6 +59,11 @@ type Options struct {
 	FailedTurns FailedTurnPolicy
 	// Target rewrites call ids the provider would reject; "" rewrites none.
 	Target Target
+	// MaxMemory bounds the memory a repair takes, in bytes, as the engine estimates it
+	// while it reads (per block and per message, see workingSet): a transcript that would
+	// need more is refused with StatusTooLarge and left unchanged, rather than exhaust
+	// memory. Zero: no bound.
+	MaxMemory int64
 }
 
 // Result is a repaired transcript with its report.
@@ -338,6 +343,7 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
 	p.src = b
+	p.sc.maxMemory = p.opts.MaxMemory
 	end, err := scanElements(b, i, 1, func(j int) (int, error) {
 		n := len(p.msgs)
 		if b[j] != '{' {
@@ -348,7 +354,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		}
 		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
 		if err != nil {
-			return end, p.fail(StatusUnparseable, "message %d: %v", n, err)
+			return end, p.messageFailed(n, err)
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
@@ -364,6 +370,17 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		err = p.fail(StatusUnparseable, "%v", err)
 	}
 	return end, err
+}
+
+// messageFailed is the error for message n, which could not be scanned: too large or
+// unparseable.
+func (p *plan) messageFailed(n int, err error) error {
+	var big *memoryError
+	if errors.As(err, &big) {
+		return p.fail(StatusTooLarge, "repairing it would take over %d MiB of memory (%d blocks by message %d), "+
+			"more than the %d MiB limit; left unchanged", big.need>>20, p.sc.numBlocks, n, big.limit>>20)
+	}
+	return p.fail(StatusUnparseable, "message %d: %v", n, err)
 }
 
 // parse detects the dialect (unless forced) and finds each message's calls and results.
@@ -398,7 +415,7 @@ func (p *plan) parse() error {
 	p.report.Dialect = d
 	// Every part is a block or a whole message: size the slab once, as a large transcript
 	// would otherwise spend most of its time growing it.
-	p.ps.parts = slices.Grow(p.ps.parts[:0], len(p.sc.blocks)+len(p.msgs))
+	p.ps.parts = slices.Grow(p.ps.parts[:0], p.sc.numBlocks+len(p.msgs))
 	for j := range p.msgs {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
@@ -445,6 +462,12 @@ func kindOf(c byte) string {
 func (p *plan) findTurns() {
 	n := len(p.msgs)
 	p.slotOf = grow(p.slotOf, n)
+	// Sized once: grown by append, they left about four times their size as garbage on
+	// a transcript of a million blocks.
+	calls, results := p.countParts()
+	p.calls = slices.Grow(p.calls[:0], calls)
+	p.results = slices.Grow(p.results[:0], results)
+	p.chains = slices.Grow(p.chains[:0], calls)
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
 	}
@@ -509,6 +532,21 @@ func (p *plan) findTurns() {
 		p.turns = append(p.turns, t)
 		i = t.last
 	}
+}
+
+// countParts counts the calls and results of all messages.
+func (p *plan) countParts() (calls, results int) {
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			switch p.msgs[i].parts[pi].kind {
+			case partCall:
+				calls++
+			case partResult:
+				results++
+			}
+		}
+	}
+	return calls, results
 }
 
 // idlessKey pairs id-less Gemini calls and responses by turn, name and order.
@@ -783,10 +821,18 @@ func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 func (p *plan) prepareEdits() {
 	p.edits = grow(p.edits, len(p.msgs))
 	p.after = grow(p.after, len(p.msgs))
+	n := 0
 	for i := range p.msgs {
-		start := len(p.removed)
-		p.removed = append(p.removed, make([]bool, len(p.msgs[i].parts))...)
-		p.edits[i].removed = p.removed[start:len(p.removed):len(p.removed)]
+		n += len(p.msgs[i].parts)
+	}
+	// Sized once: the edits hold slices of it, which would keep every array append
+	// outgrew alive.
+	p.removed = grow(p.removed, n)
+	start := 0
+	for i := range p.msgs {
+		end := start + len(p.msgs[i].parts)
+		p.edits[i].removed = p.removed[start:end:end]
+		start = end
 	}
 }
 
@@ -901,7 +947,7 @@ func (p *plan) decide() {
 		if pt.canonical != nil {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
-			pt.raw, pt.idPath = pt.canonical, pathID
+			pt.raw, pt.idPath = pt.canonical, pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
@@ -1366,7 +1412,7 @@ func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
 	pt.idRaw = encodeID(id)
-	pt.raw = setPath(pt.raw, pt.idPath, pt.idRaw)
+	pt.raw = setPath(pt.raw, pt.idPath.keys(), pt.idRaw)
 	pt.id = id
 	p.edits[msg].dirty = true
 }

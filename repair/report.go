@@ -151,6 +151,7 @@ const (
 	StatusUnparseable    Status = "unparseable"     // not JSON, or not an array of objects
 	StatusUnknownDialect Status = "unknown_dialect" // shapes of several dialects, or not the forced one
 	StatusUnsupported    Status = "unsupported"     // a call or result in a shape tmend does not know
+	StatusTooLarge       Status = "too_large"       // would take more than Options.MaxMemory to repair
 )
 
 // Report says what Repair found and did.

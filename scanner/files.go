@@ -23,7 +23,8 @@ type FileOptions struct {
 	// byte where nothing changed. Without it Files only checks and writes no output.
 	Fix bool
 	// MaxBytes is the largest transcript processed; a larger one is reported too_large
-	// and passed through unread. Default 64 MiB.
+	// and passed through unread. Default 64 MiB. Repair.MaxMemory defaults to
+	// defaultMaxMemory of it.
 	MaxBytes int64
 	// Workers repair JSON Lines records in parallel. Default GOMAXPROCS.
 	Workers int
@@ -54,6 +55,9 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 	}
 	if o.Workers < 1 {
 		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Repair.MaxMemory < 1 {
+		o.Repair.MaxMemory = defaultMaxMemory(o.MaxBytes)
 	}
 	var res FileResult
 	var bw *bufio.Writer

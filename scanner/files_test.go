@@ -310,3 +310,23 @@ func TestFilesReturnReportWriteErrors(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrShortWrite)
 	require.ErrorContains(t, err, "write output")
 }
+
+// A session within --max-bytes whose repair would take more than the default memory
+// bound, 16 MiB + 8 times --max-bytes (tiny blocks: 3 bytes of input, a few hundred of
+// working set each), is refused as
+// too_large and passed through unchanged, while the sessions around it are repaired.
+func TestDenseSessionOverTheMemoryBudgetIsRefused(t *testing.T) {
+	t.Parallel()
+	dense := `{"id":"dense","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` +
+		strings.Repeat(`,{}`, 100_000) + `]}]}` + "\n"
+	small := `{"id":"small","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
+	r := runFiles(t, strings.NewReader(small+dense+small), scanner.FileOptions{Fix: true, MaxBytes: int64(len(dense))})
+
+	require.Equal(t, 1, r.res.Failed)
+	lines := strings.SplitAfter(r.out, "\n")
+	require.Equal(t, dense, lines[1], "the refused session comes out unchanged")
+	require.Contains(t, lines[0], repair.SyntheticResultText)
+	require.Contains(t, lines[2], repair.SyntheticResultText)
+	require.Equal(t, "too_large", r.report[1]["status"])
+	require.Contains(t, r.report[1]["reason"], "MiB limit; left unchanged")
+}

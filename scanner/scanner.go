@@ -51,7 +51,7 @@ type Config struct {
 	Workers int    // sessions repaired and written at once; default twice GOMAXPROCS
 	// (writes wait on the database, so more workers than CPUs keep both busy)
 	BatchSize int // sessions per page; default 500
-	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB
+	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB (see defaultMaxMemory)
 	// MaxInflightBytes bounds the content read and not yet repaired and written, across
 	// pages and workers; a session larger than this is handled alone. Default 16 MiB.
 	// Memory in use is a small multiple of it (a repair holds its input, its output and
@@ -83,6 +83,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxInflightBytes < 1 {
 		c.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if c.Repair.MaxMemory < 1 {
+		c.Repair.MaxMemory = defaultMaxMemory(int64(c.MaxBytes))
 	}
 	q := c.Repair.QuietPeriod
 	if q == 0 {

@@ -316,6 +316,33 @@ func TestDatabaseLostMidRun(t *testing.T) {
 	})
 }
 
+// A stored session within --max-bytes whose repair would take more memory than the
+// run's default bound (16 MiB + 8 x --max-bytes) is reported too_large with the reason
+// and left as it is; the run goes on with the others.
+func TestSessionOverTheMemoryBoundIsReported(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	ctx := t.Context()
+	dense := `[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` + strings.Repeat(`,{}`, 100_000) + `]}]`
+	storetest.Sessions(t, pool,
+		model.Session{ID: "dense", Messages: []byte(dense), UpdatedAt: old},
+		model.Session{ID: "broken", Messages: []byte(`[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`), UpdatedAt: old},
+	)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 1 << 20})
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, res.Status)
+	require.Equal(t, 1, res.Counts.Repaired)
+	require.Equal(t, 1, res.Counts.Skipped)
+	var status, reason string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT status, reason FROM repair_reports WHERE session_id = 'dense'").Scan(&status, &reason))
+	require.Equal(t, "too_large", status)
+	require.Contains(t, reason, "MiB limit; left unchanged")
+	require.Zero(t, count(t, pool, "SELECT count(*) FROM session_versions WHERE session_id = 'dense'"), "nothing was written")
+}
+
 // unknownCallShape answers a call written in a block shape tmend does not know: the
 // result must not be taken for an orphan and dropped.
 const unknownCallShape = `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_invocation","id":"c9","tool":"g"}]},{"role":"toolResult","toolCallId":"c9","toolName":"g","content":"real output"}]`

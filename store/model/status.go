@@ -23,13 +23,13 @@ const (
 	StatusUnsupported    = SessionStatus(repair.StatusUnsupported)
 	StatusBroken         = SessionStatus(repair.StatusBroken) // check: faults a repair would fix
 
-	StatusWouldRepair SessionStatus = "would_repair"     // dry run
-	StatusConflict    SessionStatus = "conflict"         // the session changed between read and write
-	StatusFailed      SessionStatus = "failed"           // an error while handling it; the run went on
-	StatusTooLarge    SessionStatus = "too_large"        // over the size limit; left alone
-	StatusRolledBack  SessionStatus = "rolled_back"      // a rollback restored a saved version
-	StatusRefused     SessionStatus = "rollback_refused" // a rollback left it alone, with the reason
-	StatusHeld        SessionStatus = "held"             // rolled back earlier; not a problem, no report row
+	StatusWouldRepair SessionStatus = "would_repair"                       // dry run
+	StatusConflict    SessionStatus = "conflict"                           // the session changed between read and write
+	StatusFailed      SessionStatus = "failed"                             // an error while handling it; the run went on
+	StatusTooLarge                  = SessionStatus(repair.StatusTooLarge) // over the size or memory limit; left alone
+	StatusRolledBack  SessionStatus = "rolled_back"                        // a rollback restored a saved version
+	StatusRefused     SessionStatus = "rollback_refused"                   // a rollback left it alone, with the reason
+	StatusHeld        SessionStatus = "held"                               // rolled back earlier; not a problem, no report row
 )
 
 // SessionStatuses returns every session status, the engine's first.

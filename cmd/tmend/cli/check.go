@@ -37,7 +37,7 @@ func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON Lines (one object per session, then a summary)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list every session that is not clean, with every action, in the text report")
 	fs.StringVar(&o.report, "report", "", "also write the JSON Lines report to this file")
-	fs.Int64Var(&o.files.MaxBytes, "max-bytes", 64<<20, fmt.Sprintf("largest session to process (at most %d, the engine's limit); larger ones are reported and passed through unchanged", repair.MaxSize))
+	fs.Int64Var(&o.files.MaxBytes, "max-bytes", 64<<20, fmt.Sprintf("largest session to process (at most %d, the engine's limit); larger ones, and those whose repair would take over 16 MiB + 8 x this in memory, are reported and passed through unchanged", repair.MaxSize))
 	fs.IntVar(&o.files.Workers, "workers", runtime.GOMAXPROCS(0), "sessions repaired in parallel")
 	if fix {
 		fs.StringVarP(&o.output, "output", "o", "", "write the repaired transcripts to this file instead of stdout (a regular file is replaced atomically, through a symlink; a device or FIFO is written to)")

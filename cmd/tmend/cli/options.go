@@ -207,7 +207,7 @@ const (
 func (o *runOptions) register(fs *pflag.FlagSet, use runFlags) {
 	if use&repairFlags != 0 {
 		o.engine.register(fs)
-		fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone")
+		fs.Int("max-bytes", 64<<20, "larger sessions are reported too_large and left alone, and so are those whose repair would take over 16 MiB + 8 x this in memory")
 	}
 	if use&forceFlag != 0 {
 		o.engine.registerForce(fs)

@@ -1,0 +1,107 @@
+package repair
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// denseBlocks is an Anthropic transcript of n calls in one assistant message, answered
+// (all but every thousandth) in the next: many small blocks, the engine's costliest
+// input per byte.
+func denseBlocks(n int) []byte {
+	out := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[`)
+	for i := range n {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, `{"type":"tool_use","id":"t%d","name":"f","input":{}}`, i)
+	}
+	out = append(out, `]},{"role":"user","content":[`...)
+	for i := range n {
+		if i%1000 == 999 {
+			continue
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, `{"type":"tool_result","tool_use_id":"t%d","content":"ok"}`, i)
+	}
+	return append(out, `]}]`...)
+}
+
+// denseMessages is an OpenAI chat transcript of n one-call turns, each answered by a tool
+// message but every thousandth: a part per message.
+func denseMessages(n int) []byte {
+	out := []byte(`[{"role":"user","content":"go"}`)
+	for i := range n {
+		out = fmt.Appendf(out, `,{"role":"assistant","tool_calls":[{"id":"c%d","type":"function","function":{"name":"f","arguments":"{}"}}]}`, i)
+		if i%1000 != 999 {
+			out = fmt.Appendf(out, `,{"role":"tool","tool_call_id":"c%d","content":"ok"}`, i)
+		}
+	}
+	return append(out, ']')
+}
+
+// A transcript over MaxMemory is refused as too_large and comes back unchanged; under
+// it, the repair is the same as without a bound.
+func TestMaxMemoryRefuses(t *testing.T) {
+	t.Parallel()
+	for name, in := range map[string][]byte{"Blocks": denseBlocks(20_000), "Messages": denseMessages(10_000)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			free, err := Repair(in, Options{})
+			if err != nil || free.Report.Status != StatusRepaired {
+				t.Fatalf("without a bound: %v, %s", err, free.Report.Status)
+			}
+			bounded, err := Repair(in, Options{MaxMemory: 1 << 30})
+			if err != nil || !bytes.Equal(bounded.Messages, free.Messages) {
+				t.Fatalf("under the bound: %v, output differs: %t", err, !bytes.Equal(bounded.Messages, free.Messages))
+			}
+
+			res, err := Repair(in, Options{MaxMemory: 1 << 20})
+			var ue *UnrepairableError
+			if !errors.As(err, &ue) || ue.Status != StatusTooLarge || res.Report.Status != StatusTooLarge {
+				t.Fatalf("over the bound: got %v, status %s; want a too_large refusal", err, res.Report.Status)
+			}
+			if !bytes.Equal(res.Messages, in) || len(res.Report.Actions) != 0 {
+				t.Fatalf("refused transcript changed: %d actions", len(res.Report.Actions))
+			}
+			t.Log(res.Report.Reason)
+
+			_, rep, err := ValidateDocument(in, Options{MaxMemory: 1 << 20})
+			if !errors.As(err, &ue) || rep.Status != StatusTooLarge {
+				t.Fatalf("validate over the bound: got %v, status %s", err, rep.Status)
+			}
+		})
+	}
+}
+
+// The working set the engine bounds by (workingSet) is at least what it holds: the live
+// heap of an analysed plan, measured, with few faults (the report grows with them, and
+// is not counted). It is not run in parallel, so that nothing else
+// allocates while the heap is measured.
+func TestWorkingSetErrsHigh(t *testing.T) {
+	for name, in := range map[string][]byte{"Blocks": denseBlocks(100_000), "Messages": denseMessages(50_000)} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.GC() // twice: pooled plans go on the second
+			runtime.ReadMemStats(&before)
+			p, err := newPlan(in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			live, est := int64(after.HeapAlloc)-int64(before.HeapAlloc), p.sc.workingSet()
+			p.release()
+			t.Logf("live %d bytes, estimate %d (%.2fx), input %d", live, est, float64(est)/float64(live), len(in))
+			if est < live || est > 2*live {
+				t.Fatalf("estimate %d bytes for a live heap of %d: want between 1 and 2 times it", est, live)
+			}
+		})
+	}
+}
