@@ -59,11 +59,11 @@ type series struct {
 // Chart geometry, in SVG units (the SVG scales to its box).
 const (
 	chartW, chartH           = 720, 220
-	padLeft, padRight, padUp = 56, 8, 10
-	padDown                  = 34
-	// digitW is the width of a digit of an axis label (14px text), gapW the least space
-	// between two labels.
-	digitW, gapW = 9, 12
+	padLeft, padRight, padUp = 64, 8, 14
+	padDown                  = 40
+	// digitW is the width of a digit of an axis label as a phone shows it (22 units; 14
+	// on wider screens), gapW the least space between two labels.
+	digitW, gapW = 14, 12
 )
 
 // runCharts draws the scans that wrote repairs (not dry runs or rollbacks) among runs,

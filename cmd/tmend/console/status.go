@@ -18,7 +18,8 @@ type status struct {
 	// Next is the schedule's next tick; zero when this daemon schedules no scans.
 	Next   time.Time
 	NextIn string
-	Spec   string
+	// Spec is the schedule as the daemon was given it.
+	Spec string
 	// Running are the runs going now, with their partitions.
 	Running []liveRun
 	// Failed are the failed and abandoned runs since FailedSince, newest first.
@@ -51,8 +52,9 @@ const (
 )
 
 func (c *Console) status(ctx context.Context, now time.Time) (status, error) {
-	st := status{Spec: c.cfg.ScheduleSpec, FailedSince: now.Add(-recentFailures)}
+	st := status{FailedSince: now.Add(-recentFailures)}
 	if c.cfg.Schedule != nil {
+		st.Spec = c.cfg.ScheduleSpec
 		st.Next = c.cfg.Schedule.Next(now)
 		st.NextIn = duration(st.Next.Sub(now))
 	}
