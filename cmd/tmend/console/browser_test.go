@@ -284,6 +284,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Equal(t, "running", eval[string](t, br, field("status")))
 	require.NoError(t, b.store.InsertReport(ctx, model.Report{RunID: id, SessionID: "x", Status: model.StatusRepaired, Trigger: model.TriggerAPI}))
 	get(t, br, chromedp.Poll[bool](field("repaired")+` === "1"`, chromedp.WithPollingTimeout(15*time.Second)))
+	get(t, br, chromedp.Poll[bool](`document.querySelector('#running [data-live-run] [data-field="repaired"]').textContent === "1"`,
+		chromedp.WithPollingTimeout(15*time.Second)))
 	require.NoError(t, b.store.FinishRun(ctx, model.Finish{RunID: id, Status: model.RunCompleted,
 		Counts: model.RunCounts{Scanned: 7, Clean: 6, Repaired: 1}, Source: b.store.Source().Name()}))
 	get(t, br, chromedp.Poll[bool](field("status")+` === "completed"`, chromedp.WithPollingTimeout(15*time.Second)))

@@ -67,7 +67,7 @@ VALUES ('scan_partition', '{}', 'running', 1, 5, ARRAY['host-a_2026_11_25'], 'de
 	require.Contains(t, next, time.Now().UTC().Truncate(time.Hour).Add(time.Hour).Format("2006-01-02 15:04"))
 
 	running := section(t, r.body, "running")
-	require.Contains(t, running, fmt.Sprintf(`<a href="/runs/%d">run %d</a>, incremental`, id, id))
+	require.Contains(t, running, fmt.Sprintf(`<p data-live-run="%d" data-mode="incremental"><a href="/runs/%d">run %d</a>, incremental`, id, id, id))
 	require.Contains(t, running, `<td class="id">host-a_2026_11_25</td>`, "the River client working partition 0")
 	require.Contains(t, running, "running (attempt 2)")
 	require.Equal(t, 1, strings.Count(running, `class="quiet"`), "only partition 1 has gone quiet")
