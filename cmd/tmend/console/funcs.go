@@ -33,7 +33,6 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"join": strings.Join,
 	// action is what an action did, after its stage, which the template shows with its meaning.
 	"action": func(a repair.Action) string {
 		s := string(a.Action)
