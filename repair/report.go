@@ -27,6 +27,33 @@ func Stages() []Stage {
 		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageRewriteCallIDs}
 }
 
+// Meaning is what the stage does, in one line: check --help and the console show it.
+func (s Stage) Meaning() string {
+	switch s {
+	case StageNormalizeCallBlocks:
+		return "rewrites call blocks in a legacy or non-canonical shape to the dialect's canonical one"
+	case StageNormalizeCallIDs:
+		return "makes call ids that differ only by white space one id, and gives a reused call id a new one"
+	case StageStripMalformedCalls:
+		return "removes tool calls that can never be valid: no id, no name, no arguments, or streaming leftovers"
+	case StageDropDanglingReasoning:
+		return "removes reasoning items with no model item after them"
+	case StageFailedTurnCalls:
+		return "removes calls of a turn that failed or was aborted and has no real result"
+	case StageMoveResults:
+		return "moves each tool result to directly after its call's turn"
+	case StageDropDuplicateResults:
+		return "removes later results for a call that already has one (a real result wins over a synthetic one)"
+	case StageDropOrphanResults:
+		return "removes results whose call is not in the transcript (their content stays in the saved version)"
+	case StageSynthesizeMissingResults:
+		return "answers a call that has no result with an error result marked as written by tmend"
+	case StageRewriteCallIDs:
+		return "rewrites call ids the target provider rejects, in the call and its result alike"
+	}
+	return ""
+}
+
 // ActionKind is what an action did to a message or block.
 type ActionKind string
 
@@ -129,6 +156,16 @@ func IssueCodes() []struct {
 		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
 		{IssueMissingToolName, "a tool result names no tool where the target provider needs its name (provider: \"function_response.name: Name cannot be empty\")"},
 	}
+}
+
+// Meaning is the code's line of IssueCodes; empty for a code tmend does not know.
+func (c IssueCode) Meaning() string {
+	for _, ic := range IssueCodes() {
+		if ic.Code == c {
+			return ic.Meaning
+		}
+	}
+	return ""
 }
 
 // Issue is one fault found in a transcript.

@@ -30,6 +30,12 @@ func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow
 	if f.Status != "" {
 		add("status = $%d", f.Status)
 	}
+	if f.Trigger != "" {
+		add("trigger = $%d", f.Trigger)
+	}
+	if len(f.Modes) > 0 {
+		add("mode = ANY($%d)", f.Modes)
+	}
 	q, args := c.newestFirst(runSelect, f.Limit)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -364,6 +364,9 @@ type ReportFilter struct {
 type RunFilter struct {
 	Since, Until time.Time
 	Status       RunStatus
-	Cursor       int64
-	Limit        int
+	Trigger      Trigger
+	// Modes, when set, keeps the runs of these modes.
+	Modes  []Mode
+	Cursor int64
+	Limit  int
 }

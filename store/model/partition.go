@@ -91,3 +91,18 @@ type PartitionEnd struct {
 // ErrLeaseLost is a checkpoint's error when a newer attempt (or a cancel) took the
 // partition over: the attempt must stop without writing anything more.
 var ErrLeaseLost = errors.New("the partition was taken over by another attempt, or its run was cancelled")
+
+// PartitionRow is one partition of a run as an operator sees it: where it is, what it
+// counted up to its last checkpoint, and the River client working it.
+type PartitionRow struct {
+	Partition int
+	Status    PartitionStatus
+	Attempt   int
+	Scanned   int
+	Repaired  int
+	Failed    int
+	// Worker is the River client id of the job's latest attempt (empty before one).
+	Worker    string
+	Error     string
+	UpdatedAt time.Time
+}

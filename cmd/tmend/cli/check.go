@@ -139,7 +139,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
 			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
 			"could not be written, 2 usage, 3 problems found.\n\n" +
-			"Issue codes:\n" + issueCodeHelp(),
+			"Issue codes:\n" + issueCodeHelp() + "\nStages of fix, in order:\n" + stageHelp(),
 		Example: `  tmend check session.json
   tmend check ~/.pi/agent/sessions
   tmend check --json sessions.jsonl | jq 'select(.status == "broken")'
@@ -175,6 +175,14 @@ func issueCodeHelp() string {
 	var b bytes.Buffer
 	for _, c := range repair.IssueCodes() {
 		fmt.Fprintf(&b, "  %-26s %s\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+func stageHelp() string {
+	var b bytes.Buffer
+	for _, st := range repair.Stages() {
+		fmt.Fprintf(&b, "  %-29s %s\n", st, st.Meaning())
 	}
 	return b.String()
 }

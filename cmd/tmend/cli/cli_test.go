@@ -16,6 +16,7 @@ import (
 
 	"github.com/tmend/tmend/cmd/tmend/daemon"
 	"github.com/tmend/tmend/migrations"
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/storetest"
 )
 
@@ -52,6 +53,8 @@ func TestUsage(t *testing.T) {
 		out  string
 	}{
 		{"Help", []string{"--help"}, ExitOK, "Exit codes:"},
+		{"CheckHelpExplainsStages", []string{"check", "--help"}, ExitOK,
+			"  synthesize_missing_results    " + repair.StageSynthesizeMissingResults.Meaning() + "\n"},
 		{"Version", []string{"version"}, ExitOK, "tmend dev"},
 		{"VersionJSON", []string{"version", "--json"}, ExitOK, fmt.Sprintf(`"schema_version":%d,"river_schema_version":%d}`,
 			migrations.Latest(), migrations.RiverLatest())},

@@ -26,6 +26,7 @@ func (nopStore) Run(context.Context, int64) (model.RunRow, error) {
 func (nopStore) RunProgress(context.Context, int64) (map[model.SessionStatus]int, error) {
 	return nil, nil
 }
+func (nopStore) RunPartitions(context.Context, int64) ([]model.PartitionRow, error) { return nil, nil }
 func (nopStore) ListReports(context.Context, model.ReportFilter) ([]model.ReportRow, error) {
 	return nil, nil
 }

@@ -133,6 +133,19 @@ func (b *browser) screenshot(t *testing.T, name, sel string) {
 	require.NoError(t, os.WriteFile(filepath.Join(b.artifacts, name+".png"), png, 0o644))
 }
 
+// requireFits fails when the page scrolls sideways, when the status strip is not in
+// the first screen, or when a column of the runs table that shows is cut off.
+func (b *browser) requireFits(t *testing.T, page string) {
+	t.Helper()
+	require.True(t, eval[bool](t, b, `document.documentElement.scrollWidth <= window.innerWidth`), "%s: wider than the window", page)
+	require.True(t, eval[bool](t, b, `(r => r.width > 0 && r.top >= 0 && r.top < window.innerHeight)(
+		document.querySelector('#status').getBoundingClientRect())`), "%s: the status strip is not in the first screen", page)
+	cut := eval[[]string](t, b, `Array.from(document.querySelectorAll('table.runs thead th'))
+		.filter(th => { const r = th.getBoundingClientRect(); return r.width > 0 && (r.left < 0 || r.right > window.innerWidth); })
+		.map(th => th.textContent)`)
+	require.Empty(t, cut, "%s: run columns outside the window", page)
+}
+
 func (b *browser) text(t *testing.T, sel string) string {
 	t.Helper()
 	return get(t, b, chromedp.TextContent(chromedp.CSS(sel)))
@@ -184,14 +197,27 @@ func TestConsoleInABrowser(t *testing.T) {
 	runs := br.text(t, "table.runs tbody")
 	require.Contains(t, runs, "cron")
 	require.Contains(t, runs, "cli")
-	require.Contains(t, br.text(t, "section.charts"), "tool_call_without_result")
+	require.Contains(t, br.text(t, "section.charts"), "Tool call without result")
 	br.requireClean(t, "runs page")
+	br.requireFits(t, "runs page on a desktop")
 	br.screenshot(t, "console-runs", "")
+
+	// On a phone: the status strip first, then the runs with the columns that matter
+	// inside the screen, the charts after them.
+	br.do(t, "runs on a phone", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(css("#runs-title")))
+	br.requireFits(t, "runs page on a phone")
+	require.Equal(t, 5, eval[int](t, br, `Array.from(document.querySelectorAll('table.runs thead th'))
+		.filter(th => th.getBoundingClientRect().width > 0).length`), "run, status, changed, failed, started")
+	require.True(t, eval[bool](t, br, `document.querySelector('table.runs').getBoundingClientRect().bottom <
+		document.querySelector('section.charts').getBoundingClientRect().top`), "the runs come before the charts")
+	br.requireClean(t, "runs page on a phone")
+	br.screenshot(t, "console-phone", "")
+	br.do(t, "desktop", chromedp.EmulateViewport(1280, 900))
 
 	// A run: its totals and sessions, and a preview of its rollback that changes nothing.
 	br.do(t, "open the run", chromedp.Click(css(fmt.Sprintf(`table.runs a[href="/runs/%d"]`, b.runs[0]))),
 		chromedp.WaitVisible(css("#sessions")))
-	require.Contains(t, br.text(t, ".totals"), "synthesize_missing_results")
+	require.Contains(t, br.text(t, ".totals"), "Synthesize missing results")
 	require.Contains(t, br.text(t, "#sessions ~ .scroll table"), brokenID)
 	br.requireClean(t, "run page")
 	br.screenshot(t, "console-run", "")
@@ -258,6 +284,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Equal(t, "running", eval[string](t, br, field("status")))
 	require.NoError(t, b.store.InsertReport(ctx, model.Report{RunID: id, SessionID: "x", Status: model.StatusRepaired, Trigger: model.TriggerAPI}))
 	get(t, br, chromedp.Poll[bool](field("repaired")+` === "1"`, chromedp.WithPollingTimeout(15*time.Second)))
+	get(t, br, chromedp.Poll[bool](`document.querySelector('#running [data-live-run] [data-field="repaired"]').textContent === "1"`,
+		chromedp.WithPollingTimeout(15*time.Second)))
 	require.NoError(t, b.store.FinishRun(ctx, model.Finish{RunID: id, Status: model.RunCompleted,
 		Counts: model.RunCounts{Scanned: 7, Clean: 6, Repaired: 1}, Source: b.store.Source().Name()}))
 	get(t, br, chromedp.Poll[bool](field("status")+` === "completed"`, chromedp.WithPollingTimeout(15*time.Second)))

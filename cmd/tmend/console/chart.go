@@ -2,8 +2,10 @@ package console
 
 import (
 	"fmt"
+	"math"
 	"slices"
-	"time"
+	"strconv"
+	"strings"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
@@ -32,6 +34,8 @@ type bar struct {
 type tick struct {
 	Y     string
 	Value int
+	// Text is Value as the axis shows it, short enough for the margin (12k).
+	Text string
 }
 
 type label struct {
@@ -40,13 +44,14 @@ type label struct {
 }
 
 type legend struct {
-	Class, Name string
-	Total       int
+	Class string
+	Term  term
+	Total int
 }
 
-// series is one kind of bar: how many sessions of a run it counts.
+// series is one kind of bar: how many sessions (or issues) of a run it counts.
 type series struct {
-	name  string
+	term  term
 	class string
 	count func(model.RunRow) int
 }
@@ -54,9 +59,11 @@ type series struct {
 // Chart geometry, in SVG units (the SVG scales to its box).
 const (
 	chartW, chartH           = 720, 220
-	padLeft, padRight, padUp = 44, 8, 10
-	padDown                  = 34
-	maxLabels                = 6
+	padLeft, padRight, padUp = 64, 8, 14
+	padDown                  = 40
+	// digitW is the width of a digit of an axis label as a phone shows it (22 units; 14
+	// on wider screens), gapW the least space between two labels.
+	digitW, gapW = 14, 12
 )
 
 // runCharts draws the scans that wrote repairs (not dry runs or rollbacks) among runs,
@@ -71,25 +78,26 @@ func runCharts(runs []model.RunRow) []chart {
 	}
 	slices.Reverse(scans)
 	outcome := []series{
-		{"repaired", "s-repaired", func(r model.RunRow) int { return r.Counts.Repaired }},
-		{"failed", "s-failed", func(r model.RunRow) int { return r.Counts.Failed }},
+		{termOf("repaired", ""), "s-repaired", func(r model.RunRow) int { return r.Counts.Repaired }},
+		{termOf("failed", ""), "s-failed", func(r model.RunRow) int { return r.Counts.Failed }},
 	}
 	var issues, dialects []series
 	for i, ic := range repair.IssueCodes() {
 		code := string(ic.Code)
-		issues = append(issues, series{code, fmt.Sprintf("s%d", i%12), func(r model.RunRow) int { return r.Summary.ByIssue[code] }})
+		issues = append(issues, series{termOf(code, ic.Meaning), fmt.Sprintf("s%d", i%12), func(r model.RunRow) int { return r.Summary.ByIssue[code] }})
 	}
 	for i, d := range repair.Dialects() {
 		name := string(d)
-		dialects = append(dialects, series{name, fmt.Sprintf("s%d", i%12), func(r model.RunRow) int { return r.Summary.ByDialect[name] }})
+		dialects = append(dialects, series{term{Code: name, Label: name}, fmt.Sprintf("s%d", i%12), func(r model.RunRow) int { return r.Summary.ByDialect[name] }})
 	}
 	return []chart{
 		barChart("chart-outcome", "Repaired and failed sessions per run",
-			"Sessions each scan repaired and failed, oldest run on the left.", scans, outcome, false),
-		barChart("chart-issue", "Sessions by issue code per run",
-			"Sessions with each issue code in each scan (a session may have several).", scans, issues, true),
+			"Sessions each scan repaired and failed, one bar pair per run, oldest run on the left.", scans, outcome, false),
+		// A session with two issues has two: these are issues, not sessions.
+		barChart("chart-issue", "Issues found per run, by code",
+			"Issues each scan found, by code, one bar per run; a session with several issues counts once for each.", scans, issues, true),
 		barChart("chart-dialect", "Sessions by dialect per run",
-			"Sessions that were not clean in each scan, by dialect.", scans, dialects, true),
+			"Sessions that were not clean in each scan, by dialect, one bar per run.", scans, dialects, true),
 	}
 }
 
@@ -108,15 +116,15 @@ func niceMax(n int) int {
 	}
 }
 
-// timeLayout labels runs as finely as their span needs.
-func timeLayout(runs []model.RunRow) string {
-	switch span := runs[len(runs)-1].StartedAt.Sub(runs[0].StartedAt); {
-	case span < time.Hour:
-		return "15:04:05"
-	case span < 24*time.Hour:
-		return "15:04"
+// compact writes an axis value in at most four characters: 950, 7.5k, 10k, 1.2M.
+func compact(v int) string {
+	switch {
+	case v < 1000:
+		return strconv.Itoa(v)
+	case v < 1_000_000:
+		return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1000), "0"), ".") + "k"
 	}
-	return "01-02 15:04"
+	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1e6), "0"), ".") + "M"
 }
 
 func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked bool) chart {
@@ -139,7 +147,7 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 	}
 	for k, s := range ss {
 		if totals[k] > 0 || !stacked {
-			c.Legend = append(c.Legend, legend{Class: s.class, Name: s.name, Total: totals[k]})
+			c.Legend = append(c.Legend, legend{Class: s.class, Term: s.term, Total: totals[k]})
 		}
 	}
 	if len(runs) == 0 || top == 0 {
@@ -152,10 +160,16 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 	y := func(v int) float64 { return float64(chartH-padDown) - plotH*float64(v)/float64(scaleMax) }
 	for i := 0; i <= 4; i++ {
 		v := scaleMax * i / 4
-		c.Ticks = append(c.Ticks, tick{Y: f1(y(v)), Value: v})
+		c.Ticks = append(c.Ticks, tick{Y: f1(y(v)), Value: v, Text: compact(v)})
 	}
+	// One slot per run, labelled with its id under its bars: every step-th run, so that
+	// the widest id fits.
 	slot := plotW / float64(len(runs))
-	layout := timeLayout(runs)
+	widest := 0
+	for _, r := range runs {
+		widest = max(widest, len(strconv.FormatInt(r.ID, 10)))
+	}
+	step := max(1, int(math.Ceil(float64(widest*digitW+gapW)/slot)))
 	for i, r := range runs {
 		x0 := float64(padLeft) + slot*float64(i)
 		when := r.StartedAt.UTC().Format("2006-01-02 15:04")
@@ -168,7 +182,7 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 					continue
 				}
 				c.Bars = append(c.Bars, bar{X: f1(x0 + slot*0.15), Y: f1(y(base + n)), W: f1(w), H: f1(y(base) - y(base+n)),
-					Class: s.class, Title: fmt.Sprintf("run %d, %s UTC: %d %s", r.ID, when, n, s.name)})
+					Class: s.class, Title: fmt.Sprintf("run %d, %s UTC: %d %s", r.ID, when, n, strings.ToLower(s.term.Label))})
 				base += n
 			}
 		} else {
@@ -176,12 +190,11 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 			for k, s := range ss {
 				n := s.count(r)
 				c.Bars = append(c.Bars, bar{X: f1(x0 + slot*0.1 + w*float64(k)), Y: f1(y(n)), W: f1(w), H: f1(y(0) - y(n)),
-					Class: s.class, Title: fmt.Sprintf("run %d, %s UTC: %d %s", r.ID, when, n, s.name)})
+					Class: s.class, Title: fmt.Sprintf("run %d, %s UTC: %d %s", r.ID, when, n, strings.ToLower(s.term.Label))})
 			}
 		}
-		step := max(1, (len(runs)+maxLabels-1)/maxLabels)
-		if i%step == 0 || i == len(runs)-1 && len(runs) <= maxLabels {
-			c.Labels = append(c.Labels, label{X: f1(x0 + slot/2), Text: r.StartedAt.UTC().Format(layout)})
+		if (len(runs)-1-i)%step == 0 { // the newest run always has its label
+			c.Labels = append(c.Labels, label{X: f1(x0 + slot/2), Text: strconv.FormatInt(r.ID, 10)})
 		}
 	}
 	return c

@@ -32,6 +32,7 @@ type Store interface {
 	ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow, error)
 	Run(ctx context.Context, id int64) (model.RunRow, error)
 	RunProgress(ctx context.Context, runID int64) (map[model.SessionStatus]int, error)
+	RunPartitions(ctx context.Context, runID int64) ([]model.PartitionRow, error)
 	ListReports(ctx context.Context, f model.ReportFilter) ([]model.ReportRow, error)
 	Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error)
 	Version(ctx context.Context, sessionID string, version int) (model.VersionRow, error)
@@ -57,6 +58,10 @@ type Config struct {
 	Work context.Context
 	// SignInFor is how long a sign-in lasts; default 12 hours.
 	SignInFor time.Duration
+	// Schedule is the daemon's scan schedule (its cron.Schedule), written ScheduleSpec,
+	// for the runs page's next tick; nil when the daemon schedules no scans.
+	Schedule     interface{ Next(time.Time) time.Time }
+	ScheduleSpec string
 }
 
 // Console serves the audit console.

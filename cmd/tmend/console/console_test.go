@@ -196,7 +196,7 @@ func TestDiffMarksTheRepair(t *testing.T) {
 	v1, v2, rep := strings.Index(r.body, "version 1 saved"), strings.Index(r.body, "version 2 saved"), strings.Index(r.body, "repaired</span>\n    by cli")
 	require.True(t, 0 < v1 && v1 < v2 && v2 < rep, "timeline order: %d %d %d", v1, v2, rep)
 	for _, s := range []string{"Version 1 (original) → version 2 (repaired)", `class="badge ch-synthesized"`,
-		`class="badge ch-dropped_orphan"`, "synthesize_missing_results insert toolu_cat", "drop_orphan_results drop toolu_gone",
+		`class="badge ch-dropped_orphan"`, "synthesize_missing_results</abbr> insert toolu_cat", "drop_orphan_results</abbr> drop toolu_gone",
 		"show all", "long-listing-line long-listing-line"} {
 		require.Contains(t, r.body, s)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
+	"github.com/tmend/tmend/store/model"
 )
 
 // diffView is a report.TranscriptDiff laid out as the side-by-side table shows it.
@@ -16,6 +17,9 @@ type diffView struct {
 	*report.TranscriptDiff
 	Rows   []diffRow
 	Totals []countRow
+	// By is the report that wrote the later version (ReportID), which the page names by
+	// its run and time.
+	By *model.ReportRow
 }
 
 // diffRow is one message row of the table, or a run of unchanged messages folded into one.

@@ -33,9 +33,9 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"join": strings.Join,
+	// action is what an action did, after its stage, which the template shows with its meaning.
 	"action": func(a repair.Action) string {
-		s := fmt.Sprintf("%s %s", a.Stage, a.Action)
+		s := string(a.Action)
 		if a.CallID != "" {
 			s += " " + a.CallID
 		}
@@ -44,6 +44,8 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
+	"issue": func(code string) term { return termOf(code, repair.IssueCode(code).Meaning()) },
+	"stage": func(name string) term { return termOf(name, repair.Stage(name).Meaning()) },
 	"short": func(h string) string { return h[:min(12, len(h))] },
 	"seq": func(a, b int) string {
 		if a == b {
@@ -51,4 +53,18 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("#%d–#%d", a, b)
 	},
+}
+
+// term is an issue code or stage name as the console shows it: in words, with its
+// meaning (the line check --help prints) as the tooltip and the code itself.
+type term struct {
+	Code, Label, Meaning string
+}
+
+func termOf(code, meaning string) term {
+	label := strings.ReplaceAll(code, "_", " ")
+	if label != "" {
+		label = strings.ToUpper(label[:1]) + label[1:]
+	}
+	return term{Code: code, Label: label, Meaning: meaning}
 }

@@ -29,6 +29,12 @@ type runRow struct {
 	Live     bool
 	Counts   model.RunCounts
 	Duration string
+	// Changed is what the run changed or, dry, would change, as Verb says: sessions
+	// repaired for a scan, restored for a rollback.
+	Changed int
+	Verb    string
+	// RollbackOf is the run a rollback run rolled back.
+	RollbackOf int64
 }
 
 func (c *Console) runRow(ctx context.Context, r model.RunRow, now time.Time) (runRow, error) {
@@ -44,6 +50,16 @@ func (c *Console) runRow(ctx context.Context, r model.RunRow, now time.Time) (ru
 			return row, err
 		}
 		row.Counts = atLeast(r.Counts, countsOf(byStatus))
+	}
+	row.Changed, row.Verb = row.Counts.Repaired, "repaired"
+	if r.Mode == model.ModeRollback {
+		row.Changed, row.Verb = row.Counts.Restored, "restored"
+	}
+	if r.DryRun {
+		row.Verb = "would be " + row.Verb
+	}
+	if of, ok := r.Options["rollback_of_run"].(float64); ok {
+		row.RollbackOf = int64(of)
 	}
 	return row, nil
 }
@@ -129,11 +145,29 @@ func sessionURL(id string, from, to int) string {
 }
 
 type runsBody struct {
-	Runs     []runRow
-	Status   string
+	Status status
+	Runs   []runRow
+	// Filter is the runs' status filter, Kind their kind.
+	Filter   string
 	Statuses []model.RunStatus
+	Kind     string
+	Kinds    []option
 	Next     string
 	Charts   []chart
+}
+
+// scanModes are the modes of scans; the others are housekeeping.
+var scanModes = []model.Mode{model.ModeIncremental, model.ModeFull}
+
+// runKinds are the runs page's kinds: scans apart from housekeeping, which would bury
+// them. The first is the default.
+var runKinds = []struct {
+	option
+	modes []model.Mode
+}{
+	{option{"scans", "scans"}, scanModes},
+	{option{"housekeeping", "housekeeping (rollbacks, single sessions)"}, []model.Mode{model.ModeSession, model.ModeRollback}},
+	{option{"all", "all runs"}, nil},
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, who identity) {
@@ -150,13 +184,28 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, who identity)
 			return
 		}
 	}
+	body := runsBody{Filter: string(f.Status), Statuses: model.RunStatuses(), Kind: cmp.Or(q.Get("kind"), runKinds[0].Value)}
+	known := false
+	for _, k := range runKinds {
+		body.Kinds = append(body.Kinds, k.option)
+		if k.Value == body.Kind {
+			f.Modes, known = k.modes, true
+		}
+	}
+	if !known {
+		c.fail(w, r, who, http.StatusBadRequest, badInput("unknown kind of run %q: want scans, housekeeping or all", body.Kind))
+		return
+	}
+	now := time.Now()
+	if body.Status, err = c.status(r.Context(), now); err != nil {
+		c.fail(w, r, who, http.StatusInternalServerError, err)
+		return
+	}
 	runs, err := c.cfg.Store.ListRuns(r.Context(), f)
 	if err != nil {
 		c.fail(w, r, who, http.StatusInternalServerError, err)
 		return
 	}
-	body := runsBody{Status: string(f.Status), Statuses: model.RunStatuses()}
-	now := time.Now()
 	for _, run := range runs {
 		row, err := c.runRow(r.Context(), run, now)
 		if err != nil {
@@ -166,7 +215,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, who identity)
 		body.Runs = append(body.Runs, row)
 	}
 	if len(runs) == pageSize {
-		body.Next = withQuery("/", "status", string(f.Status), "cursor", strconv.FormatInt(runs[len(runs)-1].ID, 10))
+		body.Next = withQuery("/", "status", string(f.Status), "kind", q.Get("kind"), "cursor", strconv.FormatInt(runs[len(runs)-1].ID, 10))
 	}
 	body.Charts = runCharts(runs)
 	c.render(w, r, http.StatusOK, "runs", c.view(who, "Runs", body))
@@ -190,7 +239,7 @@ func reportFilters() filters {
 		}
 	}
 	for _, ic := range repair.IssueCodes() {
-		f.Issues = append(f.Issues, option{string(ic.Code), string(ic.Code)})
+		f.Issues = append(f.Issues, option{string(ic.Code), termOf(string(ic.Code), "").Label})
 	}
 	for _, d := range repair.Dialects() {
 		f.Dialects = append(f.Dialects, option{string(d), string(d)})
@@ -278,6 +327,8 @@ type countRow struct {
 	N    int
 	// Href lists the run's sessions of that kind, when it can.
 	Href string
+	// Term is Name in words, with its meaning where tmend has one.
+	Term term
 }
 
 type totals struct {
@@ -291,8 +342,6 @@ type runBody struct {
 	Reports []model.ReportRow
 	Form    filterForm
 	Next    string
-	// RollbackOf is the run a rollback run rolled back.
-	RollbackOf int64
 	// CanBeRolledBack: the run wrote repairs.
 	CanBeRolledBack bool
 }
@@ -326,9 +375,6 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, who identity) 
 	}
 	body := runBody{Run: row, Reports: reports, Form: formOf(r, "#sessions", false), Next: nextPage(r, reports),
 		CanBeRolledBack: run.Mode != model.ModeRollback && !run.DryRun && run.Status != model.RunRunning && run.Counts.Repaired > 0}
-	if of, ok := run.Options["rollback_of_run"].(float64); ok {
-		body.RollbackOf = int64(of)
-	}
 	body.Totals = runTotals(run)
 	c.render(w, r, http.StatusOK, "run", c.view(who, fmt.Sprintf("Run %d", id), body))
 }
@@ -346,25 +392,26 @@ func runTotals(run model.RunRow) []totals {
 			if st != model.StatusClean && st != model.StatusHeld {
 				href = withQuery(self, "status", string(st)) + "#sessions"
 			}
-			byStatus.Rows = append(byStatus.Rows, countRow{string(st), n, href})
+			byStatus.Rows = append(byStatus.Rows, countRow{string(st), n, href, termOf(string(st), "")})
 		}
 	}
 	byStage := totals{Title: "Actions by stage"}
 	for _, st := range repair.Stages() {
 		if n, ok := s.ByStage[string(st)]; ok {
-			byStage.Rows = append(byStage.Rows, countRow{string(st), n, ""})
+			byStage.Rows = append(byStage.Rows, countRow{string(st), n, "", termOf(string(st), st.Meaning())})
 		}
 	}
 	byDialect := totals{Title: "Sessions by dialect"}
 	for _, d := range repair.Dialects() {
 		if n, ok := s.ByDialect[string(d)]; ok {
-			byDialect.Rows = append(byDialect.Rows, countRow{string(d), n, withQuery(self, "dialect", string(d)) + "#sessions"})
+			byDialect.Rows = append(byDialect.Rows, countRow{string(d), n, withQuery(self, "dialect", string(d)) + "#sessions", term{Code: string(d), Label: string(d)}})
 		}
 	}
 	byIssue := totals{Title: "Sessions by issue"}
 	for _, ic := range repair.IssueCodes() {
 		if n, ok := s.ByIssue[string(ic.Code)]; ok {
-			byIssue.Rows = append(byIssue.Rows, countRow{string(ic.Code), n, withQuery(self, "issue", string(ic.Code)) + "#sessions"})
+			byIssue.Rows = append(byIssue.Rows, countRow{string(ic.Code), n, withQuery(self, "issue", string(ic.Code)) + "#sessions",
+				termOf(string(ic.Code), ic.Meaning)})
 		}
 	}
 	return []totals{byStatus, byStage, byDialect, byIssue}
@@ -478,6 +525,9 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, who identi
 		d, err = Diff(r.Context(), c.cfg.Store, id, body.From, body.To, reports)
 		if err == nil {
 			body.Diff = newDiffView(d)
+			if i := slices.IndexFunc(reports, func(r model.ReportRow) bool { return r.ID == d.ReportID }); i >= 0 {
+				body.Diff.By = &reports[i]
+			}
 		}
 		switch {
 		case errors.Is(err, ErrCannotCompare):

@@ -93,7 +93,7 @@ func setup(t *testing.T) *testBundle {
 	b.runs[1] = res.RunID
 
 	c, err := console.New(console.Config{Store: st, Rollback: sc, WriteToken: writeToken, ReadToken: readToken,
-		Log: zerolog.Nop(), Work: context.Background()})
+		Log: zerolog.Nop(), Work: context.Background(), Schedule: hourly{}, ScheduleSpec: "@hourly"})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	c.Install(mux)
@@ -102,6 +102,11 @@ func setup(t *testing.T) *testBundle {
 	b.base = srv.URL
 	return b
 }
+
+// hourly is the console's scan schedule in the tests: on the hour.
+type hourly struct{}
+
+func (hourly) Next(t time.Time) time.Time { return t.UTC().Truncate(time.Hour).Add(time.Hour) }
 
 // client is a browser-like client: it keeps cookies and does not follow redirects, so
 // tests see them.

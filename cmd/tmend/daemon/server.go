@@ -119,7 +119,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		if s.console, err = console.New(console.Config{Store: cfg.Store, Rollback: consoleRollback{s},
-			WriteToken: cfg.APIToken, ReadToken: cfg.ReadToken, Log: cfg.Logger, Work: work}); err != nil {
+			WriteToken: cfg.APIToken, ReadToken: cfg.ReadToken, Log: cfg.Logger, Work: work,
+			Schedule: qc.Schedule, ScheduleSpec: cfg.Schedule.Scan}); err != nil {
 			return nil, err
 		}
 	}

@@ -742,3 +742,27 @@ func TestRouteHelpIsWhatIsServed(t *testing.T) {
 	}
 	require.Len(t, listed, len(b.srv.Routes())+11, "the API's routes and the console's 11")
 }
+
+// TestConsoleShowsTheSchedule: the console's runs page says when the daemon's next
+// scheduled scan is, from the schedule serve was given.
+func TestConsoleShowsTheSchedule(t *testing.T) {
+	t.Parallel()
+	const spec = "0 3 1 1 *" // once a year: no tick while the test runs
+	scan, err := daemon.ParseSpec(spec, nil)
+	require.NoError(t, err)
+	b := setup(t, func(c *daemon.Config) {
+		c.Queue.Schedule = scan
+		c.Schedule = daemon.Schedule{Scan: spec}
+	})
+	req, err := http.NewRequest("GET", b.base+"/", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+readToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "<code>"+spec+"</code>")
+	require.Contains(t, string(body), scan.Next(time.Now()).UTC().Format("2006-01-02 15:04:05")+" UTC")
+}

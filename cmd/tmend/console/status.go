@@ -1,0 +1,103 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/tmend/tmend/store/model"
+)
+
+// status is the runs page's first answer to an operator: did the last scheduled scan
+// succeed, when is the next, what runs now (partitions and who works them), and which
+// runs failed or were abandoned lately.
+type status struct {
+	// LastScan is the newest scheduled scan that ended; nil before the first.
+	LastScan *runRow
+	// Next is the schedule's next tick; zero when this daemon schedules no scans.
+	Next   time.Time
+	NextIn string
+	// Spec is the schedule as the daemon was given it.
+	Spec string
+	// Running are the runs going now, with their partitions.
+	Running []liveRun
+	// Failed are the failed and abandoned runs since FailedSince, newest first.
+	Failed      []model.RunRow
+	FailedSince time.Time
+}
+
+// liveRun is a running run and its partitions.
+type liveRun struct {
+	runRow
+	Partitions []partition
+}
+
+// partition is a run's partition with how long ago it last checkpointed.
+type partition struct {
+	model.PartitionRow
+	Ago string
+	// Quiet: no checkpoint for longer than stuckAfter, so maybe stuck.
+	Quiet bool
+}
+
+const (
+	// recentFailures is how far back the strip lists failed and abandoned runs.
+	recentFailures = 24 * time.Hour
+	// stuckAfter is how long a running partition may go without a checkpoint (a page of
+	// sessions takes seconds) before the strip marks it.
+	stuckAfter = 5 * time.Minute
+	// stripRuns bounds each list of the strip.
+	stripRuns = 5
+)
+
+func (c *Console) status(ctx context.Context, now time.Time) (status, error) {
+	st := status{FailedSince: now.Add(-recentFailures)}
+	if c.cfg.Schedule != nil {
+		st.Spec = c.cfg.ScheduleSpec
+		st.Next = c.cfg.Schedule.Next(now)
+		st.NextIn = duration(st.Next.Sub(now))
+	}
+	scheduled, err := c.cfg.Store.ListRuns(ctx, model.RunFilter{Trigger: model.TriggerCron, Modes: scanModes, Limit: stripRuns})
+	if err != nil {
+		return st, err
+	}
+	if i := slices.IndexFunc(scheduled, func(r model.RunRow) bool { return r.Status != model.RunRunning }); i >= 0 {
+		row, err := c.runRow(ctx, scheduled[i], now)
+		if err != nil {
+			return st, err
+		}
+		st.LastScan = &row
+	}
+	running, err := c.cfg.Store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: stripRuns})
+	if err != nil {
+		return st, err
+	}
+	for _, r := range running {
+		row, err := c.runRow(ctx, r, now)
+		if err != nil {
+			return st, err
+		}
+		parts, err := c.cfg.Store.RunPartitions(ctx, r.ID)
+		if err != nil {
+			return st, err
+		}
+		live := liveRun{runRow: row}
+		for _, p := range parts {
+			quiet := now.Sub(p.UpdatedAt)
+			live.Partitions = append(live.Partitions, partition{PartitionRow: p, Ago: duration(max(0, quiet)),
+				Quiet: p.Status == model.PartitionRunning && quiet > stuckAfter})
+		}
+		st.Running = append(st.Running, live)
+	}
+	for _, s := range []model.RunStatus{model.RunFailed, model.RunAbandoned} {
+		runs, err := c.cfg.Store.ListRuns(ctx, model.RunFilter{Status: s, Since: st.FailedSince, Limit: stripRuns})
+		if err != nil {
+			return st, err
+		}
+		st.Failed = append(st.Failed, runs...)
+	}
+	slices.SortFunc(st.Failed, func(a, b model.RunRow) int { return cmp.Compare(b.ID, a.ID) })
+	st.Failed = st.Failed[:min(len(st.Failed), stripRuns)]
+	return st, nil
+}
