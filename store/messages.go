@@ -693,10 +693,10 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		b.Queue("LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE")
 	}
 	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
-	// A write of a partition attempt holds its lease (see leaseSQL), as rowLayout's does.
+	// A write of a partition attempt holds its lease (see partitionLockKey), as rowLayout's does.
 	lease := a.Report.Lease
 	if lease != nil {
-		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+		queueLease(b, lease)
 	}
 	switch {
 	case plan.fresh > 0 && l.t.ordSeq != "":
