@@ -103,6 +103,8 @@ func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
 	return classify(s.insertReport(ctx, s.pool, r))
 }
 
+// insertReport inserts r with q; a leased report (r.Lease set) is a transaction of its
+// own on the pool instead, since it must take the lease first.
 func (s *Store) insertReport(ctx context.Context, q querier, r model.Report) error {
 	sql, args, err := s.reportInsert(r)
 	if err != nil {
