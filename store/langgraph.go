@@ -319,7 +319,7 @@ func (l *langGraphLayout) apply(ctx context.Context, a model.Apply, want string,
 	b.Queue(l.stateSQL(), thread, ns, l.k, a.Session.ID)
 	lease := a.Report.Lease
 	if lease != nil {
-		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+		queueLease(b, lease)
 	}
 	br := conn.SendBatch(ctx, b)
 	for range 3 {

@@ -641,8 +641,8 @@ func collectMessageSessions(rows pgx.Rows) ([]model.Session, error) {
 }
 
 // apply is one attempt at a repaired session's transaction: lock the session's rows
-// (and, when rows are placed, the table against appends, which would otherwise land
-// among them), check they are the rows read, save them as a version unless the latest
+// (when rows are placed, after the appends in flight, which would otherwise land among
+// them), check they are the rows read, save them as a version unless the latest
 // version is them, change the rows as planned, save the result as a version, and
 // insert the report. Two round trips, as for one row per session.
 func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
@@ -684,24 +684,34 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL lock_timeout = '5s'")
-	lockTable := kind == orderSequence && plan.places()
+	// A sequence hands out values in the order rows are inserted, not committed: a
+	// message appended by a transaction in flight may hold a value below those placed
+	// here, and land among them. So the new values are taken first, and then the write
+	// waits for the table's writers in flight, by a SHARE ROW EXCLUSIVE lock that it
+	// drops at once (a lock taken in a subtransaction goes with its rollback): writers
+	// after that take values above these, and the rows are checked after the wait, so
+	// an append that landed in the session is a conflict. New writers wait only for that
+	// moment, not for this transaction. An order without a sequence takes max + 1, so its
+	// writes hold the lock until commit and are one at a time.
+	sequence := kind == orderSequence && plan.places() && l.t.ordSeq != ""
+	lockTable := kind == orderSequence && plan.places() && l.t.ordSeq == ""
+	lock := "LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE"
+	if sequence {
+		b.Queue(l.sql.nextValues, l.t.ordSeq, plan.fresh)
+		b.Queue("SAVEPOINT appends")
+		b.Queue(lock)
+		b.Queue("ROLLBACK TO SAVEPOINT appends")
+	}
 	if lockTable {
-		// A sequence hands out values in the order rows are inserted, not committed: a
-		// message appended by a transaction that began before this one could take a
-		// value below those placed here, and land among them. SHARE ROW EXCLUSIVE waits
-		// for the table's writers to finish and keeps new ones out until commit.
-		b.Queue("LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE")
+		b.Queue(lock)
 	}
 	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
-	// A write of a partition attempt holds its lease (see leaseSQL), as rowLayout's does.
+	// A write of a partition attempt holds its lease (see partitionLockKey), as rowLayout's does.
 	lease := a.Report.Lease
 	if lease != nil {
-		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+		queueLease(b, lease)
 	}
-	switch {
-	case plan.fresh > 0 && l.t.ordSeq != "":
-		b.Queue(l.sql.nextValues, l.t.ordSeq, plan.fresh)
-	case plan.fresh > 0:
+	if plan.fresh > 0 && !sequence {
 		b.Queue(l.sql.maxOrder)
 	}
 	br := conn.SendBatch(ctx, b)
@@ -713,6 +723,16 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	if err == nil {
 		_, err = br.Exec()
 	}
+	var values []int64
+	if err == nil && sequence {
+		err = br.QueryRow().Scan(&values)
+		slices.Sort(values)
+		for range 3 {
+			if err == nil {
+				_, err = br.Exec()
+			}
+		}
+	}
 	if err == nil && lockTable {
 		_, err = br.Exec()
 	}
@@ -722,17 +742,11 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	if err == nil && lease != nil {
 		err = leaseHeld(br)
 	}
-	var values []int64
-	if err == nil && plan.fresh > 0 {
-		if l.t.ordSeq != "" {
-			err = br.QueryRow().Scan(&values)
-			slices.Sort(values)
-		} else {
-			var maxOrd int64
-			err = br.QueryRow().Scan(&maxOrd)
-			for i := range plan.fresh {
-				values = append(values, maxOrd+int64(i)+1)
-			}
+	if err == nil && plan.fresh > 0 && !sequence {
+		var maxOrd int64
+		err = br.QueryRow().Scan(&maxOrd)
+		for i := range plan.fresh {
+			values = append(values, maxOrd+int64(i)+1)
 		}
 	}
 	var pgErr *pgconn.PgError

@@ -253,8 +253,11 @@ const endAbandoned = "abandoned: every process working it ended before it did, a
 // endRunNow ends a run's unfinished partitions with status and errMsg, and cancels
 // their River jobs in the same transaction (cancelJobs may be nil). The caller holds the
 // run's lock. Ending a partition waits for the session transactions that hold its lease
-// (leaseSQL), and refuses the later ones: no report of the run commits after it.
+// (partitionLockKey), and refuses the later ones: no report of the run commits after it.
 func endRunNow(ctx context.Context, tx pgx.Tx, runID int64, status model.PartitionStatus, errMsg string, cancelJobs CancelJobs) error {
+	if err := lockPartitions(ctx, tx, runID, nil); err != nil {
+		return err
+	}
 	rows, err := tx.Query(ctx, `UPDATE run_partitions SET status = $2, error = nullif($3, ''), updated_at = now()
 WHERE run_id = $1 AND status IN ('pending', 'running') RETURNING job_id`, runID, status, errMsg)
 	if err != nil {
@@ -315,6 +318,10 @@ func scanPartition(row pgx.CollectableRow) (partitionRow, error) {
 func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) (model.Claim, error) {
 	c := model.Claim{Partition: partition}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		// Waits for the writes of the attempt before, which hold the lease.
+		if err := lockPartitions(ctx, tx, runID, []int{partition}); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
 		if err != nil {
 			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
@@ -378,8 +385,8 @@ func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 // lockRun serializes the partitions' updates of their run's row, so that each sums what
 // the others committed. FOR NO KEY UPDATE, not FOR UPDATE: a session's transaction
 // inserts a report, whose foreign key share-locks the run's key while the transaction
-// holds its partition's lease (leaseSQL), which the holder of this lock may be waiting
-// for: FOR UPDATE would deadlock with it.
+// holds its partition's lease (partitionLockKey), which the holder of this lock may be
+// waiting for: FOR UPDATE would deadlock with it.
 func lockRun(ctx context.Context, tx pgx.Tx, runID int64) error {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE", runID); err != nil {
 		return fmt.Errorf("lock run %d: %w", runID, err)
@@ -392,6 +399,13 @@ func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status mode
 	summary, err := json.Marshal(cp.SoFar.Summary())
 	if err != nil {
 		return fmt.Errorf("encode partition summary: %w", err)
+	}
+	// A checkpoint leaves the lease as it is; ending the partition ends it, once the
+	// writes that hold it are done.
+	if status != model.PartitionRunning {
+		if err := lockPartitions(ctx, tx, cp.RunID, []int{cp.Partition}); err != nil {
+			return err
+		}
 	}
 	var afterID *string
 	var afterPos *time.Time
@@ -498,7 +512,7 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, why string) (bool
 // run (a resumed partition counts those it finds instead of handling them again), so
 // its statuses, stages, issues and dialects are counted from the rows; clean sessions,
 // and those held after a rollback, have none and are counted from the partitions'
-// checkpoints. No report of the run commits after this (endRunNow, leaseSQL).
+// checkpoints. No report of the run commits after this (endRunNow, partitionLockKey).
 func committedTotals(ctx context.Context, tx pgx.Tx, runID int64, parts []partitionRow) (model.RunResult, error) {
 	total := model.NewRunResult()
 	for _, p := range parts {

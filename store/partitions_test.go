@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store"
 	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
 )
 
 // noJobs stands in for River's insert: these tests claim the partitions themselves.
@@ -165,4 +168,93 @@ INSERT INTO public.fresh SELECT 'f' || g, '[]', now() - interval '1 hour' FROM g
 		require.NoError(t, err)
 		require.InDelta(t, n, est, n*0.1, r.Mode)
 	}
+}
+
+// TestAnOldAttemptNeverWritesAPartitionTakenOver: a write of a partition attempt commits
+// only while that attempt holds the partition. A claim by a newer attempt waits for the
+// old attempt's write in flight, and the old attempt's later writes, repairs and reports
+// alike, are refused; so are the newer attempt's once the partition ended.
+func TestAnOldAttemptNeverWritesAPartitionTakenOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	storetest.Sessions(t, b.pool, model.Session{ID: "a", Messages: []byte(broken)}, model.Session{ID: "b", Messages: []byte(broken)})
+	created, err := b.store.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: "fence"},
+		Partitions: 1}, store.RunJobs{Enqueue: noJobs})
+	require.NoError(t, err)
+	runID := created.ID
+	first, err := b.store.ClaimPartition(ctx, runID, 0)
+	require.NoError(t, err)
+	apply := func(id string, attempt int) (model.Outcome, error) {
+		page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 1 << 20})
+		require.NoError(t, err)
+		res, err := repair.Repair(page[0].Messages, repair.Options{})
+		require.NoError(t, err)
+		return b.store.Apply(ctx, model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
+			Report: model.Report{Status: model.StatusRepaired, Lease: &model.Lease{RunID: runID, Attempt: attempt}}})
+	}
+	waiting := func(locktype string) bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = $1 AND NOT granted`, locktype).Scan(&n))
+		return n > 0
+	}
+
+	// The first attempt's write of a goes as far as its report, which waits for a table
+	// lock held here; meanwhile the partition is claimed again.
+	hold, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer hold.Rollback(ctx) //nolint:errcheck
+	_, err = hold.Exec(ctx, "LOCK TABLE repair_reports IN SHARE MODE")
+	require.NoError(t, err)
+	type result struct {
+		out model.Outcome
+		err error
+	}
+	written := make(chan result, 1)
+	go func() {
+		out, err := apply("a", first.Attempt)
+		written <- result{out, err}
+	}()
+	require.Eventually(t, func() bool { return waiting("relation") }, 4*time.Second, 10*time.Millisecond)
+	claimed := make(chan model.Claim, 1)
+	go func() {
+		c, err := b.store.ClaimPartition(ctx, runID, 0)
+		assert.NoError(t, err)
+		claimed <- c
+	}()
+	require.Eventually(t, func() bool { return waiting("advisory") }, 4*time.Second, 10*time.Millisecond,
+		"the claim waits for the write that holds the lease")
+	select {
+	case <-claimed:
+		t.Fatal("the partition was claimed while the old attempt's write was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, hold.Rollback(ctx))
+	w := <-written
+	require.NoError(t, w.err)
+	require.True(t, w.out.Applied, "the write in flight held the lease: it commits")
+	second := <-claimed
+	require.Equal(t, first.Attempt+1, second.Attempt)
+
+	// From now on the first attempt writes nothing.
+	before := storetest.Content(t, b.pool, "b")
+	_, err = apply("b", first.Attempt)
+	require.ErrorIs(t, err, model.ErrLeaseLost)
+	require.Equal(t, before, storetest.Content(t, b.pool, "b"))
+	err = b.store.InsertReport(ctx, model.Report{RunID: runID, SessionID: "b", Status: model.StatusFailed, Trigger: model.TriggerCLI,
+		Lease: &model.Lease{RunID: runID, Attempt: first.Attempt}})
+	require.ErrorIs(t, err, model.ErrLeaseLost)
+	require.NoError(t, b.store.InsertReport(ctx, model.Report{RunID: runID, SessionID: "b", Status: model.StatusFailed, Trigger: model.TriggerCLI,
+		Lease: &model.Lease{RunID: runID, Attempt: second.Attempt}}))
+
+	// Once the partition ended, not even its last attempt writes.
+	_, err = b.store.EndPartition(ctx, model.PartitionEnd{Checkpoint: model.Checkpoint{RunID: runID, Attempt: second.Attempt,
+		SoFar: model.NewRunResult()}, Status: model.PartitionCompleted})
+	require.NoError(t, err)
+	_, err = apply("b", second.Attempt)
+	require.ErrorIs(t, err, model.ErrLeaseLost)
+	require.Equal(t, before, storetest.Content(t, b.pool, "b"))
+	var reports int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, runID).Scan(&reports))
+	require.Equal(t, 2, reports, "a's repair and b's report of the second attempt")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
@@ -102,32 +103,89 @@ func (s *Store) InsertReport(ctx context.Context, r model.Report) error {
 	return classify(s.insertReport(ctx, s.pool, r))
 }
 
+// insertReport inserts r with q; a leased report (r.Lease set) is a transaction of its
+// own on the pool instead, since it must take the lease first.
 func (s *Store) insertReport(ctx context.Context, q querier, r model.Report) error {
 	sql, args, err := s.reportInsert(r)
 	if err != nil {
 		return err
 	}
-	if r.Lease != nil {
-		args = append(args, leaseArgs(r.Lease)...)
+	if r.Lease == nil {
+		if _, err := q.Exec(ctx, sql, args...); err != nil {
+			return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
+		}
+		return nil
 	}
-	tag, err := q.Exec(ctx, sql, args...)
+	// A leased report is a transaction of its own on the pool, in one round trip: the
+	// lease, then the insert that goes in only while the attempt holds its partition.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(leaseLockSQL, r.Lease.RunID, r.Lease.Partition)
+	b.Queue(sql, append(args, leaseArgs(r.Lease)...)...)
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	for i := 0; i < 4 && err == nil; i++ {
+		var t pgconn.CommandTag
+		if t, err = br.Exec(); i == 2 {
+			tag = t
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("insert report for session %q: %w", r.SessionID, err)
 	}
-	if r.Lease != nil && tag.RowsAffected() == 0 {
+	if tag.RowsAffected() == 0 {
 		return model.ErrLeaseLost
 	}
 	return nil
 }
 
-// leaseSQL share-locks the partition row of a lease that still holds: $20 the run, $21
-// the partition, $22 the attempt. Ending or reclaiming the partition updates that row,
-// so it waits for the writes that hold the lease, and the writes after it find none.
-const leaseSQL = `SELECT 1 FROM run_partitions WHERE run_id = $20 AND partition = $21 AND attempt = $22 AND status = 'running' FOR SHARE`
+// A partition attempt's lease is a transaction-level advisory lock on (run, partition),
+// not a lock on the partition's row: a run's workers all write at once, and share-locking
+// the one row each write (and the run's, for the foreign keys) made MultiXacts and kept
+// the partition's checkpoint UPDATE waiting behind every write in flight. A write takes
+// the lock shared (leaseLockSQL), then checks that its attempt still holds the partition
+// (leaseCheckSQL); claiming, cancelling or ending a partition takes it exclusively
+// (lockPartitionsSQL) before changing the row, so it waits for the writes that hold the
+// lease, and the writes after it see the row as changed. The check must be a statement
+// of its own after the lock: in READ COMMITTED a statement sees what committed before it
+// started, and one that waited for the lock inside would not see the claim it waited for.
+// The key is computed by the server, as the liveness locks' are (liveness.go).
+const partitionLockKey = `hashtextextended('tmend:partition:' || current_schema() || ':' || %s::bigint || ':' || %s::int, 0)`
 
-// leaseHeld reads the result of leaseLockSQL queued in a batch: model.ErrLeaseLost when
-// the attempt no longer holds its partition.
+var (
+	// leaseLockSQL takes the lease of $1 the run, $2 the partition for a write's transaction.
+	leaseLockSQL = "SELECT pg_advisory_xact_lock_shared(" + fmt.Sprintf(partitionLockKey, "$1", "$2") + ")"
+	// lockPartitionsSQL takes the partitions' leases of run $1 exclusively: those named in
+	// $2, or all of them when $2 is NULL. In partition order, as two transactions that
+	// take more than one must.
+	lockPartitionsSQL = "SELECT count(pg_advisory_xact_lock(" + fmt.Sprintf(partitionLockKey, "run_id", "partition") + ")) FROM (" +
+		"SELECT run_id, partition FROM run_partitions WHERE run_id = $1 AND ($2::int[] IS NULL OR partition = ANY($2)) ORDER BY partition) p"
+)
+
+// leaseCheckSQL finds the partition row of a lease that still holds: $1 the run, $2 the
+// partition, $3 the attempt. Run after leaseLockSQL, in the same transaction.
+const leaseCheckSQL = `SELECT 1 FROM run_partitions WHERE run_id = $1 AND partition = $2 AND attempt = $3 AND status = 'running'`
+
+// leaseReportCheckSQL is leaseCheckSQL in a report's insert, whose own arguments are $1 to $19.
+var leaseReportCheckSQL = strings.NewReplacer("$1", "$20", "$2", "$21", "$3", "$22").Replace(leaseCheckSQL)
+
+// queueLease queues the lease of a write's transaction in its batch: leaseHeld reads it.
+func queueLease(b *pgx.Batch, l *model.Lease) {
+	b.Queue(leaseLockSQL, l.RunID, l.Partition)
+	b.Queue(leaseCheckSQL, l.RunID, l.Partition, l.Attempt)
+}
+
+// leaseHeld reads the results of queueLease: model.ErrLeaseLost when the attempt no
+// longer holds its partition (the run ended, was cancelled or abandoned, or a newer
+// attempt claimed the partition).
 func leaseHeld(br pgx.BatchResults) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
 	var one int
 	err := br.QueryRow().Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -136,10 +194,14 @@ func leaseHeld(br pgx.BatchResults) error {
 	return err
 }
 
-// leaseLockSQL is leaseSQL on its own, $1 to $3, in a write's transaction (Apply): no
-// row is model.ErrLeaseLost, the attempt no longer holds its partition (the run ended,
-// was cancelled or abandoned, or a newer attempt claimed the partition).
-var leaseLockSQL = strings.NewReplacer("$20", "$1", "$21", "$2", "$22", "$3").Replace(leaseSQL)
+// lockPartitions takes the leases of run runID's partitions exclusively (all of them
+// when partitions is nil): see partitionLockKey.
+func lockPartitions(ctx context.Context, tx pgx.Tx, runID int64, partitions []int) error {
+	if _, err := tx.Exec(ctx, lockPartitionsSQL, runID, partitions); err != nil {
+		return fmt.Errorf("lock the partitions of run %d: %w", runID, err)
+	}
+	return nil
+}
 
 // reportInsert is the INSERT of one report row and its arguments; Apply reuses the
 // first nine arguments and the last three in a variant that takes hashes and sizes from
@@ -175,16 +237,16 @@ func (s *Store) reportInsert(r model.Report) (string, []any, error) {
 	)
 	sql := insert + "VALUES (" + values + ")"
 	if r.Lease != nil {
-		// One statement: the row goes in only while the attempt holds its partition,
-		// whose row it share-locks until the insert commits (see leaseSQL).
-		sql = "WITH lease AS (" + leaseSQL + ")\n" + insert + "SELECT " + values + " FROM lease"
+		// The row goes in only while the attempt holds its partition, after the
+		// transaction took its lease (insertReport).
+		sql = "WITH lease AS (" + leaseReportCheckSQL + ")\n" + insert + "SELECT " + values + " FROM lease"
 	}
 	return sql, []any{nilIfZero(r.RunID), r.SessionID, r.Status, r.Trigger, r.Dialect, r.Reason, codes, sc, acts,
 		r.BeforeHash, r.AfterHash, r.BeforeBytes, r.AfterBytes, r.FromVersion, r.ToVersion, s.key,
 		r.Actor, s.origin.Version, s.origin.Host}, nil
 }
 
-// leaseArgs are the arguments a leased report insert adds ($20 to $22 of leaseSQL).
+// leaseArgs are the arguments a leased report insert adds ($20 to $22 of leaseReportCheckSQL).
 func leaseArgs(l *model.Lease) []any { return []any{l.RunID, l.Partition, l.Attempt} }
 
 // TryLock takes a session-level advisory lock that lets one replica at a time do a

@@ -276,7 +276,7 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	b.Queue(s.sql.lockState, a.Session.ID, s.k)
 	lease := a.Report.Lease
 	if lease != nil {
-		b.Queue(leaseLockSQL, leaseArgs(lease)...)
+		queueLease(b, lease)
 	}
 	br := conn.SendBatch(ctx, b)
 	var curHash *string
