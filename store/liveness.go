@@ -1,12 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/store/model"
 )
 
 // A process that works River jobs proves it is alive to the other tmend processes on the
@@ -105,6 +111,14 @@ func (l *Liveness) Release(ctx context.Context) {
 	}
 }
 
+// heldLocksSQL starts a query with the keys of the session-level advisory locks held in
+// this database, as the server computes them (clientLockKey, workersLockKey).
+const heldLocksSQL = `WITH held AS MATERIALIZED (
+  SELECT DISTINCT (classid::bigint << 32) | objid::bigint AS key FROM pg_locks
+  WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)`
+
 // abandonedRunsSQL finds the source's scans recorded as running that no live process
 // works or will work. $1 running, $2 the source, $3 and $4 the scan modes, $5 River's
 // queued job states. A run is alive while one of its unfinished partitions has a River
@@ -116,11 +130,7 @@ func (l *Liveness) Release(ctx context.Context) {
 //
 // Anything else (jobs that ended or were discarded, a running job whose client died and
 // nobody left to work the rest) is dead: nothing will end the run.
-var abandonedRunsSQL = `WITH held AS MATERIALIZED (
-  SELECT DISTINCT (classid::bigint << 32) | objid::bigint AS key FROM pg_locks
-  WHERE locktype = 'advisory' AND objsubid = 1 AND granted
-    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-), workers AS MATERIALIZED (
+var abandonedRunsSQL = heldLocksSQL + `, workers AS MATERIALIZED (
   SELECT EXISTS (SELECT 1 FROM held WHERE key = ` + workersLockKey + `) AS alive
 )
 SELECT r.id FROM repair_runs r
@@ -135,3 +145,73 @@ ORDER BY r.id`
 
 // queuedJobStates are River's states of a job waiting for a worker.
 var queuedJobStates = []string{"available", "pending", "retryable", "scheduled"}
+
+// ownerID names the liveness lock of a run a process records and works alone (StartRun):
+// unique to the run, like a River client ID.
+func ownerID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("tmend_run_%s_%d_%016x", cmp.Or(host, "localhost"), os.Getpid(), rand.Uint64())
+}
+
+// deadOwnedRunsSQL finds the runs recorded as running, of any source, that one process
+// works alone (StartRun: a single session, a rollback; they have no partitions) and
+// whose process died: its liveness lock named after the run's owner is not held. $1
+// running.
+var deadOwnedRunsSQL = heldLocksSQL + `
+SELECT r.id FROM repair_runs r
+WHERE r.status = $1 AND r.owner IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)
+  AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` NOT IN (SELECT key FROM held)
+ORDER BY r.id FOR UPDATE OF r SKIP LOCKED`
+
+// endOwnerDied is the error a run whose process died ends with.
+const endOwnerDied = "abandoned: the process working it ended before it did; what it committed stays, each session whole"
+
+// abandonOwnedRuns ends as abandoned the runs deadOwnedRunsSQL finds, with the counts
+// of the reports they committed (each session is one transaction with its report: a
+// session without one was not written), and returns their ids.
+func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	rows, err := tx.Query(ctx, deadOwnedRunsSQL, model.RunRunning)
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs: %w", err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs: %w", err)
+	}
+	for _, id := range dead {
+		spec, err := runSpec(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		total, err := committedTotals(ctx, tx, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		f := model.Finish{RunID: id, Status: model.RunAbandoned, Counts: total.Counts, Error: endOwnerDied,
+			Source: spec.Source, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
+		if spec.Mode == model.ModeRollback {
+			// As Scanner.Rollback counts: sessions tried, restored, refused, failed.
+			f.Counts = model.RunCounts{Scanned: total.Counts.Scanned, Restored: total.ByStatus[model.StatusRolledBack],
+				Refused: total.ByStatus[model.StatusRefused], Failed: total.ByStatus[model.StatusFailed]}
+			f.Summary, f.ScannedThrough = model.Summary{}, time.Time{}
+		}
+		if err := finishRun(ctx, tx, f); err != nil {
+			return nil, err
+		}
+	}
+	return dead, nil
+}
+
+// AbandonDeadRuns ends as abandoned the runs of a single session or a rollback whose
+// process died (abandonOwnedRuns), and returns their ids. StartRun, CreateRun and Prune
+// do it too; the daemon does it on its progress tick.
+func (s *Store) AbandonDeadRuns(ctx context.Context) ([]int64, error) {
+	var dead []int64
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		dead, err = abandonOwnedRuns(ctx, tx)
+		return err
+	})
+	return dead, err
+}

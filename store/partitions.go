@@ -126,6 +126,9 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 		if err := lock(tx); err != nil {
 			return err
 		}
+		if _, err := abandonOwnedRuns(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		abandoned, err = abandonRuns(ctx, tx, n.Source, jobs.Cancel)
 		return err
