@@ -307,6 +307,8 @@ func (q *Queue) releaseLiveness() {
 
 // StartRun records a scan with options o in partitions partitions (0: chosen from the
 // table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
+// When the running scan of the source is dead (store.CreateRun) and is the one asked
+// for, it is taken over instead: its id is returned, and it goes on from its checkpoints.
 func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
 	plan, err := q.sc.Plan(ctx, o, partitions)
 	if err != nil {
@@ -321,12 +323,10 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 			plan.Owner = q.client.ID()
 		}
 	}
-	var parts int // what the table's ids split into: at most the partitions asked for
-	enqueue := func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
-		parts = n
-		params := make([]river.InsertManyParams, n)
-		for i := range params {
-			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: i},
+	enqueue := func(ctx context.Context, tx pgx.Tx, runID int64, parts []int) ([]int64, error) {
+		params := make([]river.InsertManyParams, len(parts))
+		for i, p := range parts {
+			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: p},
 				InsertOpts: &river.InsertOpts{Queue: Name}}
 		}
 		res, err := q.client.InsertManyTx(ctx, tx, params)
@@ -341,13 +341,19 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 	}
 	run, err := q.store.CreateRun(ctx, plan, store.RunJobs{Enqueue: enqueue, Cancel: q.cancelJobs})
 	for _, id := range run.Abandoned {
-		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it; this scan covers its sessions")
+		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it, and this scan asks for another; this scan covers its sessions")
 	}
 	if err != nil {
 		return 0, err
 	}
+	if run.TakenOver {
+		q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+			Int("partitions", run.Partitions).
+			Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
+		return run.ID, nil
+	}
 	q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-		Int("partitions", parts).Msg("run started")
+		Int("partitions", run.Partitions).Msg("run started")
 	return run.ID, nil
 }
 

@@ -174,6 +174,8 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	q := b.queue(t, queue.Config{}) // enqueues only
 	ctx := t.Context()
 	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	other := o
+	other.Limit = 1000
 
 	first, err := owner.StartRun(ctx, o, 3)
 	require.NoError(t, err)
@@ -192,7 +194,8 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	// Its jobs are lost (say, discarded after a worker died on the last attempt).
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE (args->>'run_id')::bigint = $1`, second)
 	require.NoError(t, err)
-	third, err := owner.StartRun(ctx, o, 1)
+	// A scan that asks for another one (a limit) ends it instead of taking it over.
+	third, err := owner.StartRun(ctx, other, 1)
 	require.NoError(t, err)
 	abandoned, err := b.store.Run(ctx, second)
 	require.NoError(t, err)
@@ -219,12 +222,15 @@ func (b *bundle) owner(t *testing.T) *queue.Queue {
 }
 
 // A scan that no live process works or will work never blocks the next one, and River's
-// own record of who works each job decides it, not a clock: the next scan ends it as
+// own record of who works each job decides it, not a clock: the next scan takes it over
+// when it asks for the same scan (TestDeadRunIsTakenOver); else it ends it as
 // abandoned, cancels its jobs, counts what it committed, and starts at once. A scan
 // that a live process works, or whose live owner waits for it, blocks the next.
 func TestDeadRunsAreAbandonedLiveOnesBlock(t *testing.T) {
 	t.Parallel()
 	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	other := o // another scan: with a limit
+	other.Limit = 1000
 	jobsOf := `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = $2`
 	// asRunning makes one of a run's jobs look held by River client id, as a worker
 	// that fetched it leaves it.
@@ -251,7 +257,7 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		require.ErrorIs(t, err, model.ErrBusy, "its owner is alive")
 
 		require.NoError(t, a.Stop(ctx)) // the owner dies: its liveness locks go
-		second, err := next.StartRun(ctx, o, 1)
+		second, err := next.StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
@@ -289,7 +295,7 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		require.ErrorIs(t, err, model.ErrBusy)
 
 		require.NoError(t, daemon.Stop(ctx)) // the last worker dies
-		_, err = next.StartRun(ctx, o, 1)
+		_, err = next.StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
@@ -304,21 +310,64 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		first, err := a.StartRun(ctx, o, 1)
 		require.NoError(t, err)
 		// Its only job is held by a live client that is not its owner; the owner dies.
-		other := b.owner(t)
-		_, err = other.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true}, 1)
-		require.ErrorIs(t, err, model.ErrBusy) // (this also takes other's liveness lock)
-		asRunning(t, b, first, other.ClientID())
+		holder := b.owner(t)
+		_, err = holder.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true}, 1)
+		require.ErrorIs(t, err, model.ErrBusy) // (this also takes holder's liveness lock)
+		asRunning(t, b, first, holder.ClientID())
 		require.NoError(t, a.Stop(ctx))
 		_, err = b.owner(t).StartRun(ctx, o, 1)
 		require.ErrorIs(t, err, model.ErrBusy, "its partition is in a live client's hands")
 
-		require.NoError(t, other.Stop(ctx))
-		_, err = b.owner(t).StartRun(ctx, o, 1)
+		require.NoError(t, holder.Stop(ctx))
+		_, err = b.owner(t).StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
 		require.Equal(t, model.RunAbandoned, run.Status)
 	})
+}
+
+// A scan whose owner died while a partition was in its hands is taken over by the next
+// scan that asks for the same one: the run goes on, owned by the new scan, in new jobs
+// for its unfinished partitions (the dead ones cancelled), from their checkpoints, and
+// ends with every session scanned once.
+func TestDeadRunIsTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	a, next := b.owner(t), b.owner(t)
+	first, err := a.StartRun(ctx, o, 3)
+	require.NoError(t, err)
+	var job int64
+	require.NoError(t, b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1,
+  attempted_by = array_append(attempted_by, $2) WHERE id = (SELECT min(job_id) FROM run_partitions WHERE run_id = $1) RETURNING id`,
+		first, a.ClientID()).Scan(&job))
+	_, err = b.pool.Exec(ctx, `UPDATE run_partitions SET status = 'running', attempt = 1 WHERE job_id = $1`, job)
+	require.NoError(t, err)
+	_, err = next.StartRun(ctx, o, 1)
+	require.ErrorIs(t, err, model.ErrBusy, "its owner is alive")
+
+	require.NoError(t, a.Stop(ctx)) // the owner dies: its liveness locks go
+	taken, err := next.StartRun(ctx, o, 1)
+	require.NoError(t, err)
+	require.Equal(t, first, taken, "the dead run goes on")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE id = $1 AND status = 'running' AND owner = $2`,
+		first, next.ClientID()))
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job j JOIN run_partitions p ON p.job_id = j.id
+  WHERE p.run_id = $1 AND j.state = 'available' AND j.id <> $2`, first, job), "a new job for each unfinished partition")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = $1 AND metadata ? 'cancel_attempted_at'`, job),
+		"the dead worker's job is cancelled for River's rescuer")
+	require.Contains(t, b.log.String(), "run taken over")
+
+	w := b.queue(t, queue.Config{Concurrency: 2})
+	done := wait(t, w, first)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	require.Equal(t, 2, count(t, b.pool, `SELECT attempt FROM run_partitions WHERE job_id IS NOT NULL AND run_id = $1 AND partition = 0`, first),
+		"the partition in the dead owner's hands resumed as a second attempt")
+	storetest.AllClean(t, b.pool)
 }
 
 // reportCounts returns a run's report rows by status, in the run's counts' terms.
