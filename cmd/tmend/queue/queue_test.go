@@ -465,3 +465,27 @@ func TestLogLinesHaveOneComponent(t *testing.T) {
 		require.Equal(t, want, m["component"], lines[i])
 	}
 }
+
+// A daemon's or worker's progress tick ends a run of one session or a rollback whose
+// process died (its liveness lock's connection is gone), and says so in the log.
+func TestWatchAbandonsDeadRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 1), scanner.Config{})
+	ctx := t.Context()
+	id, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerAPI, Mode: model.ModeSession, Source: store.DefaultSource.Name()})
+	require.NoError(t, err)
+	q := b.queue(t, queue.Config{})
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); q.Watch(wctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-watched }()
+
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l, repair_runs r WHERE r.id = $1
+  AND l.locktype = 'advisory' AND (l.classid::bigint << 32) | l.objid::bigint = hashtextextended('tmend:river-client:' || r.owner, 0)`, id)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE id = $1 AND status = 'abandoned'`, id) == 1
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(b.log.String(), "the process working it died") },
+		10*time.Second, 10*time.Millisecond)
+}
