@@ -3,6 +3,8 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,16 +35,30 @@ import (
 // Two locks:
 //   - the client lock, exclusive, named after the River client ID: held by every process
 //     that runs a River client (tmend scan, serve, worker);
-//   - the workers lock, shared, one per schema: held by the processes that work any run's
-//     queued partitions for as long as they live (serve, worker), not by tmend scan,
-//     which works only while it waits for its own run.
+//   - the workers lock, shared, one per schema and source: held by the processes that
+//     work any run's queued partitions of their source for as long as they live (serve,
+//     worker), not by tmend scan, which works only while it waits for its own run.
+//
+// Each source has a River queue of its own (QueueName), which only the processes that
+// read that source work: a process of another source would read its own table for the
+// partition. So its workers keep only its runs alive.
 
 // Advisory lock keys, computed by the server so that the lock and the checks in
-// CreateRun agree: the client lock of River client $1, and the schema's workers lock.
+// CreateRun agree: the client lock of River client %s, and the workers lock of the
+// schema's source of key %s.
 const (
 	clientLockKey  = `hashtextextended('tmend:river-client:' || %s, 0)`
-	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema(), 0)`
+	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema() || ':' || %s, 0)`
+	// queueNameSQL is queueName, by the server, of source key %s.
+	queueNameSQL = `('tmend_' || left(md5(%s), 16))`
 )
+
+// QueueName is the River queue of the source's jobs: tmend_ and 16 hex digits of the
+// md5 of its key (Key).
+func (s *Store) QueueName() string {
+	sum := md5.Sum([]byte(s.key))
+	return "tmend_" + hex.EncodeToString(sum[:8])
+}
 
 // Liveness holds a process's liveness locks. Alive reports whether it still holds them.
 type Liveness struct {
@@ -52,7 +68,7 @@ type Liveness struct {
 }
 
 // HoldLiveness takes the liveness locks of River client clientID on a new connection of
-// their own (not the pool's), the workers lock too when worker is set. It fails when a
+// their own (not the pool's), the workers lock of the store's source too when worker is set. It fails when a
 // live process already holds the client lock: River client IDs must be unique.
 func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) (*Liveness, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
@@ -72,7 +88,7 @@ func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) 
 		err = fmt.Errorf("River client id %q is held by another live process", clientID)
 	}
 	if err == nil && worker {
-		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+workersLockKey+")")
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", s.key)
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx)) // closing the connection drops any lock taken
@@ -124,22 +140,21 @@ const heldLocksSQL = `WITH held AS MATERIALIZED (
 // queued job states. A run is alive while one of its unfinished partitions has a River
 // job that is
 //   - running, held by a client whose client lock is held (River's attempted_by names it), or
-//   - queued (available, retryable, scheduled, pending), and a process that works
-//     queued partitions (the workers lock) or the run's owner (tmend scan, waiting for
-//     it) is alive.
+//   - queued (available, retryable, scheduled, pending) in the run's source's queue, and
+//     a process that works that queue (its workers lock) or the run's owner (tmend
+//     scan, waiting for it) is alive.
 //
 // Anything else (jobs that ended or were discarded, a running job whose client died and
 // nobody left to work the rest) is dead: nothing will end the run.
-var abandonedRunsSQL = heldLocksSQL + `, workers AS MATERIALIZED (
-  SELECT EXISTS (SELECT 1 FROM held WHERE key = ` + workersLockKey + `) AS alive
-)
+var abandonedRunsSQL = heldLocksSQL + `
 SELECT r.id FROM repair_runs r
 WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
   AND NOT EXISTS (
     SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
     WHERE p.run_id = r.id AND p.status IN ('pending', 'running')
       AND (j.state = 'running' AND ` + fmt.Sprintf(clientLockKey, "j.attempted_by[cardinality(j.attempted_by)]") + ` IN (SELECT key FROM held)
-        OR j.state = ANY($5) AND ((SELECT alive FROM workers)
+        OR j.state = ANY($5) AND j.queue = ` + fmt.Sprintf(queueNameSQL, "r.source_key") + `
+          AND (` + fmt.Sprintf(workersLockKey, "r.source_key") + ` IN (SELECT key FROM held)
           OR r.owner IS NOT NULL AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` IN (SELECT key FROM held))))
 ORDER BY r.id`
 

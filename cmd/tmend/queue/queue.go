@@ -28,9 +28,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// Name is the River queue tmend's jobs go to.
-const Name = "tmend"
-
 // Config tunes a Queue.
 type Config struct {
 	// Schema holds River's tables (tmend's schema).
@@ -83,6 +80,9 @@ type Queue struct {
 	// (zerolog would write both keys, and log stores keep one of the two).
 	riverLog *slog.Logger
 	cfg      Config
+	// name is the River queue of the source's jobs (store.QueueName), the only one this
+	// process works: a partition of another source's run is not this process's to read.
+	name string
 	// worked holds the runs this process works a partition of, and when it last
 	// stopped working one of each (zero while one is in hand).
 	workedMu sync.Mutex
@@ -123,6 +123,7 @@ func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
 func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
 	cfg.defaults()
 	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
+		name:     st.QueueName(),
 		worked:   map[int64]worked{},
 		riverLog: slog.New(zerolog.NewSlogHandler(log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel)))}
 	workers := river.NewWorkers()
@@ -144,14 +145,14 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 		Logger:               q.riverLog,
 	}
 	if cfg.Concurrency > 0 {
-		rc.Queues = map[string]river.QueueConfig{Name: {MaxWorkers: cfg.Concurrency}}
+		rc.Queues = map[string]river.QueueConfig{q.name: {MaxWorkers: cfg.Concurrency}}
 	}
 	if cfg.Schedule != nil {
 		ts := &tickSchedule{Schedule: cfg.Schedule}
 		source := st.Source().Name()
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(ts, func() (river.JobArgs, *river.InsertOpts) {
 			// One job per tick, whichever leader enqueues it.
-			return ScheduledArgs{Source: source, Tick: ts.due()}, &river.InsertOpts{Queue: Name,
+			return ScheduledArgs{Source: source, Tick: ts.due()}, &river.InsertOpts{Queue: q.name,
 				UniqueOpts: river.UniqueOpts{ByArgs: true}}
 		}, nil)}
 	}
@@ -327,7 +328,7 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 		params := make([]river.InsertManyParams, len(parts))
 		for i, p := range parts {
 			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: p},
-				InsertOpts: &river.InsertOpts{Queue: Name}}
+				InsertOpts: &river.InsertOpts{Queue: q.name}}
 		}
 		res, err := q.client.InsertManyTx(ctx, tx, params)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -488,4 +489,64 @@ func TestWatchAbandonsDeadRuns(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return strings.Contains(b.log.String(), "the process working it died") },
 		10*time.Second, 10*time.Millisecond)
+}
+
+// Two sources in one database share nothing through the queue: a worker of one source
+// never works the other's partitions (it would read its own table for them), and the
+// other's scan, whose owner died, is not kept alive by the first source's workers: the
+// next scan of that source takes it over at once.
+func TestSourcesHaveQueuesOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.other (id text PRIMARY KEY, m jsonb);
+INSERT INTO public.other SELECT id, messages FROM sessions`)
+	require.NoError(t, err)
+	other, err := store.Open(ctx, b.pool, store.Source{Table: "public.other", IDColumn: "id", MessagesColumn: "m"}, false)
+	require.NoError(t, err)
+	otherSc := scanner.New(other, zerolog.New(b.log), scanner.Config{Source: other.Source().Name(), BatchSize: 40})
+	otherQueue := func(cfg queue.Config) *queue.Queue {
+		cfg.Schema = store.DefaultSchema
+		q, err := queue.New(other, otherSc, zerolog.New(b.log), cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+		return q
+	}
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+
+	owner := otherQueue(queue.Config{Concurrency: 1, OwnsRuns: true}) // never works
+	theirs, err := owner.StartRun(ctx, o, 2)
+	require.NoError(t, err)
+	w := b.queue(t, queue.Config{Concurrency: 2}) // works the sessions table's queue
+	ours, err := w.StartRun(ctx, o, 2)
+	require.NoError(t, err)
+	done := wait(t, w, ours)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	storetest.AllClean(t, b.pool)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, theirs), "the other source's partitions are not ours")
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'available'`, theirs))
+
+	// Its owner dies while our worker lives: the next scan of the other source is not refused.
+	require.NoError(t, owner.Stop(ctx))
+	next := otherQueue(queue.Config{Concurrency: 2, OwnsRuns: true})
+	taken, err := next.StartRun(ctx, o, 1)
+	require.NoError(t, err, "our source's workers do not keep the other source's dead scan alive")
+	require.Equal(t, theirs, taken)
+	require.NoError(t, next.Start(ctx))
+	done = wait(t, next, theirs)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	require.Equal(t, 70, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1 AND source_key = $2`, theirs, other.Key())+
+		done.Counts.Clean, "every report of the other source's run is of its own table")
+	rows, err := b.pool.Query(ctx, `SELECT m::text FROM public.other`)
+	require.NoError(t, err)
+	msgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	for _, m := range msgs {
+		res, err := repair.Repair([]byte(m), repair.Options{})
+		if err == nil {
+			require.False(t, res.Changed(), "the other table is repaired")
+		}
+	}
 }
