@@ -49,7 +49,7 @@ import (
 const (
 	clientLockKey  = `hashtextextended('tmend:river-client:' || %s, 0)`
 	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema() || ':' || %s, 0)`
-	// queueNameSQL is queueName, by the server, of source key %s.
+	// queueNameSQL is QueueName, by the server, of source key %s.
 	queueNameSQL = `('tmend_' || left(md5(%s), 16))`
 )
 
@@ -68,8 +68,9 @@ type Liveness struct {
 }
 
 // HoldLiveness takes the liveness locks of River client clientID on a new connection of
-// their own (not the pool's), the workers lock of the store's source too when worker is set. It fails when a
-// live process already holds the client lock: River client IDs must be unique.
+// their own (not the pool's), the workers lock of the store's source too when worker is
+// set. It fails when a live process already holds the client lock: River client IDs
+// must be unique.
 func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) (*Liveness, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	// A host that vanished leaves no FIN behind: the server finds its connection dead
@@ -149,6 +150,7 @@ const heldLocksSQL = `WITH held AS MATERIALIZED (
 var abandonedRunsSQL = heldLocksSQL + `
 SELECT r.id FROM repair_runs r
 WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
+  AND (r.owner IS NULL OR EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)) -- else deadOwnedRunsSQL's
   AND NOT EXISTS (
     SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
     WHERE p.run_id = r.id AND p.status IN ('pending', 'running')

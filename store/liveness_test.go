@@ -74,3 +74,20 @@ func TestDeadOwnedRunIsAbandoned(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, gone, "an ended run is not abandoned")
 }
+
+// A scan one process works alone (Scanner.Run: no partitions) is alive while its
+// process is: a partitioned scan of its source is refused, not handed it as dead.
+func TestLiveSingleProcessScanBlocks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	src := store.DefaultSource.Name()
+	id, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: src})
+	require.NoError(t, err)
+	_, err = b.store.CreateRun(ctx, model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: src},
+		Partitions: 1}, store.RunJobs{Enqueue: noJobs})
+	require.ErrorIs(t, err, model.ErrBusy)
+	run, err := b.store.Run(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, model.RunRunning, run.Status)
+}

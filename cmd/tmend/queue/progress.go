@@ -18,10 +18,10 @@ type runSample struct {
 	total   int64
 }
 
-// Watch reads the running runs every interval until ctx ends: a run of a single session
-// or a rollback whose process died ends abandoned (store.AbandonDeadRuns); each run this process
-// works a partition of gets an info line with its counts, its rate and, for a full scan,
-// the table's estimated size and the time left.
+// Watch reads the running runs every interval until ctx ends: a run of one session or
+// a rollback whose process died ends abandoned (store.AbandonDeadRuns), and each run
+// this process works a partition of gets an info line with its counts, its rate and,
+// for a full scan, the table's estimated size and the time left.
 func (q *Queue) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
