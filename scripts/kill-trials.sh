@@ -3,7 +3,10 @@
 # at random points of a run, in each deployment the runbook describes, TRIALS times each
 # (default 32):
 #   - the CronJob and the systemd timer: 'tmend scan' alone is killed, and the next scan
-#     must start within seconds (TestKillTrialsScan);
+#     must start within seconds and take the killed scan's run over to completion
+#     (TestKillTrialsScan); 'tmend rollback --run' and 'tmend repair --session' are
+#     killed mid-session, and the next command ends their runs abandoned, once whatever
+#     TRIALS (TestKilledRepairAndRollbackAreAbandoned);
 #   - the daemon: 'tmend serve' replicas working a scan are killed, one or all, and
 #     restarted (TestKillTrialsDaemon);
 #   - the daemon plus workers: one of three 'tmend worker's is killed, once whatever TRIALS
@@ -27,7 +30,7 @@ fi
 start=$(date +%s)
 set +e
 TMEND_KILL_TRIALS=$trials go test -count=1 -timeout 6h -v \
-  -run '^(TestKillTrialsScan|TestKillTrialsDaemon|TestKilledWorkerIsRescued)$' ./cmd/tmend/ |
+  -run '^(TestKillTrialsScan|TestKilledRepairAndRollbackAreAbandoned|TestKillTrialsDaemon|TestKilledWorkerIsRescued)$' ./cmd/tmend/ |
   grep -E '^(--- |    --- |ok|FAIL|PASS)|kill_test.go'
 rc=${PIPESTATUS[0]}
 set -e

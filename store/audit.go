@@ -239,6 +239,12 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time, all, dryRun bool) (
   OR NOT $2::bool AND r.status = 'repaired' AND (r.source_key, r.session_id, r.to_version) IN (SELECT * FROM ` + latest + ` l))`
 	)
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		// A run whose process died needs nothing kept: it ends now, not never.
+		if !dryRun {
+			if _, err := abandonOwnedRuns(ctx, tx); err != nil {
+				return err
+			}
+		}
 		verb := "DELETE FROM session_versions v WHERE v.created_at < $1 AND " + keepVersions
 		if dryRun {
 			verb = "SELECT 1 FROM session_versions v WHERE v.created_at < $1 AND " + keepVersions

@@ -1,12 +1,20 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tmend/tmend/store/model"
 )
 
 // A process that works River jobs proves it is alive to the other tmend processes on the
@@ -27,16 +35,30 @@ import (
 // Two locks:
 //   - the client lock, exclusive, named after the River client ID: held by every process
 //     that runs a River client (tmend scan, serve, worker);
-//   - the workers lock, shared, one per schema: held by the processes that work any run's
-//     queued partitions for as long as they live (serve, worker), not by tmend scan,
-//     which works only while it waits for its own run.
+//   - the workers lock, shared, one per schema and source: held by the processes that
+//     work any run's queued partitions of their source for as long as they live (serve,
+//     worker), not by tmend scan, which works only while it waits for its own run.
+//
+// Each source has a River queue of its own (QueueName), which only the processes that
+// read that source work: a process of another source would read its own table for the
+// partition. So its workers keep only its runs alive.
 
 // Advisory lock keys, computed by the server so that the lock and the checks in
-// CreateRun agree: the client lock of River client $1, and the schema's workers lock.
+// CreateRun agree: the client lock of River client %s, and the workers lock of the
+// schema's source of key %s.
 const (
 	clientLockKey  = `hashtextextended('tmend:river-client:' || %s, 0)`
-	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema(), 0)`
+	workersLockKey = `hashtextextended('tmend:river-workers:' || current_schema() || ':' || %s, 0)`
+	// queueNameSQL is QueueName, by the server, of source key %s.
+	queueNameSQL = `('tmend_' || left(md5(%s), 16))`
 )
+
+// QueueName is the River queue of the source's jobs: tmend_ and 16 hex digits of the
+// md5 of its key (Key).
+func (s *Store) QueueName() string {
+	sum := md5.Sum([]byte(s.key))
+	return "tmend_" + hex.EncodeToString(sum[:8])
+}
 
 // Liveness holds a process's liveness locks. Alive reports whether it still holds them.
 type Liveness struct {
@@ -46,8 +68,9 @@ type Liveness struct {
 }
 
 // HoldLiveness takes the liveness locks of River client clientID on a new connection of
-// their own (not the pool's), the workers lock too when worker is set. It fails when a
-// live process already holds the client lock: River client IDs must be unique.
+// their own (not the pool's), the workers lock of the store's source too when worker is
+// set. It fails when a live process already holds the client lock: River client IDs
+// must be unique.
 func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) (*Liveness, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	// A host that vanished leaves no FIN behind: the server finds its connection dead
@@ -66,7 +89,7 @@ func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) 
 		err = fmt.Errorf("River client id %q is held by another live process", clientID)
 	}
 	if err == nil && worker {
-		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+workersLockKey+")")
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", s.key)
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx)) // closing the connection drops any lock taken
@@ -105,33 +128,107 @@ func (l *Liveness) Release(ctx context.Context) {
 	}
 }
 
+// heldLocksSQL starts a query with the keys of the session-level advisory locks held in
+// this database, as the server computes them (clientLockKey, workersLockKey).
+const heldLocksSQL = `WITH held AS MATERIALIZED (
+  SELECT DISTINCT (classid::bigint << 32) | objid::bigint AS key FROM pg_locks
+  WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)`
+
 // abandonedRunsSQL finds the source's scans recorded as running that no live process
 // works or will work. $1 running, $2 the source, $3 and $4 the scan modes, $5 River's
 // queued job states. A run is alive while one of its unfinished partitions has a River
 // job that is
 //   - running, held by a client whose client lock is held (River's attempted_by names it), or
-//   - queued (available, retryable, scheduled, pending), and a process that works
-//     queued partitions (the workers lock) or the run's owner (tmend scan, waiting for
-//     it) is alive.
+//   - queued (available, retryable, scheduled, pending) in the run's source's queue, and
+//     a process that works that queue (its workers lock) or the run's owner (tmend
+//     scan, waiting for it) is alive.
 //
 // Anything else (jobs that ended or were discarded, a running job whose client died and
 // nobody left to work the rest) is dead: nothing will end the run.
-var abandonedRunsSQL = `WITH held AS MATERIALIZED (
-  SELECT DISTINCT (classid::bigint << 32) | objid::bigint AS key FROM pg_locks
-  WHERE locktype = 'advisory' AND objsubid = 1 AND granted
-    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-), workers AS MATERIALIZED (
-  SELECT EXISTS (SELECT 1 FROM held WHERE key = ` + workersLockKey + `) AS alive
-)
+var abandonedRunsSQL = heldLocksSQL + `
 SELECT r.id FROM repair_runs r
 WHERE r.status = $1 AND r.source = $2 AND r.mode IN ($3, $4)
+  AND (r.owner IS NULL OR EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)) -- else deadOwnedRunsSQL's
   AND NOT EXISTS (
     SELECT 1 FROM run_partitions p JOIN river_job j ON j.id = p.job_id
     WHERE p.run_id = r.id AND p.status IN ('pending', 'running')
       AND (j.state = 'running' AND ` + fmt.Sprintf(clientLockKey, "j.attempted_by[cardinality(j.attempted_by)]") + ` IN (SELECT key FROM held)
-        OR j.state = ANY($5) AND ((SELECT alive FROM workers)
+        OR j.state = ANY($5) AND j.queue = ` + fmt.Sprintf(queueNameSQL, "r.source_key") + `
+          AND (` + fmt.Sprintf(workersLockKey, "r.source_key") + ` IN (SELECT key FROM held)
           OR r.owner IS NOT NULL AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` IN (SELECT key FROM held))))
 ORDER BY r.id`
 
 // queuedJobStates are River's states of a job waiting for a worker.
 var queuedJobStates = []string{"available", "pending", "retryable", "scheduled"}
+
+// ownerID names the liveness lock of a run a process records and works alone (StartRun):
+// unique to the run, like a River client ID.
+func ownerID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("tmend_run_%s_%d_%016x", cmp.Or(host, "localhost"), os.Getpid(), rand.Uint64())
+}
+
+// deadOwnedRunsSQL finds the runs recorded as running, of any source, that one process
+// works alone (StartRun: a single session, a rollback; they have no partitions) and
+// whose process died: its liveness lock named after the run's owner is not held. $1
+// running.
+var deadOwnedRunsSQL = heldLocksSQL + `
+SELECT r.id FROM repair_runs r
+WHERE r.status = $1 AND r.owner IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)
+  AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` NOT IN (SELECT key FROM held)
+ORDER BY r.id FOR UPDATE OF r SKIP LOCKED`
+
+// endOwnerDied is the error a run whose process died ends with.
+const endOwnerDied = "abandoned: the process working it ended before it did; what it committed stays, each session whole"
+
+// abandonOwnedRuns ends as abandoned the runs deadOwnedRunsSQL finds, with the counts
+// of the reports they committed (each session is one transaction with its report: a
+// session without one was not written), and returns their ids.
+func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	rows, err := tx.Query(ctx, deadOwnedRunsSQL, model.RunRunning)
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs: %w", err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("look for abandoned runs: %w", err)
+	}
+	for _, id := range dead {
+		spec, err := runSpec(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		total, err := committedTotals(ctx, tx, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		f := model.Finish{RunID: id, Status: model.RunAbandoned, Counts: total.Counts, Error: endOwnerDied,
+			Source: spec.Source, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
+		if spec.Mode == model.ModeRollback {
+			// As Scanner.Rollback counts: sessions tried, restored, refused, failed.
+			f.Counts = model.RunCounts{Scanned: total.Counts.Scanned, Restored: total.ByStatus[model.StatusRolledBack],
+				Refused: total.ByStatus[model.StatusRefused], Failed: total.ByStatus[model.StatusFailed]}
+			f.Summary, f.ScannedThrough = model.Summary{}, time.Time{}
+		}
+		if err := finishRun(ctx, tx, f); err != nil {
+			return nil, err
+		}
+	}
+	return dead, nil
+}
+
+// AbandonDeadRuns ends as abandoned the runs of a single session or a rollback whose
+// process died (abandonOwnedRuns), and returns their ids. StartRun, CreateRun and Prune
+// do it too; the daemon does it on its progress tick.
+func (s *Store) AbandonDeadRuns(ctx context.Context) ([]int64, error) {
+	var dead []int64
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		dead, err = abandonOwnedRuns(ctx, tx)
+		return err
+	})
+	return dead, err
+}

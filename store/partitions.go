@@ -81,32 +81,40 @@ func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 	return n, nil
 }
 
-// Enqueue inserts the jobs of a new run's partitions in the transaction that records
-// the run, and returns their ids in partition order.
-type Enqueue func(ctx context.Context, tx pgx.Tx, runID int64, partitions int) ([]int64, error)
+// Enqueue inserts a job for each of a run's partitions given, in the transaction that
+// records the run or takes it over, and returns their ids in the same order.
+type Enqueue func(ctx context.Context, tx pgx.Tx, runID int64, partitions []int) ([]int64, error)
 
 // CancelJobs cancels River jobs in the transaction that ends their run.
 type CancelJobs func(ctx context.Context, tx pgx.Tx, jobIDs []int64) error
 
-// RunJobs is how CreateRun reaches the job queue: it enqueues the new run's partitions
-// and cancels the jobs of the runs it abandons (nil: none to cancel).
+// RunJobs is how CreateRun reaches the job queue: it enqueues the partitions of the run
+// it records or takes over, and cancels the jobs of the runs it abandons or takes over
+// (nil: none to cancel).
 type RunJobs struct {
 	Enqueue Enqueue
 	Cancel  CancelJobs
 }
 
-// CreatedRun is a run CreateRun recorded, and the dead runs it abandoned first.
+// CreatedRun is the run CreateRun recorded or took over, and the dead runs it abandoned.
 type CreatedRun struct {
 	ID        int64
 	StartedAt time.Time
 	Abandoned []int64
+	// TakenOver says that ID is a run whose processes died, which goes on from its
+	// partitions' checkpoints, in Partitions new jobs.
+	TakenOver  bool
+	Partitions int
 }
 
 // CreateRun records a scan split into n.Partitions partitions and enqueues their jobs,
 // all in one transaction: a run exists with all its jobs or not at all. One scan of a
 // source runs at a time (model.ErrBusy). A scan recorded as running that no live process
-// works or will work (abandonedRunsSQL: its owner and workers died) is ended first, as
-// abandoned, with the counts of what it committed; its sessions are the new scan's.
+// works or will work (abandonedRunsSQL: its owner and workers died) does not block: the
+// new scan takes it over when it asks for the same scan (mode, dry run, options: see
+// takeOver), and it goes on from its partitions' checkpoints in new jobs, owned by
+// n.Owner; else it ends abandoned, with the counts of what it committed, and its
+// sessions are the new scan's.
 func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (CreatedRun, error) {
 	var out CreatedRun
 	opts, err := json.Marshal(n.Options)
@@ -123,17 +131,38 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 	// source turns out busy with a live one.
 	var abandoned []int64
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		abandoned, out.ID, out.TakenOver = nil, 0, false
 		if err := lock(tx); err != nil {
 			return err
 		}
-		var err error
-		abandoned, err = abandonRuns(ctx, tx, n.Source, jobs.Cancel)
-		return err
+		if _, err := abandonOwnedRuns(ctx, tx); err != nil {
+			return err
+		}
+		dead, err := deadRuns(ctx, tx, n.Source)
+		if err != nil {
+			return err
+		}
+		for _, id := range dead {
+			if !out.TakenOver {
+				if out.Partitions, out.TakenOver, err = s.takeOver(ctx, tx, id, n, opts, jobs); err != nil {
+					return err
+				}
+				if out.TakenOver {
+					out.ID = id
+					continue
+				}
+			}
+			if err := abandonRun(ctx, tx, id, jobs.Cancel); err != nil {
+				return err
+			}
+			abandoned = append(abandoned, id)
+		}
+		return nil
 	})
-	if err != nil {
+	out.Abandoned = abandoned
+	if err != nil || out.TakenOver {
 		return out, err
 	}
-	out.Abandoned = abandoned
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		if err := lock(tx); err != nil {
 			return err
@@ -169,7 +198,8 @@ SELECT $1, i, ($2::text[])[i], ($2::text[])[i + 1] FROM generate_series(0, $3 - 
 			id, bounds, n.Partitions); err != nil {
 			return fmt.Errorf("record partitions of run %d: %w", id, err)
 		}
-		ids, err := jobs.Enqueue(ctx, tx, id, n.Partitions)
+		out.Partitions = n.Partitions
+		ids, err := jobs.Enqueue(ctx, tx, id, seq(n.Partitions))
 		if err != nil {
 			return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
 		}
@@ -219,11 +249,9 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	}
 }
 
-// abandonRuns ends as abandoned the source's scans recorded as running that no live
-// process works or will work (abandonedRunsSQL), and cancels their River jobs (a job
-// still marked running, whose client died, is left to River's rescuer, which finds it
-// cancelled). It returns their ids.
-func abandonRuns(ctx context.Context, tx pgx.Tx, source string, cancelJobs CancelJobs) ([]int64, error) {
+// deadRuns returns the source's scans recorded as running that no live process works
+// or will work (abandonedRunsSQL).
+func deadRuns(ctx context.Context, tx pgx.Tx, source string) ([]int64, error) {
 	rows, err := tx.Query(ctx, abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
@@ -232,18 +260,84 @@ func abandonRuns(ctx context.Context, tx pgx.Tx, source string, cancelJobs Cance
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
 	}
-	for _, id := range dead {
-		if err := lockRun(ctx, tx, id); err != nil {
-			return nil, err
+	return dead, nil
+}
+
+// abandonRun ends a dead run as abandoned and cancels its River jobs (a job still
+// marked running, whose client died, is left to River's rescuer, which finds it
+// cancelled).
+func abandonRun(ctx context.Context, tx pgx.Tx, id int64, cancelJobs CancelJobs) error {
+	if err := lockRun(ctx, tx, id); err != nil {
+		return err
+	}
+	if err := endRunNow(ctx, tx, id, model.PartitionFailed, "abandoned", cancelJobs); err != nil {
+		return err
+	}
+	_, err := endRunIfDone(ctx, tx, id, endAbandoned)
+	return err
+}
+
+// takeOver makes dead run id the new scan's, when it is the scan n asks for (same
+// source, mode, dry run and options, opts encoded): its unfinished partitions' jobs are
+// cancelled (as in abandonRun) and new ones enqueued, whose attempts resume from the
+// partitions' checkpoints (ClaimPartition) and count the sessions the run already
+// reported instead of handling them again; its owner becomes n.Owner. It returns how
+// many partitions it enqueued.
+func (s *Store) takeOver(ctx context.Context, tx pgx.Tx, id int64, n model.NewRun, opts []byte, jobs RunJobs) (int, bool, error) {
+	var same bool
+	err := tx.QueryRow(ctx, `SELECT source_key = $2 AND mode = $3 AND dry_run = $4 AND options = $5::jsonb FROM repair_runs
+WHERE id = $1 FOR NO KEY UPDATE`, id, s.key, n.Mode, n.DryRun, string(opts)).Scan(&same)
+	if err != nil || !same {
+		return 0, false, err
+	}
+	rows, err := tx.Query(ctx, `UPDATE run_partitions SET updated_at = now() WHERE run_id = $1 AND status IN ('pending', 'running')
+RETURNING partition, job_id`, id)
+	if err != nil {
+		return 0, false, fmt.Errorf("take over run %d: %w", id, err)
+	}
+	var parts []int
+	var old []int64
+	var part int
+	var job *int64
+	if _, err := pgx.ForEachRow(rows, []any{&part, &job}, func() error {
+		parts = append(parts, part)
+		if job != nil {
+			old = append(old, *job)
 		}
-		if err := endRunNow(ctx, tx, id, model.PartitionFailed, "abandoned", cancelJobs); err != nil {
-			return nil, err
-		}
-		if _, err := endRunIfDone(ctx, tx, id, endAbandoned); err != nil {
-			return nil, err
+		return nil
+	}); err != nil {
+		return 0, false, fmt.Errorf("take over run %d: %w", id, err)
+	}
+	if len(parts) == 0 { // its last partition ended, and the run with it, or now
+		_, err := endRunIfDone(ctx, tx, id, "")
+		return 0, true, err
+	}
+	if jobs.Cancel != nil && len(old) > 0 {
+		if err := jobs.Cancel(ctx, tx, old); err != nil {
+			return 0, false, fmt.Errorf("cancel jobs of run %d: %w", id, err)
 		}
 	}
-	return dead, nil
+	ids, err := jobs.Enqueue(ctx, tx, id, parts)
+	if err != nil {
+		return 0, false, fmt.Errorf("enqueue partitions of run %d: %w", id, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE run_partitions p SET job_id = j.id
+FROM unnest($2::int[], $3::bigint[]) AS j (partition, id) WHERE p.run_id = $1 AND p.partition = j.partition`, id, parts, ids); err != nil {
+		return 0, false, fmt.Errorf("record jobs of run %d: %w", id, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE repair_runs SET owner = nullif($2, '') WHERE id = $1`, id, n.Owner); err != nil {
+		return 0, false, fmt.Errorf("take over run %d: %w", id, err)
+	}
+	return len(parts), true, nil
+}
+
+// seq returns 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // endAbandoned is the error an abandoned run ends with.

@@ -18,8 +18,8 @@ import (
 )
 
 // noJobs stands in for River's insert: these tests claim the partitions themselves.
-func noJobs(_ context.Context, _ pgx.Tx, _ int64, n int) ([]int64, error) {
-	return make([]int64, n), nil
+func noJobs(_ context.Context, _ pgx.Tx, _ int64, parts []int) ([]int64, error) {
+	return make([]int64, len(parts)), nil
 }
 
 // readSlice pages through one partition as a partition job does and returns its ids.

@@ -16,22 +16,42 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// StartRun inserts a running repair_runs row and returns its id and the database time it
-// started, which bounds what the run scans.
+// StartRun inserts a running repair_runs row, for a run this process works alone (a
+// single session, a rollback), and returns its id and the database time it started,
+// which bounds what the run scans. The run is alive while its process is: a liveness lock
+// named after the row's owner is taken before the row exists, and FinishRun drops it.
+// When the process dies the lock goes, and the next StartRun, CreateRun, Prune or daemon
+// tick ends the run abandoned (abandonOwnedRuns); this one does so first.
 func (s *Store) StartRun(ctx context.Context, r model.Run) (int64, time.Time, error) {
 	opts, err := json.Marshal(r.Options)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("encode run options: %w", err)
 	}
+	owner := ownerID()
+	alive, err := s.HoldLiveness(ctx, owner, false)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
 	var id int64
 	var started time.Time
-	err = s.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key,
-  actor, tmend_version, host, order_mark)
-VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''), `+s.orderMarkSQL()+`) RETURNING id, started_at`,
-		r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key, r.Actor, s.origin.Version, s.origin.Host).Scan(&id, &started)
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := abandonOwnedRuns(ctx, tx); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key,
+  actor, tmend_version, host, owner, order_mark)
+VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''), $10, `+s.orderMarkSQL()+`) RETURNING id, started_at`,
+			r.Trigger, r.Mode, r.DryRun, r.Source, opts, s.key, r.Actor, s.origin.Version, s.origin.Host, owner).Scan(&id, &started)
+		if err != nil {
+			return fmt.Errorf("start run: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, time.Time{}, classify(fmt.Errorf("start run: %w", err))
+		alive.Release(context.WithoutCancel(ctx))
+		return 0, time.Time{}, err
 	}
+	s.owned.Store(id, alive)
 	return id, started, nil
 }
 
@@ -46,8 +66,14 @@ func (s *Store) orderMarkSQL() string {
 
 // FinishRun records a run's outcome and, for a completed run that asks for it, moves the
 // source's incremental position, in one transaction.
+// A run StartRun recorded loses its liveness lock here, whatever the outcome: a caller
+// that gives up leaves it for the next one to end as abandoned.
 func (s *Store) FinishRun(ctx context.Context, f model.Finish) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error { return finishRun(ctx, tx, f) })
+	err := s.withTx(ctx, func(tx pgx.Tx) error { return finishRun(ctx, tx, f) })
+	if alive, ok := s.owned.LoadAndDelete(f.RunID); ok {
+		alive.(*Liveness).Release(context.WithoutCancel(ctx))
+	}
+	return err
 }
 
 func finishRun(ctx context.Context, tx pgx.Tx, f model.Finish) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -31,6 +32,8 @@ type Store struct {
 	layout layout
 	// origin stamps the run and report rows this store writes.
 	origin model.Origin
+	// owned holds the liveness locks of the runs StartRun recorded, by id, until FinishRun.
+	owned sync.Map
 }
 
 // Open checks the source mapping against the database (table, column types and

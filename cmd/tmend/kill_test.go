@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -85,10 +86,11 @@ FROM repair_runs r ORDER BY r.id`)
 
 // Kill trials, the CronJob and systemd-timer deployments: 'tmend scan' alone, no daemon
 // or worker. A scan is killed with SIGKILL at points spread over its run; the next
-// scan starts within seconds (it finds that no live process works the dead run, by
-// River's record of who holds each job and the dead process's liveness lock, ends that
-// run as abandoned and covers its sessions); nothing is lost, nothing is repaired
-// twice, and every run's counts are its reports.
+// scan, the same one, starts within seconds: it finds that no live process works the
+// dead run (by River's record of who holds each job and the dead process's liveness
+// lock) and takes it over, its unfinished partitions going on from their checkpoints
+// in new jobs, to completion. Nothing is lost, nothing is repaired twice, and every
+// run's counts are its reports.
 func TestKillTrialsScan(t *testing.T) {
 	t.Parallel()
 	n, seed := killTrials(t, 3)
@@ -109,31 +111,35 @@ func TestKillTrialsScan(t *testing.T) {
 			require.NoError(t, scan.Process.Signal(syscall.SIGKILL))
 			_ = scan.Wait()
 			var dead int64
-			require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT id FROM repair_runs").Scan(&dead))
+			var owner string
+			require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT id, owner FROM repair_runs").Scan(&dead, &owner))
 			killedRunning := b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'") == 1
 			t.Logf("killed at %.0f%% with %d sessions repaired (run still running: %v)", at*100,
 				b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'"), killedRunning)
 
 			start := time.Now()
 			next, nextOut := startTmend(t, b.env, args...)
-			waitForIn(t, 30*time.Second, func() bool { return b.count(t, "SELECT count(*) FROM repair_runs WHERE id > $1", dead) == 1 })
+			// The next scan's run: the dead one, taken over (its owner changes), or a new one.
+			waitForIn(t, 30*time.Second, func() bool {
+				return b.count(t, "SELECT count(*) FROM repair_runs WHERE id > $1 OR id = $1 AND owner <> $2", dead, owner) == 1
+			})
 			started := time.Since(start)
 			require.NoError(t, next.Wait(), "the next scan: %s\nthe killed one: %s", nextOut.String(), tail(out.String(), 2000))
 			t.Logf("the next scan started its run in %s", started.Round(time.Millisecond))
 			require.Less(t, started, 15*time.Second, "the next scan starts within seconds")
 
-			run := b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status = $2", dead, model.RunAbandoned)
-			if killedRunning {
-				require.Equal(t, 1, run, "the killed scan's run ends abandoned")
-				require.Contains(t, nextOut.String(), "run abandoned")
-			}
-			// Broken sessions: those repaired by either run, and none left to repair.
 			broken := b.count(t, "SELECT count(DISTINCT session_id) FROM repair_reports WHERE status = 'repaired'")
 			require.Positive(t, broken)
 			checkExactlyOnce(t, b, broken)
-			require.Equal(t, broken-b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'", dead),
-				b.count(t, "SELECT num_repaired FROM repair_runs WHERE id > $1 AND status = 'completed'", dead),
-				"the next scan repaired the rest")
+			if killedRunning {
+				require.Contains(t, nextOut.String(), "run taken over")
+				require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs"), "no new run")
+				require.Equal(t, broken, b.count(t, "SELECT num_repaired FROM repair_runs WHERE id = $1 AND status = 'completed'", dead),
+					"the dead run, taken over, repaired every broken session")
+			} else {
+				require.Equal(t, broken, b.count(t, "SELECT num_repaired FROM repair_runs WHERE id = $1", dead))
+				require.Zero(t, b.count(t, "SELECT num_repaired FROM repair_runs WHERE id > $1 AND status = 'completed'", dead))
+			}
 			nothingLeft(t, b)
 		})
 	}
@@ -215,4 +221,76 @@ func nothingLeft(t *testing.T, b *dbBundle) {
 		}
 	}
 	require.NoError(t, rows.Err())
+}
+
+// A 'tmend rollback --run' and a 'tmend repair --session' killed with SIGKILL in the
+// middle of a session's transaction (each waits on the session's row, which the test
+// holds) leave their runs running only until the next command: its start finds their
+// processes' liveness locks gone and ends them abandoned, with the counts of the reports
+// they committed. Each session is whole (its content is the last version tmend saved),
+// and a second rollback of the run restores each session it did not, once.
+func TestKilledRepairAndRollbackAreAbandoned(t *testing.T) {
+	t.Parallel()
+	b := setupDBWith(t, gen.Config{Dialect: repair.OpenClaw, Sessions: 400, Messages: 10, FaultRate: 0.5, Seed: 3,
+		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	scan, out := startTmend(t, b.env, "scan", "--full")
+	require.NoError(t, scan.Wait(), out.String())
+	var scanID int64
+	require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT id FROM repair_runs").Scan(&scanID))
+	repaired := b.count(t, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'repaired'", scanID)
+	require.Greater(t, repaired, 100)
+
+	// killMidSession runs tmend on args and kills it while it waits on session id's row.
+	killMidSession := func(id string, args ...string) int64 {
+		tx, err := b.pool.Begin(t.Context())
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		_, err = tx.Exec(t.Context(), "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", id)
+		require.NoError(t, err)
+		cmd, _ := startTmend(t, b.env, args...)
+		waitFor(t, func() bool {
+			return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
+		})
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		var run int64
+		require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT max(id) FROM repair_runs").Scan(&run))
+		require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status = 'running'", run),
+			"nothing looked yet: the killed run is still recorded as running")
+		return run
+	}
+	sessionOfReport := func(i int) string {
+		var id string
+		require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT session_id FROM repair_reports WHERE run_id = $1 AND status = 'repaired'
+ORDER BY id OFFSET $2 LIMIT 1`, scanID, i).Scan(&id))
+		return id
+	}
+	scanArg := strconv.FormatInt(scanID, 10)
+	deadRollback := killMidSession(sessionOfReport(100), "rollback", "--run", scanArg)
+	deadRepair := killMidSession(sessionOfReport(0), "repair", "--session", sessionOfReport(0))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status = $2", deadRollback, model.RunAbandoned),
+		"the repair that started next ended the killed rollback")
+
+	again, out := startTmend(t, b.env, "rollback", "--run", scanArg)
+	err := again.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out.String())
+	require.Equal(t, 1, exit.ExitCode(), "those the killed rollback restored are refused: %s", out.String())
+	require.Zero(t, b.count(t, "SELECT count(*) FROM repair_runs WHERE status = 'running'"), "no run stays running")
+	for _, id := range []int64{deadRollback, deadRepair} {
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM repair_runs r WHERE id = $1 AND status = $2 AND error LIKE 'abandoned%'
+  AND num_scanned = (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id)
+  AND num_restored = (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'rolled_back')
+  AND num_repaired = (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'repaired')`, id, model.RunAbandoned),
+			"run %d ends abandoned with the counts of its reports", id)
+	}
+	require.GreaterOrEqual(t, b.count(t, "SELECT num_restored FROM repair_runs WHERE id = $1", deadRollback), 100)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM sessions s WHERE EXISTS (SELECT 1 FROM session_versions v WHERE v.session_id = s.id)
+  AND (SELECT content::text FROM session_versions v WHERE v.session_id = s.id ORDER BY version DESC LIMIT 1) IS DISTINCT FROM s.messages::text`),
+		"a session's content is the last version tmend saved")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT session_id FROM repair_reports WHERE status = 'rolled_back'
+  GROUP BY 1 HAVING count(*) > 1) x`), "no session restored twice")
+	// Every session the scan repaired is restored, but the one the killed repair may have
+	// repaired again after the killed rollback restored it: the second rollback refuses it.
+	require.GreaterOrEqual(t, b.count(t, "SELECT count(DISTINCT session_id) FROM repair_reports WHERE status = 'rolled_back'"), repaired-1)
 }

@@ -117,7 +117,9 @@ func newWorkerCmd(e *Env) *cobra.Command {
 		Use:   "worker",
 		Short: "Work partitions of scans started anywhere, for extra capacity (no HTTP, no schedule)",
 		Long: `Work the partition jobs of scans (scheduled by 'tmend serve', started by 'tmend scan' or
-POST /v1/runs) alongside every other tmend process on the database, until stopped. A
+POST /v1/runs) alongside every other tmend process on the database, until stopped: those
+of the source this worker is configured for (--table and the column flags, as for
+'tmend serve'), which has a queue of its own; other sources' jobs are left alone. A
 partition is worked for --partition-slice, checkpointed and put back in the queue; a
 worker that dies has its partition handed on after --rescue-after, from its checkpoint.
 Scans repair with the options they were started with; this process's --workers,

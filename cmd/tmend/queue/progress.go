@@ -18,9 +18,10 @@ type runSample struct {
 	total   int64
 }
 
-// Watch reads the running runs every interval until ctx ends: each run this process
-// works a partition of gets an info line with its counts, its rate and, for a full scan,
-// the table's estimated size and the time left.
+// Watch reads the running runs every interval until ctx ends: a run of one session or
+// a rollback whose process died ends abandoned (store.AbandonDeadRuns), and each run
+// this process works a partition of gets an info line with its counts, its rate and,
+// for a full scan, the table's estimated size and the time left.
 func (q *Queue) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -40,6 +41,13 @@ func (q *Queue) Watch(ctx context.Context, every time.Duration) {
 func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time.Time, every time.Duration) map[int64]runSample {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	dead, err := q.store.AbandonDeadRuns(ctx)
+	if err != nil {
+		q.log.Debug().Err(err).Msg("looking for runs whose process died")
+	}
+	for _, id := range dead {
+		q.log.Warn().Int64("run_id", id).Msg("run abandoned: the process working it died; what it committed stays")
+	}
 	runs, err := q.store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: 1000})
 	if err != nil {
 		q.log.Debug().Err(err).Msg("reading the running runs")

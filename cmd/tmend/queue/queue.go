@@ -28,9 +28,6 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// Name is the River queue tmend's jobs go to.
-const Name = "tmend"
-
 // Config tunes a Queue.
 type Config struct {
 	// Schema holds River's tables (tmend's schema).
@@ -83,6 +80,9 @@ type Queue struct {
 	// (zerolog would write both keys, and log stores keep one of the two).
 	riverLog *slog.Logger
 	cfg      Config
+	// name is the River queue of the source's jobs (store.QueueName), the only one this
+	// process works: a partition of another source's run is not this process's to read.
+	name string
 	// worked holds the runs this process works a partition of, and when it last
 	// stopped working one of each (zero while one is in hand).
 	workedMu sync.Mutex
@@ -123,6 +123,7 @@ func (ScheduledArgs) Kind() string { return "tmend_scheduled_scan" }
 func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (*Queue, error) {
 	cfg.defaults()
 	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
+		name:     st.QueueName(),
 		worked:   map[int64]worked{},
 		riverLog: slog.New(zerolog.NewSlogHandler(log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel)))}
 	workers := river.NewWorkers()
@@ -144,14 +145,14 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 		Logger:               q.riverLog,
 	}
 	if cfg.Concurrency > 0 {
-		rc.Queues = map[string]river.QueueConfig{Name: {MaxWorkers: cfg.Concurrency}}
+		rc.Queues = map[string]river.QueueConfig{q.name: {MaxWorkers: cfg.Concurrency}}
 	}
 	if cfg.Schedule != nil {
 		ts := &tickSchedule{Schedule: cfg.Schedule}
 		source := st.Source().Name()
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(ts, func() (river.JobArgs, *river.InsertOpts) {
 			// One job per tick, whichever leader enqueues it.
-			return ScheduledArgs{Source: source, Tick: ts.due()}, &river.InsertOpts{Queue: Name,
+			return ScheduledArgs{Source: source, Tick: ts.due()}, &river.InsertOpts{Queue: q.name,
 				UniqueOpts: river.UniqueOpts{ByArgs: true}}
 		}, nil)}
 	}
@@ -307,6 +308,8 @@ func (q *Queue) releaseLiveness() {
 
 // StartRun records a scan with options o in partitions partitions (0: chosen from the
 // table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
+// When the running scan of the source is dead (store.CreateRun) and is the one asked
+// for, it is taken over instead: its id is returned, and it goes on from its checkpoints.
 func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
 	plan, err := q.sc.Plan(ctx, o, partitions)
 	if err != nil {
@@ -321,13 +324,11 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 			plan.Owner = q.client.ID()
 		}
 	}
-	var parts int // what the table's ids split into: at most the partitions asked for
-	enqueue := func(ctx context.Context, tx pgx.Tx, runID int64, n int) ([]int64, error) {
-		parts = n
-		params := make([]river.InsertManyParams, n)
-		for i := range params {
-			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: i},
-				InsertOpts: &river.InsertOpts{Queue: Name}}
+	enqueue := func(ctx context.Context, tx pgx.Tx, runID int64, parts []int) ([]int64, error) {
+		params := make([]river.InsertManyParams, len(parts))
+		for i, p := range parts {
+			params[i] = river.InsertManyParams{Args: PartitionArgs{RunID: runID, Partition: p},
+				InsertOpts: &river.InsertOpts{Queue: q.name}}
 		}
 		res, err := q.client.InsertManyTx(ctx, tx, params)
 		if err != nil {
@@ -341,13 +342,19 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 	}
 	run, err := q.store.CreateRun(ctx, plan, store.RunJobs{Enqueue: enqueue, Cancel: q.cancelJobs})
 	for _, id := range run.Abandoned {
-		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it; this scan covers its sessions")
+		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it, and this scan asks for another; this scan covers its sessions")
 	}
 	if err != nil {
 		return 0, err
 	}
+	if run.TakenOver {
+		q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+			Int("partitions", run.Partitions).
+			Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
+		return run.ID, nil
+	}
 	q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-		Int("partitions", parts).Msg("run started")
+		Int("partitions", run.Partitions).Msg("run started")
 	return run.ID, nil
 }
 

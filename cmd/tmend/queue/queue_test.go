@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -174,6 +175,8 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	q := b.queue(t, queue.Config{}) // enqueues only
 	ctx := t.Context()
 	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	other := o
+	other.Limit = 1000
 
 	first, err := owner.StartRun(ctx, o, 3)
 	require.NoError(t, err)
@@ -192,7 +195,8 @@ func TestOneScanAtATimeAndCancel(t *testing.T) {
 	// Its jobs are lost (say, discarded after a worker died on the last attempt).
 	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE (args->>'run_id')::bigint = $1`, second)
 	require.NoError(t, err)
-	third, err := owner.StartRun(ctx, o, 1)
+	// A scan that asks for another one (a limit) ends it instead of taking it over.
+	third, err := owner.StartRun(ctx, other, 1)
 	require.NoError(t, err)
 	abandoned, err := b.store.Run(ctx, second)
 	require.NoError(t, err)
@@ -219,12 +223,15 @@ func (b *bundle) owner(t *testing.T) *queue.Queue {
 }
 
 // A scan that no live process works or will work never blocks the next one, and River's
-// own record of who works each job decides it, not a clock: the next scan ends it as
+// own record of who works each job decides it, not a clock: the next scan takes it over
+// when it asks for the same scan (TestDeadRunIsTakenOver); else it ends it as
 // abandoned, cancels its jobs, counts what it committed, and starts at once. A scan
 // that a live process works, or whose live owner waits for it, blocks the next.
 func TestDeadRunsAreAbandonedLiveOnesBlock(t *testing.T) {
 	t.Parallel()
 	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	other := o // another scan: with a limit
+	other.Limit = 1000
 	jobsOf := `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = $2`
 	// asRunning makes one of a run's jobs look held by River client id, as a worker
 	// that fetched it leaves it.
@@ -251,7 +258,7 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		require.ErrorIs(t, err, model.ErrBusy, "its owner is alive")
 
 		require.NoError(t, a.Stop(ctx)) // the owner dies: its liveness locks go
-		second, err := next.StartRun(ctx, o, 1)
+		second, err := next.StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
@@ -289,7 +296,7 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		require.ErrorIs(t, err, model.ErrBusy)
 
 		require.NoError(t, daemon.Stop(ctx)) // the last worker dies
-		_, err = next.StartRun(ctx, o, 1)
+		_, err = next.StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
@@ -304,21 +311,64 @@ VALUES ($1, 'x', 'failed', 'cli', $2)`, first, b.store.Key())
 		first, err := a.StartRun(ctx, o, 1)
 		require.NoError(t, err)
 		// Its only job is held by a live client that is not its owner; the owner dies.
-		other := b.owner(t)
-		_, err = other.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true}, 1)
-		require.ErrorIs(t, err, model.ErrBusy) // (this also takes other's liveness lock)
-		asRunning(t, b, first, other.ClientID())
+		holder := b.owner(t)
+		_, err = holder.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true}, 1)
+		require.ErrorIs(t, err, model.ErrBusy) // (this also takes holder's liveness lock)
+		asRunning(t, b, first, holder.ClientID())
 		require.NoError(t, a.Stop(ctx))
 		_, err = b.owner(t).StartRun(ctx, o, 1)
 		require.ErrorIs(t, err, model.ErrBusy, "its partition is in a live client's hands")
 
-		require.NoError(t, other.Stop(ctx))
-		_, err = b.owner(t).StartRun(ctx, o, 1)
+		require.NoError(t, holder.Stop(ctx))
+		_, err = b.owner(t).StartRun(ctx, other, 1)
 		require.NoError(t, err)
 		run, err := b.store.Run(ctx, first)
 		require.NoError(t, err)
 		require.Equal(t, model.RunAbandoned, run.Status)
 	})
+}
+
+// A scan whose owner died while a partition was in its hands is taken over by the next
+// scan that asks for the same one: the run goes on, owned by the new scan, in new jobs
+// for its unfinished partitions (the dead ones cancelled), from their checkpoints, and
+// ends with every session scanned once.
+func TestDeadRunIsTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+	a, next := b.owner(t), b.owner(t)
+	first, err := a.StartRun(ctx, o, 3)
+	require.NoError(t, err)
+	var job int64
+	require.NoError(t, b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1,
+  attempted_by = array_append(attempted_by, $2) WHERE id = (SELECT min(job_id) FROM run_partitions WHERE run_id = $1) RETURNING id`,
+		first, a.ClientID()).Scan(&job))
+	_, err = b.pool.Exec(ctx, `UPDATE run_partitions SET status = 'running', attempt = 1 WHERE job_id = $1`, job)
+	require.NoError(t, err)
+	_, err = next.StartRun(ctx, o, 1)
+	require.ErrorIs(t, err, model.ErrBusy, "its owner is alive")
+
+	require.NoError(t, a.Stop(ctx)) // the owner dies: its liveness locks go
+	taken, err := next.StartRun(ctx, o, 1)
+	require.NoError(t, err)
+	require.Equal(t, first, taken, "the dead run goes on")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE id = $1 AND status = 'running' AND owner = $2`,
+		first, next.ClientID()))
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job j JOIN run_partitions p ON p.job_id = j.id
+  WHERE p.run_id = $1 AND j.state = 'available' AND j.id <> $2`, first, job), "a new job for each unfinished partition")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = $1 AND metadata ? 'cancel_attempted_at'`, job),
+		"the dead worker's job is cancelled for River's rescuer")
+	require.Contains(t, b.log.String(), "run taken over")
+
+	w := b.queue(t, queue.Config{Concurrency: 2})
+	done := wait(t, w, first)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	require.Equal(t, 2, count(t, b.pool, `SELECT attempt FROM run_partitions WHERE job_id IS NOT NULL AND run_id = $1 AND partition = 0`, first),
+		"the partition in the dead owner's hands resumed as a second attempt")
+	storetest.AllClean(t, b.pool)
 }
 
 // reportCounts returns a run's report rows by status, in the run's counts' terms.
@@ -414,5 +464,89 @@ func TestLogLinesHaveOneComponent(t *testing.T) {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(lines[i]), &m))
 		require.Equal(t, want, m["component"], lines[i])
+	}
+}
+
+// A daemon's or worker's progress tick ends a run of one session or a rollback whose
+// process died (its liveness lock's connection is gone), and says so in the log.
+func TestWatchAbandonsDeadRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 1), scanner.Config{})
+	ctx := t.Context()
+	id, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerAPI, Mode: model.ModeSession, Source: store.DefaultSource.Name()})
+	require.NoError(t, err)
+	q := b.queue(t, queue.Config{})
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); q.Watch(wctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-watched }()
+
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l, repair_runs r WHERE r.id = $1
+  AND l.locktype = 'advisory' AND (l.classid::bigint << 32) | l.objid::bigint = hashtextextended('tmend:river-client:' || r.owner, 0)`, id)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM repair_runs WHERE id = $1 AND status = 'abandoned'`, id) == 1
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(b.log.String(), "the process working it died") },
+		10*time.Second, 10*time.Millisecond)
+}
+
+// Two sources in one database share nothing through the queue: a worker of one source
+// never works the other's partitions (it would read its own table for them), and the
+// other's scan, whose owner died, is not kept alive by the first source's workers: the
+// next scan of that source takes it over at once.
+func TestSourcesHaveQueuesOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.other (id text PRIMARY KEY, m jsonb);
+INSERT INTO public.other SELECT id, messages FROM sessions`)
+	require.NoError(t, err)
+	other, err := store.Open(ctx, b.pool, store.Source{Table: "public.other", IDColumn: "id", MessagesColumn: "m"}, false)
+	require.NoError(t, err)
+	otherSc := scanner.New(other, zerolog.New(b.log), scanner.Config{Source: other.Source().Name(), BatchSize: 40})
+	otherQueue := func(cfg queue.Config) *queue.Queue {
+		cfg.Schema = store.DefaultSchema
+		q, err := queue.New(other, otherSc, zerolog.New(b.log), cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+		return q
+	}
+	o := scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}
+
+	owner := otherQueue(queue.Config{Concurrency: 1, OwnsRuns: true}) // never works
+	theirs, err := owner.StartRun(ctx, o, 2)
+	require.NoError(t, err)
+	w := b.queue(t, queue.Config{Concurrency: 2}) // works the sessions table's queue
+	ours, err := w.StartRun(ctx, o, 2)
+	require.NoError(t, err)
+	done := wait(t, w, ours)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	storetest.AllClean(t, b.pool)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, theirs), "the other source's partitions are not ours")
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM river_job WHERE (args->>'run_id')::bigint = $1 AND state = 'available'`, theirs))
+
+	// Its owner dies while our worker lives: the next scan of the other source is not refused.
+	require.NoError(t, owner.Stop(ctx))
+	next := otherQueue(queue.Config{Concurrency: 2, OwnsRuns: true})
+	taken, err := next.StartRun(ctx, o, 1)
+	require.NoError(t, err, "our source's workers do not keep the other source's dead scan alive")
+	require.Equal(t, theirs, taken)
+	require.NoError(t, next.Start(ctx))
+	done = wait(t, next, theirs)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	require.Equal(t, 70, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE run_id = $1 AND source_key = $2`, theirs, other.Key())+
+		done.Counts.Clean, "every report of the other source's run is of its own table")
+	rows, err := b.pool.Query(ctx, `SELECT m::text FROM public.other`)
+	require.NoError(t, err)
+	msgs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	for _, m := range msgs {
+		res, err := repair.Repair([]byte(m), repair.Options{})
+		if err == nil {
+			require.False(t, res.Changed(), "the other table is repaired")
+		}
 	}
 }
