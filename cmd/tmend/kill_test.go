@@ -64,6 +64,13 @@ func killData(t *testing.T, trial int) *dbBundle {
 func checkExactlyOnce(t *testing.T, b *dbBundle, broken int) {
 	t.Helper()
 	require.Equal(t, broken, checkNothingHalfWritten(t, b), "every broken session repaired exactly once")
+	checkRunsEnded(t, b)
+}
+
+// checkRunsEnded asserts that every run ended and that its counts are its committed
+// reports.
+func checkRunsEnded(t *testing.T, b *dbBundle) {
+	t.Helper()
 	rows, err := b.pool.Query(t.Context(), `SELECT r.id, r.status, r.num_repaired, r.num_failed, r.num_conflict, r.num_pending,
   (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'repaired'),
   (SELECT count(*) FROM repair_reports x WHERE x.run_id = r.id AND x.status = 'failed'),
