@@ -40,7 +40,7 @@ func TestKillTrialsMessagesLayout(t *testing.T) {
 			orig := langchainTable(t, b, i)
 			scan, out := startTmend(t, b.env, args...)
 			waitFor(t, func() bool { return b.count(t, "SELECT count(*) FROM repair_runs") == 1 })
-			want := int(at * killSessions / 2)
+			want := int(at * msgKillSessions / 2)
 			waitFor(t, func() bool {
 				return b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'") >= want ||
 					b.count(t, "SELECT count(*) FROM repair_runs WHERE status <> 'running'") > 0
@@ -77,6 +77,9 @@ func TestKillTrialsMessagesLayout(t *testing.T) {
 	}
 }
 
+// msgKillSessions keeps these trials short: a session is several rows here.
+const msgKillSessions = 1500
+
 // langchainTable creates LangChain's table (its own DDL, in store/testdata) in b's
 // database, writes generated LangChain sessions into it, half of them broken, a row a
 // message as PostgresChatMessageHistory does, and returns each session's transcript.
@@ -87,7 +90,7 @@ func langchainTable(t *testing.T, b *dbBundle, trial int) map[string]string {
 	_, err = b.pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
 	require.NoError(t, err)
 	var rows [][]any
-	cfg := gen.Config{Dialect: repair.LangChain, Variant: "flat", Sessions: killSessions, Messages: 10, FaultRate: 0.5,
+	cfg := gen.Config{Dialect: repair.LangChain, Variant: "flat", Sessions: msgKillSessions, Messages: 10, FaultRate: 0.5,
 		Seed: uint64(trial + 1), Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	require.NoError(t, gen.Generate(cfg, func(s gen.Session) error {
 		for _, m := range s.Messages {
