@@ -152,7 +152,7 @@ atomically, for runs without a daemon (a CronJob, a timer).
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f, true)
-	o.run.register(f, repairFlags|forceFlag|pageFlags)
+	o.run.register(f, repairFlags|forceFlag|pageFlags|compactFlag)
 	f.BoolVar(&o.full, "full", false, "scan every session, not only those changed since the last run")
 	f.StringVar(&o.session, "session", "", "scan this one session")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
@@ -356,7 +356,7 @@ run exits 3 when the session needs repair (or cannot be handled); a session that
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f, true)
-	o.run.register(f, repairFlags|forceFlag)
+	o.run.register(f, repairFlags|forceFlag|compactFlag)
 	f.StringVar(&o.session, "session", "", "the session's id")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing but the report")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -373,7 +373,7 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
 	run, err := r.recorded(ctx, res, err)
 	err = endRun(e, run, err, o.json, o.dryRun)
-	if err == nil && run.Counts.Clean == 1 && !o.json {
+	if err == nil && run.Summary.ByStatus[model.StatusClean] == 1 && !o.json {
 		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
 	}
 	return err
