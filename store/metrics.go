@@ -55,7 +55,7 @@ FROM repair_runs r
 CROSS JOIN LATERAL (VALUES ('status', r.summary->'by_status'), ('stage', r.summary->'by_stage'),
   ('issue', r.summary->'by_issue'), ('dialect', r.summary->'by_dialect'),
   -- A dry run's compactions saved nothing; its rejections count all the same.
-  ('compaction', CASE WHEN r.dry_run THEN r.summary->'compaction' - 'compacted'::text - 'saved_bytes'::text ELSE r.summary->'compaction' END)) f(kind, obj)
+  ('compaction', CASE WHEN r.dry_run THEN (r.summary->'compaction') - 'compacted' - 'saved_bytes' ELSE r.summary->'compaction' END)) f(kind, obj)
 CROSS JOIN LATERAL jsonb_each_text(CASE WHEN jsonb_typeof(f.obj) = 'object' THEN f.obj ELSE '{}' END) e
 WHERE r.status <> 'running'
 GROUP BY 1, 2`
