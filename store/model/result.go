@@ -44,7 +44,8 @@ func (c *CompactionCounts) Add(r *compact.Report) {
 	}
 }
 
-func (c *CompactionCounts) merge(o CompactionCounts) {
+// Merge adds o to c.
+func (c *CompactionCounts) Merge(o CompactionCounts) {
 	c.Compacted += o.Compacted
 	c.Rejected += o.Rejected
 	c.SavedBytes += o.SavedBytes
@@ -150,7 +151,7 @@ func (r *RunResult) Merge(o RunResult) {
 	for k, n := range o.ByDialect {
 		r.ByDialect[k] += n
 	}
-	r.Compaction.merge(o.Compaction)
+	r.Compaction.Merge(o.Compaction)
 }
 
 // Problems reports whether the run found sessions needing repair or failing (for a dry
