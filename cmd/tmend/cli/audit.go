@@ -234,11 +234,15 @@ func newRollbackCmd(e *Env) *cobra.Command {
 		Use:   "rollback (--session ID [--to-version N] | --run RUN_ID)",
 		Short: "Restore what a repair replaced, safely",
 		Long: `Restore a session's saved version, by default the content tmend's latest write replaced;
---run restores every session a run repaired. A session is restored only while it still
+--run restores every session a run repaired or compacted. A session is restored only while it still
 holds exactly what tmend wrote; otherwise it is refused, and the reason printed, unless
 --force, which first keeps the current content as a new version. Each session is
 restored atomically, saved as a new version and recorded as a report (rolled_back or
 rollback_refused); rolling back a rollback restores the repair.
+
+A session tmend compacted (--compact) that the agent appended turns to since is restored
+to its messages before compaction followed by everything it holds after them, appended
+turns kept, while those first messages are still exactly what tmend wrote.
 
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.
