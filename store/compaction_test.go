@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -126,6 +127,21 @@ func TestRollbackOfACompactionKeepsAppendedTurns(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(ids), 2)
+	// rollback --run finds every session the run wrote, compacted or repaired.
+	written, err := b.store.RunSessions(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Equal(t, res.Counts.Repaired+res.ByStatus[model.StatusCompacted], len(written))
+	// Prune keeps what undoing the compactions needs: their versions, and so the
+	// compactions kept with them.
+	compactions := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM session_compactions`).Scan(&n))
+		return n
+	}
+	require.Equal(t, len(ids), compactions())
+	_, _, err = b.store.Prune(ctx, time.Now().Add(time.Hour), false, false)
+	require.NoError(t, err)
+	require.Equal(t, len(ids), compactions())
 	const appended = `[{"role":"user","content":"and now?"},{"role":"assistant","content":"done"}]`
 
 	for _, id := range ids[1:] {
@@ -172,7 +188,7 @@ func TestRollbackOfACompactionKeepsAppendedTurns(t *testing.T) {
 
 	// A compacted message edited since: the prefix is no longer what tmend wrote.
 	id := ids[0]
-	_, err := b.pool.Exec(ctx, `UPDATE sessions SET messages = jsonb_set(messages, '{0,content}', '"edited"') || $2::jsonb WHERE id = $1`,
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET messages = jsonb_set(messages, '{0,content}', '"edited"') || $2::jsonb WHERE id = $1`,
 		id, appended)
 	require.NoError(t, err)
 	current := storetest.Content(t, b.pool, id)
