@@ -39,6 +39,11 @@ func TestScanCompactsAfterRepair(t *testing.T) {
 	ctx := t.Context()
 	sessions := storetest.Generated(t, b.pool, gen.Config{Seed: 11, Dialect: repair.OpenAIChat, Sessions: 6, Messages: 600,
 		Workload: gen.WorkloadCoding, FaultRate: 0.5})
+	// One session was active a minute ago: the idle gate (1h) reads the table's
+	// updated_at and leaves its compaction for later.
+	active := sessions[0].ID
+	_, err := b.pool.Exec(ctx, `UPDATE sessions SET updated_at = now() - interval '1 minute' WHERE id = $1`, active)
+	require.NoError(t, err)
 	before := map[string]string{}
 	for _, s := range sessions {
 		before[s.ID] = storetest.Content(t, b.pool, s.ID)
@@ -94,6 +99,10 @@ WHERE c.session_id = $1`, o.SessionID).Scan(&boundary, &version, &prefix))
 		}
 	}
 	require.Equal(t, res.Compaction.Compacted, compacted)
+	require.Equal(t, len(sessions)-1, compacted)
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM session_compactions WHERE session_id = $1`, active).Scan(&n))
+	require.Zero(t, n, "the active session was compacted")
 	require.Positive(t, alsoRepaired, "no session was both repaired and compacted")
 	require.Less(t, alsoRepaired, compacted, "no clean session was compacted")
 
