@@ -31,6 +31,7 @@ func TestScanCompact(t *testing.T) {
 
 	r = runCLI(t, "", b.env, "scan", "--full", "--compact=aggressive", "--dry-run", "--json")
 	require.Equal(t, ExitProblems, r.code, r.stderr) // some sessions would be repaired
+	requireShape(t, "Run", r.stdout)
 	var dry run
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry), r.stdout)
 	require.Positive(t, dry.Summary.Compaction.Compacted)
@@ -44,6 +45,12 @@ func TestScanCompact(t *testing.T) {
 
 	var id string
 	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT session_id FROM session_compactions LIMIT 1`).Scan(&id))
+	r = runCLI(t, "", b.env, "repair", "--session", id, "--compact=aggressive", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	requireShape(t, "Run", r.stdout)
+	// Compacting twice changes nothing: the session is clean, with nothing to compact.
+	require.Contains(t, r.stdout, `"by_status":{"clean":1}`)
+	require.NotContains(t, r.stdout, `"compaction"`)
 	r = runCLI(t, "", b.env, "report", "--session", id, "--cleared")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "  was: ")
