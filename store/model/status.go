@@ -30,10 +30,12 @@ const (
 	StatusRolledBack  SessionStatus = "rolled_back"      // a rollback restored a saved version
 	StatusRefused     SessionStatus = "rollback_refused" // a rollback left it alone, with the reason
 	StatusHeld        SessionStatus = "held"             // rolled back earlier; not a problem, no report row
+)
 
-	// Compaction (scan and repair --compact) of a session that needed no repair; a
-	// repaired session that was also compacted keeps status repaired, and its outcome
-	// and the run's Compaction counts say so.
+// Compaction (scan and repair --compact) of a session that needed no repair; a repaired
+// session that was also compacted keeps status repaired, and its outcome and the run's
+// Compaction counts say so.
+const (
 	StatusCompacted       SessionStatus = "compacted"
 	StatusWouldCompact    SessionStatus = "would_compact"    // dry run
 	StatusCompactRejected SessionStatus = "compact_rejected" // the compacted content failed a check; nothing of it written
