@@ -104,7 +104,7 @@ WHERE c.source_key = $1 AND c.session_id = $2 ORDER BY c.version DESC`
 		for _, a := range r.Actions {
 			c := model.Cleared{Version: version, Action: a}
 			if a.MessageIndex < len(before) && a.MessageIndex < len(after) {
-				c.Original, c.Stub = differ(before[a.MessageIndex], after[a.MessageIndex])
+				c.Original, c.Stub = differ(canonical(before[a.MessageIndex]), canonical(after[a.MessageIndex]))
 			}
 			out = append(out, c)
 		}
@@ -114,6 +114,26 @@ WHERE c.source_key = $1 AND c.session_id = $2 ORDER BY c.version DESC`
 		return nil, classify(fmt.Errorf("read compactions of session %q: %w", id, err))
 	}
 	return out, nil
+}
+
+// canonical renders a message with its keys sorted and strings escaped alike, for
+// display only: the prefix kept is the content compaction read, the version the
+// column's rendering of what it wrote (a jsonb column orders keys its own way), and
+// only where they differ in value is what a stub replaced. Numbers keep their text.
+func canonical(m []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(m))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return m
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return m
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // differ returns where a and b differ: a and b without their common head and tail.

@@ -220,10 +220,22 @@ func TestClearedShowsWhatStubsReplaced(t *testing.T) {
 		if o.Compaction == nil || o.Compaction.Status != compact.StatusCompacted {
 			continue
 		}
+		if o.Status != model.StatusRepaired {
+			continue // a repaired one: the prefix kept is the repair's rendering, the version the column's
+		}
 		cleared, err := b.store.Cleared(t.Context(), o.SessionID, true)
 		require.NoError(t, err)
 		require.Len(t, cleared, len(o.Compaction.Actions))
+		perMessage := map[int]int{}
+		for _, a := range o.Compaction.Actions {
+			perMessage[a.MessageIndex]++
+		}
 		for i, c := range cleared {
+			if perMessage[c.MessageIndex] == 1 {
+				// Only the content replaced, not the message around it.
+				require.NotContains(t, c.Original, `"role"`, "%s: action %d", o.SessionID, i)
+				require.LessOrEqual(t, len(c.Original), c.BytesBefore+8, "%s: action %d", o.SessionID, i)
+			}
 			require.Equal(t, o.Compaction.Actions[i], c.Action)
 			require.Equal(t, o.ToVersion, c.Version)
 			require.NotEmpty(t, c.Original, "%s: action %d", o.SessionID, i)
