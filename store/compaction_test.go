@@ -221,7 +221,7 @@ func TestClearedShowsWhatStubsReplaced(t *testing.T) {
 			continue
 		}
 		if o.Status != model.StatusRepaired {
-			continue // a repaired one: the prefix kept is the repair's rendering, the version the column's
+			continue // the harder case: a repaired session, whose kept prefix is the repair's output
 		}
 		cleared, err := b.store.Cleared(t.Context(), o.SessionID, true)
 		require.NoError(t, err)
