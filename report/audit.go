@@ -82,7 +82,7 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 	}
 	if cc := r.Summary.Compaction; cc != (model.CompactionCounts{}) {
 		p.printf("%s\t%s, compact_rejected %d\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun],
-			compactionTotal(cc), cc.Rejected)
+			compactionTotal(cc, r.DryRun), cc.Rejected)
 	}
 	section := func(title string, m map[string]int, order []string) {
 		if len(m) == 0 {

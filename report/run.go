@@ -38,7 +38,7 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		}
 	}
 	if cc := r.Compaction; cc != (model.CompactionCounts{}) {
-		p.printf("  %s\t%s\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun], compactionTotal(cc))
+		p.printf("  %s\t%s\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun], compactionTotal(cc, r.DryRun))
 		if cc.Rejected > 0 {
 			p.printf("  compact_rejected (failed a check; compaction not written)\t%d\n", cc.Rejected)
 		}
@@ -98,7 +98,9 @@ func RunText(w io.Writer, r *model.RunResult) error {
 	return p.err
 }
 
-// compactionTotal is a run's compaction line: sessions, and bytes and estimated tokens saved.
-func compactionTotal(c model.CompactionCounts) string {
-	return fmt.Sprintf("%d (%d bytes, about %d tokens, saved)", c.Compacted, c.SavedBytes, c.SavedBytes/4)
+// compactionTotal is a run's compaction line: sessions, and bytes and estimated tokens
+// saved (to save, in a dry run).
+func compactionTotal(c model.CompactionCounts, dryRun bool) string {
+	verb := map[bool]string{false: "saved", true: "to save"}[dryRun]
+	return fmt.Sprintf("%d (%d bytes %s, about %d tokens)", c.Compacted, c.SavedBytes, verb, c.SavedBytes/4)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,12 @@ func TestScanCompact(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Regexp(t, fmt.Sprintf(`\n  compacted +%d \(%d bytes`, dry.Summary.Compaction.Compacted, dry.Summary.Compaction.SavedBytes), r.stdout)
 	require.Less(t, size(), before)
+	runID := regexp.MustCompile(`run +(\d+) `).FindStringSubmatch(r.stdout)
+	require.NotNil(t, runID, r.stdout)
+	r = runCLI(t, "", b.env, "report", "--run", runID[1])
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Regexp(t, fmt.Sprintf(`\ncompacted +%d \(%d bytes saved, about \d+ tokens\), compact_rejected 0\n`,
+		dry.Summary.Compaction.Compacted, dry.Summary.Compaction.SavedBytes), r.stdout)
 
 	var id string
 	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT session_id FROM session_compactions LIMIT 1`).Scan(&id))
