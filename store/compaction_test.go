@@ -153,7 +153,7 @@ func TestRollbackOfACompactionKeepsAppendedTurns(t *testing.T) {
 	require.Equal(t, len(ids), compactions())
 	const appended = `[{"role":"user","content":"and now?"},{"role":"assistant","content":"done"}]`
 
-	for _, id := range ids[1:] {
+	for i, id := range ids[1:] {
 		var c struct {
 			Boundary int
 			Prefix   string
@@ -165,7 +165,11 @@ func TestRollbackOfACompactionKeepsAppendedTurns(t *testing.T) {
 		require.NoError(t, err)
 		current := storetest.Content(t, b.pool, id)
 
-		rb, err := b.store.Rollback(ctx, model.RollbackRequest{SessionID: id, Trigger: model.TriggerCLI})
+		req := model.RollbackRequest{SessionID: id, Trigger: model.TriggerCLI}
+		if i%2 == 1 { // as rollback --run asks, naming the versions
+			req.Written, req.To = c.Version, c.Version-1
+		}
+		rb, err := b.store.Rollback(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, model.RollbackRestored, rb.Status, rb.Reason)
 		// Expected: the messages before compaction, then the current ones from the

@@ -87,7 +87,7 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		// compaction goes back in front of what it holds now.
 		var uncompacted []byte
 		why := ""
-		if !unchanged && latest == written && req.To == 0 {
+		if !unchanged && latest == written && res.To == written-1 {
 			if uncompacted, why, err = s.uncompacted(ctx, tx, req.SessionID, written); err != nil {
 				return err
 			}
