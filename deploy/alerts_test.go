@@ -70,6 +70,10 @@ func TestAlertsFire(t *testing.T) {
 			both("tmend_db_pool_acquires_total", "0+600x60") + both("tmend_db_pool_acquire_duration_seconds_total", "0+6x60"), false},
 		{"RunCancelledOnly", "TmendRunFailed", both(`tmend_runs_total{trigger="api",mode="full",status="failed"}`, "0x60") +
 			both(`tmend_runs_total{trigger="api",mode="full",status="cancelled"}`, "0x30 1x30"), false},
+		{"CompactRejected", "TmendCompactRejected", both(`tmend_compact_sessions_total{status="compact_rejected"}`, "0x30 1x30") +
+			both(`tmend_compact_sessions_total{status="compacted"}`, "0+5x60"), true},
+		{"CompactedOnly", "TmendCompactRejected", both(`tmend_compact_sessions_total{status="compact_rejected"}`, "0x60") +
+			both(`tmend_compact_sessions_total{status="compacted"}`, "0+5x60"), false},
 		{"RunAbandoned", "TmendRunFailed", both(`tmend_runs_total{trigger="cron",mode="incremental",status="abandoned"}`, "0x30 1x30"), true},
 	}
 	for _, c := range cases {

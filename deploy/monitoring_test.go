@@ -166,7 +166,8 @@ func waitFor(t *testing.T, exited <-chan error, logs *bytes.Buffer, cond func() 
 
 // labelValues are the values a label of a tmend series can take.
 var labelValues = map[string]map[string][]string{
-	"tmend_sessions_total": {"status": strs(tmodel.SessionStatuses())},
+	"tmend_sessions_total":         {"status": strs(tmodel.SessionStatuses())},
+	"tmend_compact_sessions_total": {"status": {string(tmodel.StatusCompacted), string(tmodel.StatusCompactRejected)}},
 	"tmend_runs_total": {"status": strs(tmodel.RunStatuses()), "trigger": strs(tmodel.Triggers()),
 		"mode": strs(tmodel.Modes())},
 	"tmend_last_run_timestamp_seconds": {"status": strs(tmodel.RunStatuses()), "trigger": strs(tmodel.Triggers()),
@@ -185,7 +186,7 @@ var riverKinds = []string{queue.PartitionArgs{}.Kind(), queue.ScheduledArgs{}.Ki
 // fromDatabase are the series the daemon reads from the database at scrape time: every
 // replica (and a scan's textfile) reports the same values, so a sum across targets would
 // count each run once per replica.
-var fromDatabase = regexp.MustCompile(`^tmend_(runs_total|sessions_total|issues_total|sessions_by_dialect_total|` +
+var fromDatabase = regexp.MustCompile(`^tmend_(runs_total|sessions_total|compact_sessions_total|compact_saved_bytes_total|issues_total|sessions_by_dialect_total|` +
 	`stage_actions_total|run_duration_seconds_(bucket|sum|count)|last_run_timestamp_seconds|running_runs|` +
 	`running_run_sessions_scanned|river_.+)$`)
 

@@ -80,6 +80,10 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 		p.printf("scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
 			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
 	}
+	if cc := r.Summary.Compaction; cc != (model.CompactionCounts{}) {
+		p.printf("%s\t%s, compact_rejected %d\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun],
+			compactionTotal(cc, r.DryRun), cc.Rejected)
+	}
 	section := func(title string, m map[string]int, order []string) {
 		if len(m) == 0 {
 			return

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -34,6 +35,12 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		{"skipped (unparseable, unknown dialect, too large)", c.Skipped}, {"failed", c.Failed}} {
 		if row.n > 0 {
 			p.printf("  %s\t%d\n", row.name, row.n)
+		}
+	}
+	if cc := r.Compaction; cc != (model.CompactionCounts{}) {
+		p.printf("  %s\t%s\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun], compactionTotal(cc, r.DryRun))
+		if cc.Rejected > 0 {
+			p.printf("  compact_rejected (failed a check; compaction not written)\t%d\n", cc.Rejected)
 		}
 	}
 	if len(r.ByStage) > 0 {
@@ -73,6 +80,27 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		for _, a := range o.Actions {
 			p.print(actionLine("  ", a))
 		}
+		if c := o.Compaction; c != nil {
+			p.printf("  compaction: %s", Escape(string(c.Status)))
+			if c.Reason != "" {
+				p.printf(" (%s)", Escape(c.Reason))
+			}
+			p.printf(", %d → %d bytes, boundary at message %d\n", c.BytesBefore, c.BytesAfter, c.Boundary)
+			for _, a := range c.Actions {
+				p.printf("    compact_%s\t%s %s of %s", a.Rule, a.Category, a.Target, Escape(a.Tool))
+				if a.CallID != "" {
+					p.printf(" (%s)", Escape(a.CallID))
+				}
+				p.printf(" at message %d: %d → %d bytes\n", a.MessageIndex, a.BytesBefore, a.BytesAfter)
+			}
+		}
 	}
 	return p.err
+}
+
+// compactionTotal is a run's compaction line: sessions, and bytes and estimated tokens
+// saved (to save, in a dry run).
+func compactionTotal(c model.CompactionCounts, dryRun bool) string {
+	verb := map[bool]string{false: "saved", true: "to save"}[dryRun]
+	return fmt.Sprintf("%d (%d bytes %s, about %d tokens)", c.Compacted, c.SavedBytes, verb, c.SavedBytes/4)
 }

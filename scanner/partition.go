@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
@@ -240,6 +241,10 @@ func (s *Scanner) forRun(run model.RunSpec) (*Scanner, error) {
 	cfg, o := s.cfg, run.Options
 	cfg.Repair.Target, cfg.Repair.Dialect = repair.Target(o.Target), repair.Dialect(o.Dialect)
 	cfg.Repair.FailedTurns = repair.FailedTurnPolicy(o.FailedTurns)
+	if _, err := compact.ForProfile(compact.Profile(o.Compact)); o.Compact != "" && err != nil {
+		return nil, fmt.Errorf("run %d's compaction: %w", run.ID, err)
+	}
+	cfg.Compact = compact.Profile(o.Compact)
 	if o.MaxBytes > 0 {
 		cfg.MaxBytes = o.MaxBytes
 	}

@@ -5,15 +5,19 @@ package scanner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
@@ -69,6 +73,9 @@ type Config struct {
 	// six waits of 0.5s to 16s, about 30s in all, as README.md says).
 	Retries   int
 	RetryBase time.Duration
+	// Compact, when set, compacts each session after its repair with this profile (the
+	// store must support it: CanCompact).
+	Compact compact.Profile
 }
 
 func (c *Config) defaults() {
@@ -262,7 +269,8 @@ func (s *Scanner) exists(ctx context.Context, id string) error {
 func (s *Scanner) options(o RunOptions) model.RunOptions {
 	return model.RunOptions{Limit: o.Limit, Force: o.Force, MaxBytes: s.cfg.MaxBytes, Overlap: s.cfg.Overlap.String(),
 		QuietPeriod: s.cfg.Repair.QuietPeriod.String(), FailedTurns: string(s.cfg.Repair.FailedTurns),
-		Target: string(s.cfg.Repair.Target), Dialect: string(s.cfg.Repair.Dialect), SessionID: o.SessionID}
+		Target: string(s.cfg.Repair.Target), Dialect: string(s.cfg.Repair.Dialect), SessionID: o.SessionID,
+		Compact: string(s.cfg.Compact)}
 }
 
 // errStopped ends a run that was stopped softly through RunOptions.Stop.
@@ -391,6 +399,10 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 				}
 				res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
 				p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+				if c := reportedCompaction(r); c != nil {
+					res.Compaction.Add(c)
+					p.res.Compaction.Add(c)
+				}
 			} else {
 				res.Add(d.out)
 				p.res.Add(d.out)
@@ -662,15 +674,50 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	if err != nil {
 		return out, s.record(ctx, report) // unparseable or unknown_dialect, left alone
 	}
-	switch r.Report.Status {
-	case repair.StatusClean:
-		return out, nil // counted on the run, no row of its own
-	case repair.StatusPending:
+	clean := r.Report.Status == repair.StatusClean
+	switch {
+	case r.Report.Status == repair.StatusPending:
 		return out, s.record(ctx, report)
+	case clean && s.cfg.Compact == "":
+		return out, nil // counted on the run, no row of its own
+	case clean:
+		r.Messages = sess.Messages
+	}
+	// Compaction follows the repair in the same write; a session the repair left
+	// pending or could not handle has returned above.
+	var comp *model.Compaction
+	if s.cfg.Compact != "" {
+		var c compact.Result
+		c, comp = s.compact(r.Messages, sess, res.StartedAt, r.Report.Dialect)
+		out.Compaction = &c.Report
+		switch c.Report.Status {
+		case compact.StatusCompacted:
+			r.Messages = c.Messages
+			report.Actions = append(report.Actions, compactActions(c.Report.Actions)...)
+			if clean {
+				out.Status, report.Status = model.StatusCompacted, model.StatusCompacted
+			}
+		case compact.StatusRejected:
+			s.log.Warn().Str("session_id", sess.ID).Int64("run_id", res.RunID).Str("reason", c.Report.Reason).
+				Msg("compacted session failed a check; compaction not written")
+			report.Reason = "compact_rejected: " + c.Report.Reason
+			if clean {
+				out.Status, out.Reason = model.StatusCompactRejected, c.Report.Reason
+				report.Status, report.Reason = out.Status, out.Reason
+				return out, s.record(ctx, report)
+			}
+		default:
+			if clean {
+				return out, nil
+			}
+		}
 	}
 	out.BytesAfter = len(r.Messages)
 	if o.DryRun {
 		out.Status, report.Status = model.StatusWouldRepair, model.StatusWouldRepair
+		if clean {
+			out.Status, report.Status = model.StatusWouldCompact, model.StatusWouldCompact
+		}
 		report.AfterBytes = len(r.Messages)
 		return out, s.record(ctx, report)
 	}
@@ -678,7 +725,7 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	err = s.retry(ctx, "write session", func() error {
 		var err error
 		oc, err = s.store.Apply(ctx, model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
-			NewMessages: r.Messages, Origins: origins, Report: report})
+			NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp})
 		return err
 	})
 	switch {
@@ -687,15 +734,73 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	case err != nil:
 		out.Status, out.Reason = model.StatusFailed, err.Error()
 		report.Status, report.Reason = out.Status, out.Reason
+		out.Compaction = nil
 		s.log.Error().Err(err).Str("session_id", sess.ID).Int64("run_id", res.RunID).Msg("session not repaired")
 		return out, s.record(ctx, report)
 	case oc.Conflict:
 		out.Status, out.Reason = model.StatusConflict, "the session changed while it was repaired; left for the next run"
 		out.BytesAfter = sess.Size
+		out.Compaction = nil // nothing compacted was written
 	default:
 		out.FromVersion, out.ToVersion = oc.FromVersion, oc.ToVersion
 	}
 	return out, nil
+}
+
+// compact compacts a session's content (repaired, or as read when clean) with the run's
+// profile; the session's updated-at column is its last activity for the idle gate. When
+// it compacted, the Compaction is what the store keeps to undo it.
+func (s *Scanner) compact(msgs []byte, sess model.Session, now time.Time, d repair.Dialect) (compact.Result, *model.Compaction) {
+	opts, err := compact.ForProfile(s.cfg.Compact)
+	if err != nil { // checked when the run started (forRun, the command line)
+		return compact.Result{Messages: msgs, Report: compact.Report{Status: compact.StatusSkipped, Reason: err.Error(),
+			BytesBefore: len(msgs), BytesAfter: len(msgs)}}, nil
+	}
+	opts.Dialect, opts.Now, opts.UpdatedAt = d, now, sess.UpdatedAt
+	c := compact.Compact(msgs, opts)
+	if c.Report.Status != compact.StatusCompacted {
+		return c, nil
+	}
+	start, end, ok := model.PrefixSpan(msgs, c.Report.Boundary)
+	rep, err := json.Marshal(c.Report)
+	if !ok || err != nil {
+		// Compact read it as an array of at least Boundary messages; not writing is
+		// the safe answer all the same.
+		c.Report.Status, c.Report.Reason = compact.StatusRejected, "the compacted prefix could not be located"
+		c.Messages, c.Report.BytesAfter = msgs, len(msgs)
+		return c, nil
+	}
+	return c, &model.Compaction{Boundary: c.Report.Boundary, Prefix: msgs[start:end], Report: rep}
+}
+
+// reportedCompaction is what a session's report row says of its compaction, for a
+// resumed partition's counts: the row's status, or its actions and reason when it was
+// repaired too. nil when it was not compacted.
+func reportedCompaction(r *model.ReportRow) *compact.Report {
+	c := &compact.Report{Status: compact.StatusCompacted, BytesBefore: r.BeforeBytes, BytesAfter: r.AfterBytes}
+	switch {
+	case r.Status == model.StatusCompactRejected || strings.HasPrefix(r.Reason, "compact_rejected: "):
+		c.Status, c.BytesAfter = compact.StatusRejected, r.BeforeBytes
+	case r.Status == model.StatusCompacted || r.Status == model.StatusWouldCompact:
+	case slices.ContainsFunc(r.Actions, func(a repair.Action) bool { return strings.HasPrefix(string(a.Stage), "compact_") }):
+		// Repaired and compacted: the bytes saved include the repair's change, which
+		// the row does not tell apart.
+	default:
+		return nil
+	}
+	return c
+}
+
+// compactActions are a compaction's actions as report actions: stage compact_RULE, each
+// naming the tool and the bytes before and after.
+func compactActions(as []compact.Action) []repair.Action {
+	out := make([]repair.Action, len(as))
+	for i, a := range as {
+		out[i] = repair.Action{Stage: repair.Stage("compact_" + string(a.Rule)), Action: repair.ActionRewrite,
+			MessageIndex: a.MessageIndex, CallID: a.CallID, ToolName: a.Tool,
+			Detail: fmt.Sprintf("%s %s: %d -> %d bytes", a.Category, a.Target, a.BytesBefore, a.BytesAfter)}
+	}
+	return out
 }
 
 func (s *Scanner) record(ctx context.Context, r model.Report) error {

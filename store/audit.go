@@ -236,7 +236,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time, all, dryRun bool) (
     SELECT l.source_key, l.session_id, x.version FROM ` + latest + ` l
     CROSS JOIN LATERAL (VALUES (l.version), (l.version - 1)) x(version)))`
 		keepReports = `NOT (coalesce(r.run_id IN ` + running + `, false)
-  OR NOT $2::bool AND r.status = 'repaired' AND (r.source_key, r.session_id, r.to_version) IN (SELECT * FROM ` + latest + ` l))`
+  OR NOT $2::bool AND r.status IN ('repaired', 'compacted') AND (r.source_key, r.session_id, r.to_version) IN (SELECT * FROM ` + latest + ` l))`
 	)
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		// A run whose process died needs nothing kept: it ends now, not never.

@@ -53,7 +53,9 @@ GROUP BY 1, 2`
 	runSessionsSQL = `SELECT f.kind, e.key, sum(e.value::bigint)
 FROM repair_runs r
 CROSS JOIN LATERAL (VALUES ('status', r.summary->'by_status'), ('stage', r.summary->'by_stage'),
-  ('issue', r.summary->'by_issue'), ('dialect', r.summary->'by_dialect')) f(kind, obj)
+  ('issue', r.summary->'by_issue'), ('dialect', r.summary->'by_dialect'),
+  -- A dry run's compactions saved nothing; its rejections count all the same.
+  ('compaction', CASE WHEN r.dry_run THEN (r.summary->'compaction') - 'compacted' - 'saved_bytes' ELSE r.summary->'compaction' END)) f(kind, obj)
 CROSS JOIN LATERAL jsonb_each_text(CASE WHEN jsonb_typeof(f.obj) = 'object' THEN f.obj ELSE '{}' END) e
 WHERE r.status <> 'running'
 GROUP BY 1, 2`
@@ -148,6 +150,16 @@ func endedRuns(ctx context.Context, tx pgx.Tx, bounds []float64) (EndedRuns, err
 				t.Sessions.ByIssue[key] = n
 			case "dialect":
 				t.Sessions.ByDialect[key] = n
+			case "compaction":
+				c := &t.Sessions.Compaction
+				switch key {
+				case "compacted":
+					c.Compacted = n
+				case "rejected":
+					c.Rejected = n
+				case "saved_bytes":
+					c.SavedBytes = int64(n)
+				}
 			}
 			return nil
 		})

@@ -612,6 +612,8 @@ func committedTotals(ctx context.Context, tx pgx.Tx, runID int64, parts []partit
 	for _, p := range parts {
 		total.AddStatus(model.StatusClean, p.soFar.ByStatus[model.StatusClean])
 		total.AddStatus(model.StatusHeld, p.soFar.ByStatus[model.StatusHeld])
+		// Compaction's bytes saved are not on the report rows: from the checkpoints too.
+		total.Compaction.Merge(p.soFar.Compaction)
 	}
 	queries := []struct {
 		sql string

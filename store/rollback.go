@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -81,15 +83,32 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 			return fmt.Errorf("read version %d: %w", written, err)
 		}
 		unchanged := latest == written && cur == writtenHash
-		if !unchanged && !req.Force {
+		// A compacted session the platform appended turns to since: its prefix before
+		// compaction goes back in front of what it holds now.
+		var uncompacted []byte
+		why := ""
+		if !unchanged && latest == written && res.To == written-1 {
+			if uncompacted, why, err = s.uncompacted(ctx, tx, req.SessionID, written); err != nil {
+				return err
+			}
+		}
+		if !unchanged && uncompacted == nil && !req.Force {
 			reason := fmt.Sprintf("the session changed after tmend wrote version %d", written)
 			if latest != written {
 				reason = fmt.Sprintf("tmend wrote the session again after version %d (latest is version %d)", written, latest)
 			}
+			if why != "" {
+				reason = "the session was compacted and " + why
+			}
 			return s.refuse(&res, reason+"; --force keeps the current content as a new version and restores anyway")
 		}
+		restored, held := fmt.Sprintf("restored version %d", res.To), fmt.Sprintf("rolled back to version %d", res.To)
+		if uncompacted != nil {
+			restored = fmt.Sprintf("restored the messages version %d compacted, keeping those added since", written)
+			held = "rolled back the compaction of version " + strconv.Itoa(written)
+		}
 		if req.DryRun {
-			res.Status, res.Reason = model.RollbackWouldRestore, fmt.Sprintf("would restore version %d", res.To)
+			res.Status, res.Reason = model.RollbackWouldRestore, "would restore "+strings.TrimPrefix(restored, "restored ")
 			return nil
 		}
 		next := latest + 1
@@ -100,7 +119,11 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 			}
 			res.Preserved, next = next, next+1
 		}
-		if err := s.layout.restore(ctx, tx, req.SessionID, res.To); err != nil {
+		if uncompacted != nil {
+			if err := s.setContent(ctx, tx, req.SessionID, uncompacted); err != nil {
+				return fmt.Errorf("restore the messages version %d compacted: %w", written, err)
+			}
+		} else if err := s.layout.restore(ctx, tx, req.SessionID, res.To); err != nil {
 			return fmt.Errorf("restore version %d: %w", res.To, err)
 		}
 		afterHash, afterSize, err := s.layout.saveVersion(ctx, tx, req.SessionID, next, "restored", req.RunID)
@@ -112,10 +135,10 @@ func (s *Store) Rollback(ctx context.Context, req model.RollbackRequest) (model.
 		if err != nil {
 			return fmt.Errorf("hold session: %w", err)
 		}
-		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, hold, fmt.Sprintf("rolled back to version %d", res.To)); err != nil {
+		if _, err := tx.Exec(ctx, holdSQL, s.key, req.SessionID, hold, held); err != nil {
 			return fmt.Errorf("hold session: %w", err)
 		}
-		res.Status, res.Reason = model.RollbackRestored, fmt.Sprintf("restored version %d", res.To)
+		res.Status, res.Reason = model.RollbackRestored, restored
 		if err := s.insertReport(ctx, tx, model.Report{RunID: req.RunID, SessionID: req.SessionID, Status: model.StatusRolledBack,
 			Trigger: req.Trigger, Actor: req.Actor, Reason: res.Reason, BeforeHash: cur, AfterHash: afterHash, AfterBytes: afterSize,
 			FromVersion: written, ToVersion: next}); err != nil {
@@ -169,7 +192,7 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 		return nil, fmt.Errorf("%w: run %d repaired sessions of %s (configured then as %s), not of %s: "+
 			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, name, s.key)
 	}
-	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status = $3 ORDER BY id`, runID, s.key, model.StatusRepaired)
+	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status IN ($3, $4) ORDER BY id`, runID, s.key, model.StatusRepaired, model.StatusCompacted)
 	if err != nil {
 		return nil, classify(fmt.Errorf("list sessions of run %d: %w", runID, err))
 	}

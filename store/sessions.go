@@ -42,6 +42,7 @@ type sessionSQL struct {
 	one, split, changed                 string
 	lock, lockState, write, saveVersion string
 	restore                             string
+	current, set                        string // an uncompacting rollback's (compaction.go)
 	hasUpdatedAt                        bool
 }
 
@@ -146,6 +147,9 @@ FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.mess
 	// typed text and cast to the id column's type there.
 	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s%s
 WHERE %s = $1::text::%s`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, touchSQL(src), id, t.id)
+	s.current = fmt.Sprintf(`SELECT %s::text FROM %s t WHERE %s = %s`, msgs, t.ident, id, idParam(1))
+	s.set = fmt.Sprintf(`UPDATE %s t SET %s = $2::text::%s%s WHERE %s = %s`,
+		t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, touchSQL(src), id, idParam(1))
 	// Versions are copied from the row itself, so what is saved is exactly what is stored.
 	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
 SELECT $6, $2, $3, $4, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex'), octet_length(x.m), $5
@@ -231,6 +235,9 @@ func (e *conflictError) Error() string { return e.reason }
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
 	want := model.ContentHash(a.Session.Messages)
+	if _, ok := s.layout.(*rowLayout); a.Compaction != nil && !ok {
+		return out, fmt.Errorf("compact session %q: %w", a.Session.ID, ErrCompactLayout)
+	}
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
 	_, args, err := s.reportInsert(r)
@@ -325,6 +332,9 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
 		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.k,
 		report[16], report[17], report[18])
+	if c := a.Compaction; c != nil {
+		b.Queue(compactionSQL, s.k, a.Session.ID, out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)
+	}
 	notify := s.src.NotifyChannel != ""
 	if notify {
 		b.Queue(notifySQL, s.src.NotifyChannel, notifyPayload(s.k, a.Session.ID, out.ToVersion, actionRepair))
@@ -332,6 +342,9 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, b)
 	tag, err := br.Exec()
+	if err == nil && a.Compaction != nil {
+		_, err = br.Exec()
+	}
 	if err == nil && notify {
 		_, err = br.Exec()
 	}

@@ -184,6 +184,20 @@ type Apply struct {
 	// a session kept one row per message (Session.Rows) is written by this map.
 	Origins []repair.Origin
 	Report  Report
+	// Compaction, when set, says NewMessages is also compacted: the store keeps it with
+	// the written version, for rollback and 'report --cleared'.
+	Compaction *Compaction
+}
+
+// Compaction is what the store keeps of a compacted write: how many messages the
+// compacted prefix holds, that prefix's text before compaction (from the first
+// message's start to the end of message Boundary-1, as in the content compacted), and
+// the compaction's report. A rollback after the platform appended turns puts Prefix
+// back in front of the current suffix.
+type Compaction struct {
+	Boundary int
+	Prefix   []byte
+	Report   []byte // compact.Report as JSON
 }
 
 // Outcome is what became of an Apply.
@@ -241,6 +255,8 @@ type Summary struct {
 	ByStage   map[string]int        `json:"by_stage"`
 	ByDialect map[string]int        `json:"by_dialect"`
 	ByIssue   map[string]int        `json:"by_issue"`
+	// Compaction counts the run's compactions (--compact).
+	Compaction CompactionCounts `json:"compaction,omitzero"`
 }
 
 // RunRow is a recorded run.

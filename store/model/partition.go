@@ -40,6 +40,8 @@ type RunOptions struct {
 	Dialect     string `json:"dialect,omitempty"`
 	SessionID   string `json:"session_id,omitempty"`
 	RollbackOf  int64  `json:"rollback_of_run,omitempty"`
+	// Compact is the compaction profile of a run with --compact; "" for none.
+	Compact string `json:"compact,omitempty"`
 }
 
 // PartitionStatus is where one partition of a run is.

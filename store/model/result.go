@@ -3,6 +3,7 @@ package model
 import (
 	"time"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 )
 
@@ -19,6 +20,35 @@ type SessionOutcome struct {
 	BytesAfter    int           `json:"after_bytes"`
 	FromVersion   int           `json:"from_version,omitempty"`
 	ToVersion     int           `json:"to_version,omitempty"`
+	// Compaction is what compaction (--compact) found and did, after the repair.
+	Compaction *compact.Report `json:"compaction,omitempty"`
+}
+
+// CompactionCounts are a run's compactions (--compact): sessions compacted (in a dry
+// run, that would be), those whose compacted content failed a check (nothing written),
+// and the bytes saved (would be).
+type CompactionCounts struct {
+	Compacted  int   `json:"compacted"`
+	Rejected   int   `json:"rejected"`
+	SavedBytes int64 `json:"saved_bytes"`
+}
+
+// Add counts one session's compaction report.
+func (c *CompactionCounts) Add(r *compact.Report) {
+	switch r.Status {
+	case compact.StatusCompacted:
+		c.Compacted++
+		c.SavedBytes += int64(r.SavedBytes())
+	case compact.StatusRejected:
+		c.Rejected++
+	}
+}
+
+// Merge adds o to c.
+func (c *CompactionCounts) Merge(o CompactionCounts) {
+	c.Compacted += o.Compacted
+	c.Rejected += o.Rejected
+	c.SavedBytes += o.SavedBytes
 }
 
 // RunResult sums up a run as it goes. It has no JSON form of its own: a run is shown as
@@ -35,6 +65,7 @@ type RunResult struct {
 	ByStage        map[repair.Stage]int
 	ByIssue        map[string]int
 	ByDialect      map[string]int
+	Compaction     CompactionCounts
 	StartedAt      time.Time
 	Duration       time.Duration
 	ScannedFrom    time.Time
@@ -51,6 +82,9 @@ func NewRunResult() RunResult {
 // Add counts one session's outcome.
 func (r *RunResult) Add(out SessionOutcome) {
 	r.Count(out.Status, out.StageCounts, out.IssueCodeSet(), string(out.Dialect))
+	if out.Compaction != nil {
+		r.Compaction.Add(out.Compaction)
+	}
 }
 
 // Count counts one session by its status, the stages that changed it, its issue codes
@@ -77,7 +111,8 @@ func (r *RunResult) AddStatus(status SessionStatus, n int) {
 	c.Scanned += n
 	r.ByStatus[status] += n
 	switch status {
-	case StatusClean:
+	case StatusClean, StatusCompacted, StatusWouldCompact, StatusCompactRejected:
+		// Compacted sessions needed no repair; Compaction counts them.
 		c.Clean += n
 	case StatusRepaired, StatusWouldRepair:
 		c.Repaired += n
@@ -116,6 +151,7 @@ func (r *RunResult) Merge(o RunResult) {
 	for k, n := range o.ByDialect {
 		r.ByDialect[k] += n
 	}
+	r.Compaction.Merge(o.Compaction)
 }
 
 // Problems reports whether the run found sessions needing repair or failing (for a dry
@@ -131,7 +167,7 @@ func (r *RunResult) Summary() Summary {
 	for st, n := range r.ByStage {
 		stages[string(st)] = n
 	}
-	return Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue}
+	return Summary{ByStatus: r.ByStatus, ByStage: stages, ByDialect: r.ByDialect, ByIssue: r.ByIssue, Compaction: r.Compaction}
 }
 
 // ResultOf is the result a run row or partition row records: its counts and summary.
@@ -150,6 +186,7 @@ func ResultOf(c RunCounts, s Summary) RunResult {
 	for k, n := range s.ByDialect {
 		r.ByDialect[k] = n
 	}
+	r.Compaction = s.Compaction
 	return r
 }
 

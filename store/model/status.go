@@ -32,11 +32,21 @@ const (
 	StatusHeld        SessionStatus = "held"                               // rolled back earlier; not a problem, no report row
 )
 
+// Compaction (scan and repair --compact) of a session that needed no repair; a repaired
+// session that was also compacted keeps status repaired, and its outcome and the run's
+// Compaction counts say so.
+const (
+	StatusCompacted       SessionStatus = "compacted"
+	StatusWouldCompact    SessionStatus = "would_compact"    // dry run
+	StatusCompactRejected SessionStatus = "compact_rejected" // the compacted content failed a check; nothing of it written
+)
+
 // SessionStatuses returns every session status, the engine's first.
 func SessionStatuses() []SessionStatus {
 	return []SessionStatus{
 		StatusClean, StatusRepaired, StatusPending, StatusUnparseable, StatusUnknownDialect, StatusUnsupported, StatusBroken,
 		StatusWouldRepair, StatusConflict, StatusFailed, StatusTooLarge, StatusRolledBack, StatusRefused, StatusHeld,
+		StatusCompacted, StatusWouldCompact, StatusCompactRejected,
 	}
 }
 

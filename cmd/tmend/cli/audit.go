@@ -23,7 +23,7 @@ type reportOptions struct {
 	runFilter                       model.RunFilter
 	runID                           int64
 	session                         string
-	diff, json                      bool
+	diff, json, cleared             bool
 	version                         int
 }
 
@@ -58,6 +58,8 @@ func (o *reportOptions) Validate() error {
 	switch {
 	case o.diff && o.session == "":
 		return errors.New("--diff needs --session")
+	case o.cleared && (o.session == "" || o.diff):
+		return errors.New("--cleared needs --session, and goes without --diff")
 	case o.version != 0 && !o.diff:
 		return errors.New("--version goes with --diff")
 	case o.version != 0 && o.version < 2:
@@ -83,6 +85,7 @@ func newReportCmd(e *Env) *cobra.Command {
   tmend report --run ID                 one run: counts by status, stage, dialect, issue code
   tmend report --session ID             everything tmend did to a session: reports and versions
   tmend report --session ID --diff      what a repair (or rollback) changed, message by message
+  tmend report --session ID --cleared   what each stub of a compaction (--compact) replaced
   tmend report --status repaired --issue misplaced_tool_result --since 24h
                                         audit rows matching filters (also with --run)
 
@@ -94,6 +97,7 @@ tables. Colour only on a terminal.
 		Example: `  tmend report
   tmend report --run 42 --json
   tmend report --session 7f3e2a --diff --version 4
+  tmend report --session 7f3e2a --cleared --json
   tmend report --stage drop_orphan_results --dialect anthropic --since 7d --limit 100`,
 		Args: noArgs,
 		RunE: runE(e, o, runReport),
@@ -104,6 +108,7 @@ tables. Colour only on a terminal.
 	fl.Int64Var(&o.runID, "run", 0, "one run's totals; with filters, its audit rows")
 	fl.StringVar(&o.session, "session", "", "one session's history")
 	fl.BoolVar(&o.diff, "diff", false, "with --session: what a repair or rollback changed, message by message")
+	fl.BoolVar(&o.cleared, "cleared", false, "with --session: what each stub of its compactions replaced (call, tool, rule, bytes, text), newest first")
 	fl.IntVar(&o.version, "version", 0, "with --diff: the version to compare with the one before it (default: the latest tmend wrote)")
 	fl.StringVar(&o.since, "since", "", "only rows at or after this time (RFC 3339, or a duration back like 24h, 7d)")
 	fl.StringVar(&o.until, "until", "", "only rows before this time (same forms as --since)")
@@ -127,6 +132,15 @@ func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 	}
 	defer closeDB()
 	switch {
+	case o.cleared:
+		cleared, err := st.Cleared(ctx, o.session, false)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return report.JSONLines(e.Stdout, cleared)
+		}
+		return report.ClearedText(e.Stdout, o.session, cleared)
 	case o.session != "" && o.diff:
 		before, after, err := st.VersionPair(ctx, o.session, o.version)
 		if err != nil {
@@ -220,11 +234,15 @@ func newRollbackCmd(e *Env) *cobra.Command {
 		Use:   "rollback (--session ID [--to-version N] | --run RUN_ID)",
 		Short: "Restore what a repair replaced, safely",
 		Long: `Restore a session's saved version, by default the content tmend's latest write replaced;
---run restores every session a run repaired. A session is restored only while it still
+--run restores every session a run repaired or compacted. A session is restored only while it still
 holds exactly what tmend wrote; otherwise it is refused, and the reason printed, unless
 --force, which first keeps the current content as a new version. Each session is
 restored atomically, saved as a new version and recorded as a report (rolled_back or
 rollback_refused); rolling back a rollback restores the repair.
+
+A session tmend compacted (--compact) that the agent appended turns to since is restored
+to its messages before compaction followed by everything it holds after them, appended
+turns kept, while those first messages are still exactly what tmend wrote.
 
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.

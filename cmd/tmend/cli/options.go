@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store"
@@ -202,7 +203,13 @@ const (
 	// pageFlags say how pages of many sessions are read and written, and how far an
 	// incremental run looks back; a single session (repair) has none.
 	pageFlags
+	// compactFlag compacts sessions after their repair (scan, repair).
+	compactFlag
 )
+
+// compactFlagHelp is --compact's help, for scan and repair.
+const compactFlagHelp = "after the repair, in the same write, compact each session with this profile: conservative, " +
+	"standard (the default of a bare --compact) or aggressive (see 'tmend compact --help'); one row per session layouts only"
 
 func (o *runOptions) register(fs *pflag.FlagSet, use runFlags) {
 	if use&repairFlags != 0 {
@@ -211,6 +218,10 @@ func (o *runOptions) register(fs *pflag.FlagSet, use runFlags) {
 	}
 	if use&forceFlag != 0 {
 		o.engine.registerForce(fs)
+	}
+	if use&compactFlag != 0 {
+		fs.String("compact", "", compactFlagHelp)
+		fs.Lookup("compact").NoOptDefVal = string(compact.Standard)
 	}
 	if use&pageFlags != 0 {
 		fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
@@ -257,6 +268,15 @@ func (o *runOptions) load(s *settings, src store.Source) error {
 		}
 		if *v.dst, err = s.duration(v.name); err != nil {
 			return err
+		}
+	}
+	if s.fs.Lookup("compact") != nil && s.get("compact") != "" {
+		c.Compact = compact.Profile(s.get("compact"))
+		if _, err := compact.ForProfile(c.Compact); err != nil {
+			return usageErrorf("--compact: %v", err)
+		}
+		if src.Layout != "" && src.Layout != store.LayoutSessions {
+			return usageErrorf("--compact with --layout %s: %v", src.Layout, store.ErrCompactLayout)
 		}
 	}
 	if c.Workers < 1 {

@@ -133,6 +133,13 @@ works them (--concurrency at once) and waits for the run to end, while any 'tmen
 or 'tmend worker' running on the database helps. One scan of a source runs at a time.
 Ctrl-C cancels the run; --cancel RUN cancels a run started anywhere.
 
+--compact[=PROFILE] also compacts each session after its repair, in the same write (one
+version and report per session; 'tmend rollback' undoes it, also after the agent appended
+turns; 'tmend report --session ID --cleared' shows what each stub replaced): profiles
+conservative, standard (a bare --compact) and aggressive, as 'tmend compact --help'
+describes; the idle gate reads the table's updated-at column. Tables kept one row per
+session only. A dry run reports the saving per session and for the run.
+
 --metrics-textfile writes, after the run, the metrics of every run recorded in the
 database (those 'tmend serve' exports at /metrics, read the same way) to a file,
 atomically, for runs without a daemon (a CronJob, a timer).
@@ -140,6 +147,8 @@ atomically, for runs without a daemon (a CronJob, a timer).
 ` + configHelp,
 		Example: `  tmend scan --dry-run
   tmend scan --full --json
+  tmend scan --full --compact --dry-run
+  tmend scan --compact=conservative
   tmend scan --full --partitions 16 --concurrency 2
   tmend scan --cancel 42
   tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
@@ -152,7 +161,7 @@ atomically, for runs without a daemon (a CronJob, a timer).
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f, true)
-	o.run.register(f, repairFlags|forceFlag|pageFlags)
+	o.run.register(f, repairFlags|forceFlag|pageFlags|compactFlag)
 	f.BoolVar(&o.full, "full", false, "scan every session, not only those changed since the last run")
 	f.StringVar(&o.session, "session", "", "scan this one session")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
@@ -347,16 +356,23 @@ last turn that may still be running (the quiet period). Like 'scan --dry-run', a
 run exits 3 when the session needs repair (or cannot be handled); a session that failed
 (an error while writing it) exits 4.
 
+--compact[=PROFILE] also compacts it after the repair, in the same write (profiles
+conservative, standard (a bare --compact) and aggressive, as 'tmend compact --help'
+describes; tables kept one row per session only): the printed result lists each content
+replaced, 'tmend report --session ID --cleared' shows what the stubs replaced, and
+'tmend rollback --session ID' undoes it, also after the agent appended turns.
+
 ` + configHelp,
 		Example: `  tmend repair --session 7f3e2a
-  tmend repair --session 7f3e2a --dry-run --json`,
+  tmend repair --session 7f3e2a --dry-run --json
+  tmend repair --session 7f3e2a --compact=aggressive --dry-run`,
 		Args: noArgs,
 		RunE: runE(e, o, runRepair),
 	}
 	f := cmd.Flags()
 	registerDBFlags(f)
 	registerSourceFlags(f, true)
-	o.run.register(f, repairFlags|forceFlag)
+	o.run.register(f, repairFlags|forceFlag|compactFlag)
 	f.StringVar(&o.session, "session", "", "the session's id")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show what would change; write nothing but the report")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -373,7 +389,7 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
 	run, err := r.recorded(ctx, res, err)
 	err = endRun(e, run, err, o.json, o.dryRun)
-	if err == nil && run.Counts.Clean == 1 && !o.json {
+	if err == nil && run.Summary.ByStatus[model.StatusClean] == 1 && !o.json {
 		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
 	}
 	return err

@@ -46,6 +46,8 @@ type runCollector struct {
 	withRunning    bool
 	runs           *prometheus.Desc
 	sessions       *prometheus.Desc
+	compacted      *prometheus.Desc
+	savedBytes     *prometheus.Desc
 	actions        *prometheus.Desc
 	issues         *prometheus.Desc
 	dialects       *prometheus.Desc
@@ -62,6 +64,11 @@ func newRunCollector(ctx context.Context, st *store.Store, withRunning bool) *ru
 			[]string{"trigger", "mode", "status"}, nil),
 		sessions: d("tmend_sessions_total", "Sessions the ended runs scanned, by what happened to them.", []string{"status"}, nil),
 		actions:  d("tmend_stage_actions_total", "Repair actions of the ended runs, by stage.", []string{"stage"}, nil),
+		compacted: d("tmend_compact_sessions_total", "Sessions the ended runs with --compact compacted (dry runs not counted), "+
+			"and those whose compacted content failed a check and was not written (status=\"compact_rejected\": a bug to report).",
+			[]string{"status"}, nil),
+		savedBytes: d("tmend_compact_saved_bytes_total", "Bytes the ended runs' compactions took off stored sessions (dry runs not counted).",
+			nil, nil),
 		issues: d("tmend_issues_total", "Sessions the ended runs found with each issue code (a session counts once per code).",
 			[]string{"code"}, nil),
 		dialects: d("tmend_sessions_by_dialect_total", "Sessions of the ended runs that were not clean, by dialect.",
@@ -77,7 +84,7 @@ func newRunCollector(ctx context.Context, st *store.Store, withRunning bool) *ru
 }
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.runs, c.sessions, c.actions, c.issues, c.dialects, c.duration, c.lastRun} {
+	for _, d := range []*prometheus.Desc{c.runs, c.sessions, c.compacted, c.savedBytes, c.actions, c.issues, c.dialects, c.duration, c.lastRun} {
 		ch <- d
 	}
 	if c.withRunning {
@@ -138,6 +145,9 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		sessions[string(st)] += n
 	}
 	counters(ch, c.sessions, sessions)
+	cc := t.Sessions.Compaction
+	counters(ch, c.compacted, map[string]int{string(model.StatusCompacted): cc.Compacted, string(model.StatusCompactRejected): cc.Rejected})
+	ch <- prometheus.MustNewConstMetric(c.savedBytes, prometheus.CounterValue, float64(cc.SavedBytes))
 	stages := map[string]int{}
 	for _, st := range repair.Stages() {
 		stages[string(st)] = 0
