@@ -265,18 +265,8 @@ func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	case err != nil:
 		return err
 	}
-	if outFile != nil {
-		if err := outFile.commit(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-	}
-	if reportFile != nil {
-		if err := reportBuf.Flush(); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		if err := reportFile.commit(); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
+	if err := commitOutputs(outFile, reportFile, reportBuf); err != nil {
+		return err
 	}
 	switch {
 	case res.Failed > 0:

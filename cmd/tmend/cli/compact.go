@@ -302,18 +302,8 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	if outFile != nil {
-		if err := outFile.commit(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-	}
-	if reportFile != nil {
-		if err := reportBuf.Flush(); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		if err := reportFile.commit(); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
+	if err := commitOutputs(outFile, reportFile, reportBuf); err != nil {
+		return err
 	}
 	switch {
 	case sum.Failed > 0:

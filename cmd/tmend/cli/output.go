@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -158,4 +159,23 @@ func (o *outputFile) abort() {
 	if o.dest != "" {
 		_ = os.Remove(o.f.Name())
 	}
+}
+
+// commitOutputs puts a command's -o and --report files in place once it has written
+// them (the report's buffer flushed first); either may be nil.
+func commitOutputs(out, report *outputFile, reportBuf *bufio.Writer) error {
+	if out != nil {
+		if err := out.commit(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if report != nil {
+		if err := reportBuf.Flush(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := report.commit(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	return nil
 }

@@ -575,6 +575,18 @@ type runProgress struct {
 	// Counts are the run's; while it runs, those of its reports so far (Live).
 	Counts model.RunCounts `json:"counts"`
 	Live   bool            `json:"live"`
+	// Partitions of a running scan, as of their last checkpoint (a second old at most).
+	Partitions []partitionProgress `json:"partitions,omitempty"`
+}
+
+type partitionProgress struct {
+	Partition int                   `json:"partition"`
+	Status    model.PartitionStatus `json:"status"`
+	Attempt   int                   `json:"attempt"`
+	Scanned   int                   `json:"scanned"`
+	Worker    string                `json:"worker"`
+	Ago       string                `json:"ago"`
+	Quiet     bool                  `json:"quiet"`
 }
 
 func (c *Console) runJSON(w http.ResponseWriter, r *http.Request, _ identity) {
@@ -587,8 +599,13 @@ func (c *Console) runJSON(w http.ResponseWriter, r *http.Request, _ identity) {
 	}
 	run, err := c.cfg.Store.Run(r.Context(), id)
 	var row runRow
+	var parts []partition
+	now := time.Now()
 	if err == nil {
-		row, err = c.runRow(r.Context(), run, time.Now())
+		row, err = c.runRow(r.Context(), run, now)
+	}
+	if err == nil && run.Status == model.RunRunning {
+		parts, err = c.partitions(r.Context(), id, now)
 	}
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -599,7 +616,12 @@ func (c *Console) runJSON(w http.ResponseWriter, r *http.Request, _ identity) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "internal error; see the daemon's log"})
 	default:
-		_ = json.NewEncoder(w).Encode(runProgress{ID: run.ID, Status: run.Status, Mode: run.Mode, StartedAt: run.StartedAt,
-			FinishedAt: run.FinishedAt, Duration: row.Duration, Counts: row.Counts, Live: row.Live})
+		p := runProgress{ID: run.ID, Status: run.Status, Mode: run.Mode, StartedAt: run.StartedAt,
+			FinishedAt: run.FinishedAt, Duration: row.Duration, Counts: row.Counts, Live: row.Live}
+		for _, pt := range parts {
+			p.Partitions = append(p.Partitions, partitionProgress{Partition: pt.Partition, Status: pt.Status,
+				Attempt: pt.Attempt, Scanned: pt.Scanned, Worker: pt.Worker, Ago: pt.Ago, Quiet: pt.Quiet})
+		}
+		_ = json.NewEncoder(w).Encode(p)
 	}
 }

@@ -78,17 +78,11 @@ func (c *Console) status(ctx context.Context, now time.Time) (status, error) {
 		if err != nil {
 			return st, err
 		}
-		parts, err := c.cfg.Store.RunPartitions(ctx, r.ID)
+		parts, err := c.partitions(ctx, r.ID, now)
 		if err != nil {
 			return st, err
 		}
-		live := liveRun{runRow: row}
-		for _, p := range parts {
-			quiet := now.Sub(p.UpdatedAt)
-			live.Partitions = append(live.Partitions, partition{PartitionRow: p, Ago: duration(max(0, quiet)),
-				Quiet: p.Status == model.PartitionRunning && quiet > stuckAfter})
-		}
-		st.Running = append(st.Running, live)
+		st.Running = append(st.Running, liveRun{runRow: row, Partitions: parts})
 	}
 	for _, s := range []model.RunStatus{model.RunFailed, model.RunAbandoned} {
 		runs, err := c.cfg.Store.ListRuns(ctx, model.RunFilter{Status: s, Since: st.FailedSince, Limit: stripRuns})
@@ -100,4 +94,20 @@ func (c *Console) status(ctx context.Context, now time.Time) (status, error) {
 	slices.SortFunc(st.Failed, func(a, b model.RunRow) int { return cmp.Compare(b.ID, a.ID) })
 	st.Failed = st.Failed[:min(len(st.Failed), stripRuns)]
 	return st, nil
+}
+
+// partitions are a run's partitions as of their last checkpoint, those that made no
+// progress for stuckAfter marked quiet.
+func (c *Console) partitions(ctx context.Context, run int64, now time.Time) ([]partition, error) {
+	rows, err := c.cfg.Store.RunPartitions(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	var out []partition
+	for _, p := range rows {
+		quiet := now.Sub(p.UpdatedAt)
+		out = append(out, partition{PartitionRow: p, Ago: duration(max(0, quiet)),
+			Quiet: p.Status == model.PartitionRunning && quiet > stuckAfter})
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -68,10 +69,31 @@ VALUES ('scan_partition', '{}', 'running', 1, 5, ARRAY['host-a_2026_11_25'], 'de
 
 	running := section(t, r.body, "running")
 	require.Contains(t, running, fmt.Sprintf(`<p data-live-run="%d" data-mode="incremental"><a href="/runs/%d">run %d</a>, incremental`, id, id, id))
-	require.Contains(t, running, `<td class="id">host-a_2026_11_25</td>`, "the River client working partition 0")
+	require.Contains(t, running, `<td class="id" data-field="worker">host-a_2026_11_25</td>`, "the River client working partition 0")
 	require.Contains(t, running, "running (attempt 2)")
 	require.Equal(t, 1, strings.Count(running, `class="quiet"`), "only partition 1 has gone quiet")
 	require.Contains(t, running, "(no progress: stuck?)")
+
+	// The page's script follows the partitions through the run's progress: a checkpoint
+	// shows at the next poll.
+	require.Contains(t, running, fmt.Sprintf(`data-parts-of="%d"`, id))
+	_, err = b.pool.Exec(ctx, `UPDATE run_partitions SET num_scanned = 1234, updated_at = now() WHERE run_id = $1 AND partition = 1`, id)
+	require.NoError(t, err)
+	jr := do(t, reader, "GET", b.base+fmt.Sprintf("/console/api/runs/%d", id), nil)
+	require.Equal(t, http.StatusOK, jr.code, jr.body)
+	var progress struct {
+		Partitions []struct {
+			Partition, Scanned, Attempt int
+			Worker                      string
+			Quiet                       bool
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(jr.body), &progress))
+	require.Len(t, progress.Partitions, 3)
+	require.Equal(t, 400, progress.Partitions[0].Scanned)
+	require.Equal(t, "host-a_2026_11_25", progress.Partitions[0].Worker)
+	require.Equal(t, 1234, progress.Partitions[1].Scanned)
+	require.False(t, progress.Partitions[1].Quiet, "a checkpoint ends the quiet")
 
 	failures := section(t, r.body, "failures")
 	require.Contains(t, failures, fmt.Sprintf(`<a href="/runs/%d">run %d</a> <span class="badge rs-failed">failed</span>`, failed, failed))

@@ -22,6 +22,22 @@
     set(row, 'conflict', (rollback ? c.refused : c.conflict) || 0);
     set(row, 'failed', c.failed || 0);
     set(row, 'duration', p.duration);
+    showPartitions(p);
+  }
+
+  // showPartitions brings a running scan's partition table up to date.
+  function showPartitions(p) {
+    var table = document.querySelector('[data-parts-of="' + p.id + '"]');
+    if (!table || !p.partitions) return;
+    p.partitions.forEach(function (pt) {
+      var tr = table.querySelector('[data-part="' + pt.partition + '"]');
+      if (!tr) return;
+      set(tr, 'part-status', pt.status + (pt.attempt > 1 ? ' (attempt ' + pt.attempt + ')' : ''));
+      set(tr, 'scanned', pt.scanned);
+      set(tr, 'worker', pt.worker || '—');
+      set(tr, 'ago', pt.ago + ' ago' + (pt.quiet ? ' (no progress: stuck?)' : ''));
+      tr.classList.toggle('quiet', pt.quiet);
+    });
   }
 
   // poll follows a running run until it ends; the run page then reloads for its totals.
