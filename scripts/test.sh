@@ -2,7 +2,7 @@
 # The test command (`make test`): go vet, then the whole suite with the race detector,
 # against TMEND_TEST_DATABASE_URL or else a throwaway PostgreSQL started here, with
 # Chromium for the console's browser test (installed when missing and possible); then tmend
-# against the real AI SDK, LangChain and Mastra code (scripts/conformance.sh).
+# against the real AI SDK, LangChain, LangGraph, Mastra and pi code (scripts/conformance.sh).
 # Screenshots of the console go to TMEND_ARTIFACTS when set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
