@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Conformance with the real libraries (conformance/README.md): tmend fix against the AI SDK,
-# LangChain and Mastra message code, run by test.sh after the Go tests. Finds Node.js and npm,
+# Conformance with the real libraries (conformance/README.md): tmend against the AI SDK,
+# LangChain, LangGraph, Mastra and pi code, run by test.sh after the Go tests. Finds Node.js and npm,
 # installing Debian's nodejs and npm packages when none is found (as chromium.sh does for
 # Chromium), installs the pinned packages when conformance/node_modules is missing or older
 # than package-lock.json, builds tmend into a temp dir and runs conformance/run.mjs.
