@@ -21,6 +21,13 @@ const (
 	idMemory       = 16 // a short id decoded into a string
 )
 
+// DefaultMaxMemory is the default Options.MaxMemory of a run or a file check that takes
+// sessions up to maxBytes: 16 MiB plus 8 bytes per byte. The engine refuses as
+// too_large a session it estimates would need more, which only transcripts of many
+// tiny blocks reach (a million 60-byte tool blocks: about 8 times their size), so that
+// no session within maxBytes makes the process run out of memory.
+func DefaultMaxMemory(maxBytes int64) int64 { return 16<<20 + 8*maxBytes }
+
 // workingSet estimates the memory a repair of what the scanner has read so far takes.
 func (sc *scanner) workingSet() int64 {
 	return int64(sc.numBlocks)*blockMemory + int64(sc.numMsgs)*messageMemory + int64(sc.numMembers)*memberMemory

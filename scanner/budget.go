@@ -5,13 +5,6 @@ import (
 	"sync"
 )
 
-// defaultMaxMemory is the default repair.Options.MaxMemory of a run or a file check that
-// takes sessions up to maxBytes: 16 MiB plus 8 bytes per byte. The engine refuses as
-// too_large a session it estimates would need more, which only transcripts of many
-// tiny blocks reach (a million 60-byte tool blocks: about 8 times their size), so that
-// no session within maxBytes makes the process run out of memory.
-func defaultMaxMemory(maxBytes int64) int64 { return 16<<20 + 8*maxBytes }
-
 // budget counts the bytes of session content read and not yet handled. One reader
 // waits for room and takes it; workers release what they held.
 type budget struct {

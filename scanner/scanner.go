@@ -1,6 +1,5 @@
 // Package scanner runs repairs over stored sessions: it streams candidates page by page,
 // repairs them on a bounded worker pool, writes the changed ones, and records the run.
-// Files does the same for transcripts in files and pipes, with no database.
 package scanner
 
 import (
@@ -55,7 +54,7 @@ type Config struct {
 	Workers int    // sessions repaired and written at once; default twice GOMAXPROCS
 	// (writes wait on the database, so more workers than CPUs keep both busy)
 	BatchSize int // sessions per page; default 500
-	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB (see defaultMaxMemory)
+	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB (see repair.DefaultMaxMemory)
 	// MaxInflightBytes bounds the content read and not yet repaired and written, across
 	// pages and workers; a session larger than this is handled alone. Default 16 MiB.
 	// Memory in use is a small multiple of it (a repair holds its input, its output and
@@ -92,7 +91,7 @@ func (c *Config) defaults() {
 		c.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 	if c.Repair.MaxMemory < 1 {
-		c.Repair.MaxMemory = defaultMaxMemory(int64(c.MaxBytes))
+		c.Repair.MaxMemory = repair.DefaultMaxMemory(int64(c.MaxBytes))
 	}
 	q := c.Repair.QuietPeriod
 	if q == 0 {

@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -run '^$' -bench '^BenchmarkFix$' -benchtime 50x -o "$tmp/scanner.test" \
-  -cpuprofile "$tmp/cpu.pprof" ./scanner
-# Only the pipeline (scanner functions in the stack; not the test's corpus generation,
+go test -run '^$' -bench '^BenchmarkFix$' -benchtime 50x -o "$tmp/files.test" \
+  -cpuprofile "$tmp/cpu.pprof" ./files
+# Only the pipeline (files functions in the stack; not the test's corpus generation,
 # which would claim a share of the hot code).
-go tool pprof -proto -focus 'tmend/scanner\.' "$tmp/scanner.test" "$tmp/cpu.pprof" >cmd/tmend/default.pgo
+go tool pprof -proto -focus 'tmend/files\.' "$tmp/files.test" "$tmp/cpu.pprof" >cmd/tmend/default.pgo
 echo "wrote cmd/tmend/default.pgo ($(wc -c <cmd/tmend/default.pgo) bytes)"

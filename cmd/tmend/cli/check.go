@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tmend/tmend/files"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 )
 
 // fileOptions are the options of check and fix.
@@ -26,7 +26,7 @@ type fileOptions struct {
 	inPlace bool
 	inputs  []string
 	input   string // a FILE; stdin when empty or -
-	files   scanner.FileOptions
+	files   files.Options
 }
 
 func (o *fileOptions) register(cmd *cobra.Command, fix bool) {
@@ -258,9 +258,9 @@ func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 		handlers = append(handlers, report.NewJSON(reportBuf))
 	}
 
-	res, err := scanner.Files(ctx, in, out, o.files, handlers...)
+	res, err := files.Run(ctx, in, out, o.files, handlers...)
 	switch {
-	case errors.Is(err, scanner.ErrEmptyInput):
+	case errors.Is(err, files.ErrEmptyInput):
 		return &exitError{code: ExitUsage, err: err}
 	case err != nil:
 		return err

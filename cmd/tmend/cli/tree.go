@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tmend/tmend/files"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -25,7 +25,7 @@ import (
 type treeFile struct {
 	path     string
 	sessions []*report.Session
-	res      scanner.FileResult
+	res      files.Result
 	size     int64
 	backup   string // where the prior file was kept, when it was rewritten
 	err      error
@@ -200,7 +200,7 @@ func treeFiles(root string) (paths []string, skipped int, err error) {
 // treeOne checks or repairs one file. A repair is written to a temp file beside it,
 // synced, and renamed over it after the prior file is linked (or copied) to its backup
 // name; a file that changed while tmend read it is left as it is.
-func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix bool, stamp string) error {
+func treeOne(ctx context.Context, f *treeFile, opts files.Options, fix bool, stamp string) error {
 	in, err := os.Open(f.path)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix boo
 	}
 	f.size = before.Size()
 	if !fix {
-		f.res, err = scanner.Files(ctx, in, nil, opts, collect{f})
+		f.res, err = files.Run(ctx, in, nil, opts, collect{f})
 		return emptyOK(err)
 	}
 	dir, base := filepath.Split(f.path)
@@ -221,7 +221,7 @@ func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix boo
 		return fmt.Errorf("create a temp file beside it: %w", err)
 	}
 	defer func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }() // gone after the rename
-	if f.res, err = scanner.Files(ctx, in, tmp, opts, collect{f}); err != nil {
+	if f.res, err = files.Run(ctx, in, tmp, opts, collect{f}); err != nil {
 		return emptyOK(err)
 	}
 	if f.res.Summary.ByStatus[model.StatusRepaired] == 0 {
@@ -241,7 +241,7 @@ func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix boo
 		return err
 	}
 	if now.Size() != before.Size() || !now.ModTime().Equal(before.ModTime()) {
-		f.res = scanner.FileResult{}
+		f.res = files.Result{}
 		for _, s := range f.sessions {
 			if s.Status == model.StatusRepaired {
 				s.Status, s.Reason = model.StatusConflict, "the file changed while tmend read it (is an agent writing it?); left unchanged, run fix again"
@@ -271,7 +271,7 @@ func treeOne(ctx context.Context, f *treeFile, opts scanner.FileOptions, fix boo
 
 // emptyOK makes an empty file a clean one in a walk.
 func emptyOK(err error) error {
-	if errors.Is(err, scanner.ErrEmptyInput) {
+	if errors.Is(err, files.ErrEmptyInput) {
 		return nil
 	}
 	return err

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const sessionFixtures = "../../../scanner/testdata/sessionfile/"
+const sessionFixtures = "../../../files/testdata/sessionfile/"
 
 // sessionDir lays out a sessions directory as pi does (one folder per project) with a
 // broken and a clean session file, a file of another kind and a symlink to outside.

@@ -1,4 +1,4 @@
-package scanner_test
+package files_test
 
 import (
 	"io"
@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tmend/tmend/files"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
-	"github.com/tmend/tmend/scanner"
 )
 
 // BenchmarkFix is 'tmend fix FILE' in process: 2,000 OpenClaw sessions of 45 messages,
@@ -45,7 +45,7 @@ func BenchmarkFix(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := scanner.Files(b.Context(), f, io.Discard, scanner.FileOptions{Fix: true})
+				res, err := files.Run(b.Context(), f, io.Discard, files.Options{Fix: true})
 				_ = f.Close()
 				if err != nil || res.Failed > 0 {
 					b.Fatal(err, res.Failed)

@@ -1,4 +1,7 @@
-package scanner
+// Package files checks and repairs transcripts in files and pipes, with no database:
+// one document, JSON Lines streamed through a bounded worker pool, or a pi session file.
+// A regular file is mapped and read in place; the output is written in vectored writes.
+package files
 
 import (
 	"bufio"
@@ -16,32 +19,32 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
-// FileOptions say how Files checks or repairs.
-type FileOptions struct {
+// Options say how Run checks or repairs.
+type Options struct {
 	Repair repair.Options
 	// Fix repairs: every transcript goes to the output in the shape it came in, byte for
-	// byte where nothing changed. Without it Files only checks and writes no output.
+	// byte where nothing changed. Without it Run only checks and writes no output.
 	Fix bool
 	// MaxBytes is the largest transcript processed; a larger one is reported too_large
 	// and passed through unread. Default 64 MiB. Repair.MaxMemory defaults to
-	// defaultMaxMemory of it.
+	// repair.DefaultMaxMemory of it.
 	MaxBytes int64
 	// Workers repair JSON Lines records in parallel. Default GOMAXPROCS.
 	Workers int
 }
 
-// FileResult sums up a check or fix.
-type FileResult struct {
+// Result sums up a check or fix.
+type Result struct {
 	Summary report.Summary
 	// Broken counts transcripts with problems (a check); Failed counts those that could
 	// not be processed (passed through unchanged).
 	Broken, Failed int
 }
 
-// ErrEmptyInput is Files' error for an input with nothing in it.
+// ErrEmptyInput is Run's error for an input with nothing in it.
 var ErrEmptyInput = errors.New("input is empty")
 
-// Files checks or repairs the transcripts read from in: one document (a JSON array of
+// Run checks or repairs the transcripts read from in: one document (a JSON array of
 // messages, or an object holding them), or JSON Lines, one session per line, streamed
 // and repaired in parallel, never loaded whole. A UTF-8 byte order mark is skipped (and
 // kept in the output). Each transcript's outcome goes to every handler in input order,
@@ -49,7 +52,7 @@ var ErrEmptyInput = errors.New("input is empty")
 // processed is reported, counted in Failed and passed through; the error is for the run
 // as a whole (reading, writing, ctx). An *os.File that is a regular file is mapped and
 // read in place (mapFile), up to the size it had when the run started.
-func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, handlers ...report.Handler) (FileResult, error) {
+func Run(ctx context.Context, in io.Reader, out io.Writer, o Options, handlers ...report.Handler) (Result, error) {
 	if o.MaxBytes < 1 {
 		o.MaxBytes = 64 << 20
 	}
@@ -57,9 +60,9 @@ func Files(ctx context.Context, in io.Reader, out io.Writer, o FileOptions, hand
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.Repair.MaxMemory < 1 {
-		o.Repair.MaxMemory = defaultMaxMemory(o.MaxBytes)
+		o.Repair.MaxMemory = repair.DefaultMaxMemory(o.MaxBytes)
 	}
-	var res FileResult
+	var res Result
 	var bw *bufio.Writer
 	var w io.Writer // nil: a check writes no output
 	if o.Fix {

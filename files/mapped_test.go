@@ -1,6 +1,6 @@
 //go:build unix
 
-package scanner
+package files
 
 import (
 	"bytes"
@@ -93,18 +93,18 @@ func TestMappedFileReadsLikeAStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			for _, fix := range []bool{false, true} {
-				o := FileOptions{Fix: fix, MaxBytes: 100 << 10, Workers: 3}
+				o := Options{Fix: fix, MaxBytes: 100 << 10, Workers: 3}
 				var wantOut, wantRep, gotOut, gotRep bytes.Buffer
-				want, err := Files(t.Context(), strings.NewReader(in), &wantOut, o, report.NewJSON(&wantRep))
+				want, err := Run(t.Context(), strings.NewReader(in), &wantOut, o, report.NewJSON(&wantRep))
 				require.NoError(t, err)
-				got, err := Files(t.Context(), writeTemp(t, in), &gotOut, o, report.NewJSON(&gotRep))
+				got, err := Run(t.Context(), writeTemp(t, in), &gotOut, o, report.NewJSON(&gotRep))
 				require.NoError(t, err)
 				require.Equal(t, want, got)
 				require.True(t, wantOut.String() == gotOut.String(), "output differs (fix %v)", fix)
 				require.Equal(t, wantRep.String(), gotRep.String())
 				if fix { // to a file: written by writev, from the mapping
 					out := tempOutput(t)
-					_, err = Files(t.Context(), writeTemp(t, in), out, o)
+					_, err = Run(t.Context(), writeTemp(t, in), out, o)
 					require.NoError(t, err)
 					b, err := os.ReadFile(out.Name())
 					require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestTruncatedWhileMapped(t *testing.T) {
 	w := openForWriting(t, f.Name())
 
 	// One worker and its queues hold a few batches; the reader can be no further ahead.
-	_, err := Files(context.Background(), f, io.Discard, FileOptions{Fix: true, Workers: 1}, truncator{w})
+	_, err := Run(context.Background(), f, io.Discard, Options{Fix: true, Workers: 1}, truncator{w})
 	require.ErrorIs(t, err, errInputChanged)
 }
 
@@ -159,7 +159,7 @@ func TestTruncatedDuringAPassthrough(t *testing.T) {
 	f := writeTemp(t, big+"\n"+sessions(t, 10, 10, 9))
 	w, out := openForWriting(t, f.Name()), tempOutput(t)
 
-	_, err := Files(t.Context(), f, truncatingWriter{w, out}, FileOptions{Fix: true, MaxBytes: 1 << 20})
+	_, err := Run(t.Context(), f, truncatingWriter{w, out}, Options{Fix: true, MaxBytes: 1 << 20})
 	require.ErrorIs(t, err, errInputChanged)
 }
 

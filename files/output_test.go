@@ -1,6 +1,6 @@
 //go:build unix
 
-package scanner
+package files
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package scanner_test
+package files_test
 
 import (
 	"bufio"
@@ -11,12 +11,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
+	"github.com/tmend/tmend/files"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/repair/gen"
 	"github.com/tmend/tmend/report"
-	"github.com/tmend/tmend/scanner"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // genJSONL returns cfg's sessions as JSON Lines, as 'tmend gen' writes them.
 func genJSONL(t *testing.T, cfg gen.Config) string {
@@ -40,18 +43,18 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 	return out
 }
 
-// filesResult is what a Files call wrote and returned.
+// filesResult is what a Run call wrote and returned.
 type filesResult struct {
 	out    string
 	report []map[string]any // the JSON Lines report: a line per session, then the summary
-	res    scanner.FileResult
+	res    files.Result
 }
 
-// runFiles runs Files over in (a fix when o.Fix) with a JSON report.
-func runFiles(t *testing.T, in io.Reader, o scanner.FileOptions) filesResult {
+// runFiles runs Run over in (a fix when o.Fix) with a JSON report.
+func runFiles(t *testing.T, in io.Reader, o files.Options) filesResult {
 	t.Helper()
 	var out, rep bytes.Buffer
-	res, err := scanner.Files(t.Context(), in, &out, o, report.NewJSON(&rep))
+	res, err := files.Run(t.Context(), in, &out, o, report.NewJSON(&rep))
 	require.NoError(t, err)
 	if !o.Fix {
 		require.Zero(t, out.Len(), "a check writes no output")
@@ -66,14 +69,14 @@ func TestFilesCheckAndFix(t *testing.T) {
 			t.Parallel()
 			in := genJSONL(t, gen.Config{Sessions: 40, Dialect: d, Messages: 45, FaultRate: 0.5, Seed: 3})
 
-			check := runFiles(t, strings.NewReader(in), scanner.FileOptions{})
+			check := runFiles(t, strings.NewReader(in), files.Options{})
 			require.Len(t, check.report, 41, "one line per session and a summary")
 			require.Equal(t, "summary", check.report[40]["type"])
 			require.Positive(t, check.res.Broken)
 			require.Equal(t, check.res.Broken, check.res.Summary.ByStatus["broken"])
 			require.Zero(t, check.res.Failed)
 
-			fix := runFiles(t, strings.NewReader(in), scanner.FileOptions{Fix: true})
+			fix := runFiles(t, strings.NewReader(in), files.Options{Fix: true})
 			require.Zero(t, fix.res.Broken+fix.res.Failed)
 			// Clean sessions come out byte for byte; the whole output now checks clean.
 			inLines, outLines := strings.Split(in, "\n"), strings.Split(fix.out, "\n")
@@ -88,7 +91,7 @@ func TestFilesCheckAndFix(t *testing.T) {
 				require.EqualValues(t, len(inLines[i]), fix.report[i]["before_bytes"])
 				require.EqualValues(t, len(outLines[i]), fix.report[i]["after_bytes"])
 			}
-			again := runFiles(t, strings.NewReader(fix.out), scanner.FileOptions{})
+			again := runFiles(t, strings.NewReader(fix.out), files.Options{})
 			require.Zero(t, again.res.Broken+again.res.Failed)
 		})
 	}
@@ -99,14 +102,14 @@ func TestFilesSingleDocuments(t *testing.T) {
 	broken := `[{"role":"user","content":"ls"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`
 	t.Run("Array", func(t *testing.T) {
 		t.Parallel()
-		r := runFiles(t, strings.NewReader(broken), scanner.FileOptions{Fix: true})
+		r := runFiles(t, strings.NewReader(broken), files.Options{Fix: true})
 		require.Contains(t, r.out, `"role":"tool","tool_call_id":"c1"`)
 		require.True(t, json.Valid([]byte(r.out)))
 	})
 	t.Run("PrettyEnvelope", func(t *testing.T) {
 		t.Parallel()
 		doc := "{\n  \"model\": \"gpt-4.1\",\n  \"temperature\": 0.70,\n  \"messages\": " + broken + ",\n  \"id\": 42\n}\n"
-		r := runFiles(t, strings.NewReader(doc), scanner.FileOptions{Fix: true})
+		r := runFiles(t, strings.NewReader(doc), files.Options{Fix: true})
 		require.True(t, strings.HasPrefix(r.out, "{\n  \"model\": \"gpt-4.1\",\n  \"temperature\": 0.70,\n  \"messages\": ["))
 		require.True(t, strings.HasSuffix(r.out, "],\n  \"id\": 42\n}\n"))
 		require.Equal(t, "42", r.report[0]["session_id"])
@@ -114,8 +117,8 @@ func TestFilesSingleDocuments(t *testing.T) {
 	})
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
-		_, err := scanner.Files(t.Context(), strings.NewReader(" \n"), io.Discard, scanner.FileOptions{Fix: true})
-		require.ErrorIs(t, err, scanner.ErrEmptyInput)
+		_, err := files.Run(t.Context(), strings.NewReader(" \n"), io.Discard, files.Options{Fix: true})
+		require.ErrorIs(t, err, files.ErrEmptyInput)
 	})
 }
 
@@ -139,7 +142,7 @@ func TestBadLinesDoNotStopTheRest(t *testing.T) {
 	}
 	in.WriteString(good + "\n")
 
-	r := runFiles(t, strings.NewReader(in.String()), scanner.FileOptions{Fix: true})
+	r := runFiles(t, strings.NewReader(in.String()), files.Options{Fix: true})
 	require.Equal(t, 9, r.res.Failed)
 	require.Equal(t, 19, r.res.Summary.Sessions)
 	out := strings.Split(r.out, "\n")
@@ -198,7 +201,7 @@ func TestHugeLineIsPassedThroughUnread(t *testing.T) {
 		return rest.Write(b)
 	})
 	var rep bytes.Buffer
-	res, err := scanner.Files(t.Context(), in, w, scanner.FileOptions{Fix: true}, report.NewJSON(&rep))
+	res, err := files.Run(t.Context(), in, w, files.Options{Fix: true}, report.NewJSON(&rep))
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Failed)
 	require.Equal(t, want.Sum(nil), got.Sum(nil), "the huge line must come out unchanged")
@@ -212,7 +215,7 @@ func TestHugeLineIsPassedThroughUnread(t *testing.T) {
 func TestJSONLinesWithABadStart(t *testing.T) {
 	t.Parallel()
 	sessions := genJSONL(t, gen.Config{Sessions: 50, Dialect: repair.OpenAIChat, Messages: 45, FaultRate: 1, Seed: 5})
-	fixed := runFiles(t, strings.NewReader(sessions), scanner.FileOptions{Fix: true})
+	fixed := runFiles(t, strings.NewReader(sessions), files.Options{Fix: true})
 	require.Zero(t, fixed.res.Failed)
 	tests := []struct {
 		name, head string
@@ -231,7 +234,7 @@ func TestJSONLinesWithABadStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			in := tt.head + sessions
-			r := runFiles(t, strings.NewReader(in), scanner.FileOptions{})
+			r := runFiles(t, strings.NewReader(in), files.Options{})
 			byType := map[any]int{}
 			for _, l := range r.report {
 				byType[l["type"]]++
@@ -241,7 +244,7 @@ func TestJSONLinesWithABadStart(t *testing.T) {
 			require.Equal(t, 50, r.res.Broken)
 			require.Equal(t, tt.failed, r.res.Failed)
 
-			r = runFiles(t, strings.NewReader(in), scanner.FileOptions{Fix: true})
+			r = runFiles(t, strings.NewReader(in), files.Options{Fix: true})
 			require.True(t, tt.head+fixed.out == r.out, "bad lines pass through, the rest is repaired")
 			require.Equal(t, tt.failed, r.res.Failed)
 		})
@@ -249,7 +252,7 @@ func TestJSONLinesWithABadStart(t *testing.T) {
 	t.Run("BOMSingleDocument", func(t *testing.T) {
 		t.Parallel()
 		doc := "\ufeff[{\"role\":\"user\",\"content\":\"ls\"},\n{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}]\n"
-		r := runFiles(t, strings.NewReader(doc), scanner.FileOptions{Fix: true})
+		r := runFiles(t, strings.NewReader(doc), files.Options{Fix: true})
 		require.Zero(t, r.res.Failed)
 		require.True(t, strings.HasPrefix(r.out, "\ufeff[{"), r.out)
 		require.Contains(t, r.out, repair.SyntheticResultText)
@@ -258,7 +261,7 @@ func TestJSONLinesWithABadStart(t *testing.T) {
 		t.Parallel()
 		// One message per line, the last of them a whole object: still one document.
 		doc := "[\n{\"role\":\"user\",\"content\":\"ls\"},\n{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}\n]\n"
-		r := runFiles(t, strings.NewReader(doc), scanner.FileOptions{})
+		r := runFiles(t, strings.NewReader(doc), files.Options{})
 		require.Equal(t, 1, r.res.Broken)
 		require.Len(t, r.report, 2)
 		// A document larger than the read buffer, one message per line.
@@ -268,7 +271,7 @@ func TestJSONLinesWithABadStart(t *testing.T) {
 			big.WriteString("  {\"role\":\"user\",\"content\":\"hello there\"},\n")
 		}
 		big.WriteString("  {\"role\":\"user\",\"content\":\"bye\"}\n]}\n")
-		r = runFiles(t, strings.NewReader(big.String()), scanner.FileOptions{})
+		r = runFiles(t, strings.NewReader(big.String()), files.Options{})
 		require.Zero(t, r.res.Broken+r.res.Failed)
 		require.Len(t, r.report, 2)
 	})
@@ -280,7 +283,7 @@ func TestFixOverManyChunks(t *testing.T) {
 	t.Parallel()
 	in := genJSONL(t, gen.Config{Sessions: 600, Dialect: repair.OpenClaw, Messages: 45, FaultRate: 0.1, Seed: 5})
 	require.Greater(t, len(in), 6<<20, "more than six of the pipeline's 1 MiB chunks")
-	r := runFiles(t, strings.NewReader(in), scanner.FileOptions{Fix: true, Workers: 3})
+	r := runFiles(t, strings.NewReader(in), files.Options{Fix: true, Workers: 3})
 	require.Zero(t, r.res.Failed)
 	inLines, outLines := strings.Split(in, "\n"), strings.Split(r.out, "\n")
 	require.Equal(t, len(inLines), len(outLines))
@@ -294,7 +297,7 @@ func TestFixOverManyChunks(t *testing.T) {
 		}
 	}
 	require.Positive(t, repaired)
-	again := runFiles(t, strings.NewReader(r.out), scanner.FileOptions{})
+	again := runFiles(t, strings.NewReader(r.out), files.Options{})
 	require.Zero(t, again.res.Broken+again.res.Failed)
 }
 
@@ -303,10 +306,10 @@ func TestFilesReturnReportWriteErrors(t *testing.T) {
 	t.Parallel()
 	in := genJSONL(t, gen.Config{Sessions: 300, Dialect: repair.Anthropic, Messages: 20, FaultRate: 1, Seed: 2})
 	full := writerFunc(func([]byte) (int, error) { return 0, io.ErrShortWrite })
-	_, err := scanner.Files(t.Context(), strings.NewReader(in), io.Discard, scanner.FileOptions{}, report.NewJSON(full))
+	_, err := files.Run(t.Context(), strings.NewReader(in), io.Discard, files.Options{}, report.NewJSON(full))
 	require.ErrorIs(t, err, io.ErrShortWrite)
 	require.ErrorContains(t, err, "write report")
-	_, err = scanner.Files(context.Background(), strings.NewReader(in), full, scanner.FileOptions{Fix: true})
+	_, err = files.Run(context.Background(), strings.NewReader(in), full, files.Options{Fix: true})
 	require.ErrorIs(t, err, io.ErrShortWrite)
 	require.ErrorContains(t, err, "write output")
 }
@@ -320,7 +323,7 @@ func TestDenseSessionOverTheMemoryBudgetIsRefused(t *testing.T) {
 	dense := `{"id":"dense","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` +
 		strings.Repeat(`,{}`, 100_000) + `]}]}` + "\n"
 	small := `{"id":"small","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
-	r := runFiles(t, strings.NewReader(small+dense+small), scanner.FileOptions{Fix: true, MaxBytes: int64(len(dense))})
+	r := runFiles(t, strings.NewReader(small+dense+small), files.Options{Fix: true, MaxBytes: int64(len(dense))})
 
 	require.Equal(t, 1, r.res.Failed)
 	lines := strings.SplitAfter(r.out, "\n")
