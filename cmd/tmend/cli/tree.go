@@ -50,7 +50,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	files := make([]*treeFile, len(paths))
+	found := make([]*treeFile, len(paths))
 	var progress *termProgress
 	if isTerminal(e.Stderr) {
 		progress = &termProgress{w: e.Stderr, throttle: 100 * time.Millisecond}
@@ -66,7 +66,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	opts.Workers = 1 // the files are the parallel work
 	for i, p := range paths {
 		f := &treeFile{path: p}
-		files[i] = f
+		found[i] = f
 		g.Go(func() error {
 			f.err = treeOne(gctx, f, opts, fix, stamp)
 			if progress != nil {
@@ -107,7 +107,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	sum.FilesSkipped = skipped
 	var broken, failed int
 	var failures []string
-	for _, f := range files {
+	for _, f := range found {
 		sum.Files++
 		sum.Bytes += f.size
 		if f.err != nil {
@@ -143,7 +143,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 		return err
 	}
 	if fix && !o.json {
-		for _, f := range files {
+		for _, f := range found {
 			if f.backup != "" {
 				fmt.Fprintf(e.Stderr, "repaired %s (the prior file is kept as %s)\n", f.path, f.backup)
 			}
