@@ -473,7 +473,9 @@ func reportEvent(r *model.ReportRow) event {
 		c.Saved = int64(r.BeforeBytes - r.AfterBytes)
 	}
 	if len(c.Actions) > 0 || c.Rejected || c.Saved > 0 {
-		order := func(a repair.Action) int { return slices.Index(compact.Rules(), compact.Rule(strings.TrimPrefix(string(a.Stage), compact.StagePrefix))) }
+		order := func(a repair.Action) int {
+			return slices.Index(compact.Rules(), compact.Rule(strings.TrimPrefix(string(a.Stage), compact.StagePrefix)))
+		}
 		slices.SortStableFunc(c.Actions, func(a, b repair.Action) int {
 			return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(a.ToolName, b.ToolName))
 		})
