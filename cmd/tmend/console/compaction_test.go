@@ -88,4 +88,13 @@ func TestConsoleShowsCompactions(t *testing.T) {
 	strip := r.body[strings.Index(r.body, `id="failures"`):strings.Index(r.body, `class="runs-page"`)]
 	require.Contains(t, strip, fmt.Sprintf(`<a href="/runs/%d">run %d</a>`, res.RunID, res.RunID))
 	require.Contains(t, strip, "2 compact_rejected")
+
+	// A session whose compaction its checks rejected says so (its row, rewritten by hand
+	// for want of a failing check, keeps no actions: nothing was written).
+	_, err = b.pool.Exec(t.Context(), `UPDATE repair_reports SET status = 'compact_rejected', actions = '[]', reason = 'compact_rejected: calls moved'
+WHERE run_id = $1 AND session_id = $2`, res.RunID, o.SessionID)
+	require.NoError(t, err)
+	r = do(t, reader, "GET", b.base+sessionPath(o.SessionID), nil)
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	require.Contains(t, r.body, `<span class="badge st-compact_rejected">compact_rejected</span> its checks failed: nothing of it was written`)
 }
