@@ -91,7 +91,7 @@ func TestConsoleShowsCompactions(t *testing.T) {
 
 	// A session whose compaction its checks rejected says so (its row, rewritten by hand
 	// for want of a failing check, keeps no actions: nothing was written).
-	_, err = b.pool.Exec(t.Context(), `UPDATE repair_reports SET status = 'compact_rejected', actions = '[]', reason = 'compact_rejected: calls moved'
+	_, err = b.pool.Exec(t.Context(), `UPDATE repair_reports SET status = 'compact_rejected', actions = '[]', reason = 'calls moved'
 WHERE run_id = $1 AND session_id = $2`, res.RunID, o.SessionID)
 	require.NoError(t, err)
 	r = do(t, reader, "GET", b.base+sessionPath(o.SessionID), nil)
