@@ -91,10 +91,13 @@ func TestConsoleShowsCompactions(t *testing.T) {
 
 	// A session whose compaction its checks rejected says so (its row, rewritten by hand
 	// for want of a failing check, keeps no actions: nothing was written).
-	_, err = b.pool.Exec(t.Context(), `UPDATE repair_reports SET status = 'compact_rejected', actions = '[]', reason = 'calls moved'
-WHERE run_id = $1 AND session_id = $2`, res.RunID, o.SessionID)
-	require.NoError(t, err)
-	r = do(t, reader, "GET", b.base+sessionPath(o.SessionID), nil)
-	require.Equal(t, http.StatusOK, r.code, r.body)
-	require.Contains(t, r.body, `<span class="badge st-compact_rejected">compact_rejected</span> its checks failed: nothing of it was written`)
+	// A repaired session's rejected compaction is in its reason.
+	for _, row := range [][2]string{{"compact_rejected", "calls moved"}, {"repaired", "compact_rejected: calls moved"}} {
+		_, err = b.pool.Exec(t.Context(), `UPDATE repair_reports SET status = $3, actions = '[]', reason = $4
+WHERE run_id = $1 AND session_id = $2`, res.RunID, o.SessionID, row[0], row[1])
+		require.NoError(t, err)
+		r = do(t, reader, "GET", b.base+sessionPath(o.SessionID), nil)
+		require.Equal(t, http.StatusOK, r.code, r.body)
+		require.Contains(t, r.body, `<span class="badge st-compact_rejected">compact_rejected</span> its checks failed: nothing of it was written`, row)
+	}
 }
