@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,15 @@ func TestConsoleShowsCompactions(t *testing.T) {
 	require.NoError(t, report.ClearedText(&want, o.SessionID, cleared))
 	require.Contains(t, want.String(), `"`, "nothing in the cleared text to escape")
 	require.Contains(t, r.body, `<pre class="cleared">`+template.HTMLEscapeString(want.String())+`</pre>`)
+
+	// A session that needed no repair: its compaction's saving, and the dry run's.
+	i := slices.IndexFunc(res.Outcomes, func(o model.SessionOutcome) bool { return o.Status == model.StatusCompacted })
+	require.NotEqual(t, -1, i, "every compacted session was repaired too")
+	r = do(t, reader, "GET", b.base+sessionPath(res.Outcomes[i].SessionID), nil)
+	require.Equal(t, http.StatusOK, r.code, r.body)
+	saved := `<span class="badge kind-compaction">compaction</span>\s+[0-9.]+ (bytes|kB|MB) `
+	require.Regexp(t, saved+`saved`, r.body)
+	require.Regexp(t, saved+`to save \(dry run\)`, r.body)
 
 	// A rejected compaction stands out in the runs table and the strip (the scanner's
 	// checks never fail on these sessions, so the run's summary says so by hand).

@@ -454,8 +454,10 @@ type event struct {
 type compaction struct {
 	Actions  []repair.Action
 	Rejected bool
-	// Saved is what the session shrank by, when the row is a compaction's alone.
+	// Saved is what the session shrank by (Would: in a dry run, would have), when the
+	// row is a compaction's alone.
 	Saved int64
+	Would bool
 }
 
 // reportEvent splits a report row's actions into its repair's and its compaction's.
@@ -470,7 +472,7 @@ func reportEvent(r *model.ReportRow) event {
 		}
 	}
 	if r.Status == model.StatusCompacted || r.Status == model.StatusWouldCompact {
-		c.Saved = int64(r.BeforeBytes - r.AfterBytes)
+		c.Saved, c.Would = int64(r.BeforeBytes-r.AfterBytes), r.Status == model.StatusWouldCompact
 	}
 	if len(c.Actions) > 0 || c.Rejected || c.Saved > 0 {
 		order := func(a repair.Action) int {
