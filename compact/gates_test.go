@@ -71,3 +71,11 @@ func TestBoundaryMovesInBatches(t *testing.T) {
 	require.LessOrEqual(t, moves, len(turns)/o.BatchTurns+2, "boundary moved %d times over %d turns", moves, len(turns))
 	t.Logf("%d turns: boundary moved %d times, %d rewrites", len(turns), moves, rewrites)
 }
+
+// TestEveryRuleHasAMeaning: the console explains each compact_RULE stage by its rule's
+// Meaning, so a new rule needs one.
+func TestEveryRuleHasAMeaning(t *testing.T) {
+	for _, r := range compact.Rules() {
+		require.NotEmpty(t, r.Meaning(), r)
+	}
+}

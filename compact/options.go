@@ -57,6 +57,28 @@ func Rules() []Rule {
 	return []Rule{RuleDedupe, RuleSupersedeWrites, RulePurgeErrors, RuleClearOld, RuleSoftTrim, RuleClearInputs}
 }
 
+// StagePrefix starts the report stage of a compaction action: compact_RULE.
+const StagePrefix = "compact_"
+
+// Meaning is what the rule does, in one line: the console shows it for stage compact_RULE.
+func (r Rule) Meaning() string {
+	switch r {
+	case RuleDedupe:
+		return "replaces a result identical to a later call's with the same tool and arguments by a stub naming that call"
+	case RuleSupersedeWrites:
+		return "clips the large arguments (file contents) of a write whose file is later written or read again; the path stays"
+	case RulePurgeErrors:
+		return "clips the large arguments of a failed call several user turns old; its error text stays"
+	case RuleClearOld:
+		return "replaces old results of reads and searches (and long command outputs) by a stub: tool, arguments, size, lines, hash"
+	case RuleSoftTrim:
+		return "keeps the head and tail of another long old result, with a note of what was trimmed"
+	case RuleClearInputs:
+		return "clips old long string arguments, keeping their start, size, lines and hash"
+	}
+	return ""
+}
+
 // Profile names a preset of Options.
 type Profile string
 

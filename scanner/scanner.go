@@ -781,7 +781,7 @@ func reportedCompaction(r *model.ReportRow) *compact.Report {
 	case r.Status == model.StatusCompactRejected || strings.HasPrefix(r.Reason, "compact_rejected: "):
 		c.Status, c.BytesAfter = compact.StatusRejected, r.BeforeBytes
 	case r.Status == model.StatusCompacted || r.Status == model.StatusWouldCompact:
-	case slices.ContainsFunc(r.Actions, func(a repair.Action) bool { return strings.HasPrefix(string(a.Stage), "compact_") }):
+	case slices.ContainsFunc(r.Actions, func(a repair.Action) bool { return strings.HasPrefix(string(a.Stage), compact.StagePrefix) }):
 		// Repaired and compacted: the bytes saved include the repair's change, which
 		// the row does not tell apart.
 	default:
@@ -795,7 +795,7 @@ func reportedCompaction(r *model.ReportRow) *compact.Report {
 func compactActions(as []compact.Action) []repair.Action {
 	out := make([]repair.Action, len(as))
 	for i, a := range as {
-		out[i] = repair.Action{Stage: repair.Stage("compact_" + string(a.Rule)), Action: repair.ActionRewrite,
+		out[i] = repair.Action{Stage: repair.Stage(compact.StagePrefix + string(a.Rule)), Action: repair.ActionRewrite,
 			MessageIndex: a.MessageIndex, CallID: a.CallID, ToolName: a.Tool,
 			Detail: fmt.Sprintf("%s %s: %d -> %d bytes", a.Category, a.Target, a.BytesBefore, a.BytesAfter)}
 	}

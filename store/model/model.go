@@ -382,7 +382,9 @@ type RunFilter struct {
 	Status       RunStatus
 	Trigger      Trigger
 	// Modes, when set, keeps the runs of these modes.
-	Modes  []Mode
-	Cursor int64
-	Limit  int
+	Modes []Mode
+	// CompactRejected keeps the runs that counted a compaction rejected by its checks.
+	CompactRejected bool
+	Cursor          int64
+	Limit           int
 }

@@ -34,6 +34,7 @@ func (nopStore) Versions(context.Context, string) ([]model.VersionRow, error) { 
 func (nopStore) Version(context.Context, string, int) (model.VersionRow, error) {
 	return model.VersionRow{}, model.ErrNotFound
 }
+func (nopStore) Cleared(context.Context, string, bool) ([]model.Cleared, error) { return nil, nil }
 
 func newTestConsole(t *testing.T, read, write string) *Console {
 	t.Helper()

@@ -116,8 +116,8 @@ func niceMax(n int) int {
 	}
 }
 
-// compact writes an axis value in at most four characters: 950, 7.5k, 10k, 1.2M.
-func compact(v int) string {
+// shortNumber writes an axis value in at most four characters: 950, 7.5k, 10k, 1.2M.
+func shortNumber(v int) string {
 	switch {
 	case v < 1000:
 		return strconv.Itoa(v)
@@ -160,7 +160,7 @@ func barChart(id, title, desc string, runs []model.RunRow, ss []series, stacked 
 	y := func(v int) float64 { return float64(chartH-padDown) - plotH*float64(v)/float64(scaleMax) }
 	for i := 0; i <= 4; i++ {
 		v := scaleMax * i / 4
-		c.Ticks = append(c.Ticks, tick{Y: f1(y(v)), Value: v, Text: compact(v)})
+		c.Ticks = append(c.Ticks, tick{Y: f1(y(v)), Value: v, Text: shortNumber(v)})
 	}
 	// One slot per run, labelled with its id under its bars: every step-th run, so that
 	// the widest id fits.

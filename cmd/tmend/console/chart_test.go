@@ -71,6 +71,6 @@ func TestChartAxesFit(t *testing.T) {
 		require.GreaterOrEqual(t, b-a, float64(5*digitW+gapW), "labels %d and %d overlap", i-1, i)
 	}
 	for v, want := range map[int]string{950: "950", 1000: "1k", 7500: "7.5k", 10000: "10k", 120000: "120k", 1_200_000: "1.2M"} {
-		require.Equal(t, want, compact(v))
+		require.Equal(t, want, shortNumber(v))
 	}
 }

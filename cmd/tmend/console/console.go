@@ -36,6 +36,8 @@ type Store interface {
 	ListReports(ctx context.Context, f model.ReportFilter) ([]model.ReportRow, error)
 	Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error)
 	Version(ctx context.Context, sessionID string, version int) (model.VersionRow, error)
+	// Cleared is what a session's compactions replaced by stubs (report --cleared).
+	Cleared(ctx context.Context, sessionID string, latest bool) ([]model.Cleared, error)
 }
 
 // Rollbacker restores what tmend replaced: the scanner's Rollback.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 )
 
@@ -45,7 +46,8 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"issue": func(code string) term { return termOf(code, repair.IssueCode(code).Meaning()) },
-	"stage": func(name string) term { return termOf(name, repair.Stage(name).Meaning()) },
+	"stage": stageTerm,
+	"bytes": humanBytes,
 	"short": func(h string) string { return h[:min(12, len(h))] },
 	"seq": func(a, b int) string {
 		if a == b {
@@ -59,6 +61,26 @@ var funcs = template.FuncMap{
 // meaning (the line check --help prints) as the tooltip and the code itself.
 type term struct {
 	Code, Label, Meaning string
+}
+
+// stageTerm is a report action's stage in words: a repair stage, or compact_RULE with
+// the compaction rule's meaning.
+func stageTerm(name string) term {
+	if rule, ok := strings.CutPrefix(name, compact.StagePrefix); ok {
+		return termOf(name, compact.Rule(rule).Meaning())
+	}
+	return termOf(name, repair.Stage(name).Meaning())
+}
+
+// humanBytes is a size in kB or MB (powers of 1000, as the compaction stubs write them).
+func humanBytes(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1000)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 func termOf(code, meaning string) term {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmend/tmend/compact"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
 	"github.com/tmend/tmend/store/model"
@@ -437,11 +438,52 @@ func (c *Console) reportsPage(w http.ResponseWriter, r *http.Request, who identi
 	c.render(w, r, http.StatusOK, "reports", c.view(who, "Reports", reportsBody{Reports: reports, Form: formOf(r, "", true), Next: nextPage(r, reports)}))
 }
 
-// event is one entry of a session's timeline: a report or a saved version.
+// event is one entry of a session's timeline: a report or a saved version. A report's
+// repair actions are Actions; its compaction, if any, is shown apart.
 type event struct {
-	At      time.Time
-	Report  *model.ReportRow
-	Version *model.VersionRow
+	At         time.Time
+	Report     *model.ReportRow
+	Actions    []repair.Action
+	Compaction *compaction
+	Version    *model.VersionRow
+}
+
+// compaction is what a report row says of a compaction (scan or repair --compact): its
+// actions (stage compact_RULE) in rule order then by tool, and whether its checks
+// rejected it (then nothing of it was written).
+type compaction struct {
+	Actions  []repair.Action
+	Rejected bool
+	// Saved is what the session shrank by (Would: in a dry run, would have), when the
+	// row is a compaction's alone.
+	Saved int64
+	Would bool
+}
+
+// reportEvent splits a report row's actions into its repair's and its compaction's.
+func reportEvent(r *model.ReportRow) event {
+	e := event{At: r.CreatedAt, Report: r}
+	c := &compaction{Rejected: r.Status == model.StatusCompactRejected || strings.HasPrefix(r.Reason, string(model.StatusCompactRejected)+":")}
+	for _, a := range r.Actions {
+		if strings.HasPrefix(string(a.Stage), compact.StagePrefix) {
+			c.Actions = append(c.Actions, a)
+		} else {
+			e.Actions = append(e.Actions, a)
+		}
+	}
+	if r.Status == model.StatusCompacted || r.Status == model.StatusWouldCompact {
+		c.Saved, c.Would = int64(r.BeforeBytes-r.AfterBytes), r.Status == model.StatusWouldCompact
+	}
+	if len(c.Actions) > 0 || c.Rejected || c.Saved > 0 {
+		order := func(a repair.Action) int {
+			return slices.Index(compact.Rules(), compact.Rule(strings.TrimPrefix(string(a.Stage), compact.StagePrefix)))
+		}
+		slices.SortStableFunc(c.Actions, func(a, b repair.Action) int {
+			return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(a.ToolName, b.ToolName))
+		})
+		e.Compaction = c
+	}
+	return e
 }
 
 type sessionBody struct {
@@ -456,6 +498,9 @@ type sessionBody struct {
 	DiffError string
 	// More: the session has more reports than the page shows.
 	More bool
+	// Cleared is what the session's compactions replaced by stubs, as report --cleared
+	// prints it; "" when tmend never wrote a compaction of it.
+	Cleared string
 }
 
 // maxSessionReports bounds the reports a session page lists.
@@ -494,8 +539,26 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, who identi
 		return
 	}
 	body.Versions = versions
+	compacted := false
 	for i := range reports {
-		body.Timeline = append(body.Timeline, event{At: reports[i].CreatedAt, Report: &reports[i]})
+		e := reportEvent(&reports[i])
+		compacted = compacted || (e.Compaction != nil && reports[i].ToVersion > 0)
+		body.Timeline = append(body.Timeline, e)
+	}
+	if compacted {
+		cleared, err := c.cfg.Store.Cleared(r.Context(), id, false)
+		if err != nil {
+			c.fail(w, r, who, http.StatusInternalServerError, err)
+			return
+		}
+		if len(cleared) > 0 {
+			var b strings.Builder
+			if err := report.ClearedText(&b, id, cleared); err != nil {
+				c.fail(w, r, who, http.StatusInternalServerError, err)
+				return
+			}
+			body.Cleared = b.String()
+		}
 	}
 	for i := range versions {
 		body.Timeline = append(body.Timeline, event{At: versions[i].CreatedAt, Version: &versions[i]})

@@ -11,7 +11,7 @@ import (
 
 // status is the runs page's first answer to an operator: did the last scheduled scan
 // succeed, when is the next, what runs now (partitions and who works them), and which
-// runs failed or were abandoned lately.
+// runs failed, were abandoned or had a compaction rejected by its checks lately.
 type status struct {
 	// LastScan is the newest scheduled scan that ended; nil before the first.
 	LastScan *runRow
@@ -22,7 +22,8 @@ type status struct {
 	Spec string
 	// Running are the runs going now, with their partitions.
 	Running []liveRun
-	// Failed are the failed and abandoned runs since FailedSince, newest first.
+	// Failed are the failed and abandoned runs since FailedSince, and those with a
+	// compaction rejected by its checks (a bug to report), newest first.
 	Failed      []model.RunRow
 	FailedSince time.Time
 }
@@ -84,14 +85,16 @@ func (c *Console) status(ctx context.Context, now time.Time) (status, error) {
 		}
 		st.Running = append(st.Running, liveRun{runRow: row, Partitions: parts})
 	}
-	for _, s := range []model.RunStatus{model.RunFailed, model.RunAbandoned} {
-		runs, err := c.cfg.Store.ListRuns(ctx, model.RunFilter{Status: s, Since: st.FailedSince, Limit: stripRuns})
+	for _, f := range []model.RunFilter{{Status: model.RunFailed}, {Status: model.RunAbandoned}, {CompactRejected: true}} {
+		f.Since, f.Limit = st.FailedSince, stripRuns
+		runs, err := c.cfg.Store.ListRuns(ctx, f)
 		if err != nil {
 			return st, err
 		}
 		st.Failed = append(st.Failed, runs...)
 	}
 	slices.SortFunc(st.Failed, func(a, b model.RunRow) int { return cmp.Compare(b.ID, a.ID) })
+	st.Failed = slices.CompactFunc(st.Failed, func(a, b model.RunRow) bool { return a.ID == b.ID }) // failed and rejected
 	st.Failed = st.Failed[:min(len(st.Failed), stripRuns)]
 	return st, nil
 }
