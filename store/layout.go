@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -75,4 +76,22 @@ func sliceBounds(sl model.Slice) (variant int, bounds []any) {
 		variant, bounds = variant|2, append(bounds, *sl.Upper)
 	}
 	return variant, bounds
+}
+
+// estimateRows is the planner's estimate of the rows a statement reads; sql is its
+// EXPLAIN (FORMAT JSON).
+func estimateRows(ctx context.Context, q querier, sql string, args ...any) (float64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	err := q.QueryRow(ctx, sql, args...).Scan(&plan)
+	if err == nil && len(plan) == 0 {
+		err = errors.New("EXPLAIN gave no plan")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return plan[0].Plan.Rows, nil
 }

@@ -1022,23 +1022,11 @@ func (l *messageLayout) isTextColumn(f msgField) bool {
 }
 
 func (l *messageLayout) estimateChanged(ctx context.Context, since time.Time) (float64, error) {
-	var plan []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		}
-	}
 	args := []any{since}
 	if l.marked() {
 		args = append(args, l.t.key)
 	}
-	err := l.pool.QueryRow(ctx, l.sql.changed, args...).Scan(&plan)
-	if err == nil && len(plan) == 0 {
-		err = errors.New("EXPLAIN gave no plan")
-	}
-	if err != nil {
-		return 0, err
-	}
-	return plan[0].Plan.Rows, nil
+	return estimateRows(ctx, l.pool, l.sql.changed, args...)
 }
 
 func (l *messageLayout) split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error) {

@@ -392,19 +392,7 @@ func (s *rowLayout) holdHash(_ context.Context, _ pgx.Tx, _, versionHash string)
 func (s *rowLayout) transcript(content string) (string, error) { return content, nil }
 
 func (s *rowLayout) estimateChanged(ctx context.Context, since time.Time) (float64, error) {
-	var plan []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		}
-	}
-	err := s.pool.QueryRow(ctx, s.sql.changed, since).Scan(&plan)
-	if err == nil && len(plan) == 0 {
-		err = errors.New("EXPLAIN gave no plan")
-	}
-	if err != nil {
-		return 0, err
-	}
-	return plan[0].Plan.Rows, nil
+	return estimateRows(ctx, s.pool, s.sql.changed, since)
 }
 
 func (s *rowLayout) split(ctx context.Context, q querier, fractions []float64, percent float64) ([]string, error) {
