@@ -7,6 +7,9 @@
 #     (TestKillTrialsScan); 'tmend rollback --run' and 'tmend repair --session' are
 #     killed mid-session, and the next command ends their runs abandoned, once whatever
 #     TRIALS (TestKilledRepairAndRollbackAreAbandoned);
+#   - a table with a row per message (--preset langchain-postgres): 'tmend scan' is
+#     killed, and every session's rows are what the platform wrote or exactly its repair
+#     (TestKillTrialsMessagesLayout);
 #   - the daemon: 'tmend serve' replicas working a scan are killed, one or all, and
 #     restarted (TestKillTrialsDaemon);
 #   - the daemon plus workers: one of three 'tmend worker's is killed, once whatever TRIALS
@@ -30,8 +33,8 @@ fi
 start=$(date +%s)
 set +e
 TMEND_KILL_TRIALS=$trials go test -count=1 -timeout 6h -v \
-  -run '^(TestKillTrialsScan|TestKilledRepairAndRollbackAreAbandoned|TestKillTrialsDaemon|TestKilledWorkerIsRescued)$' ./cmd/tmend/ |
-  grep -E '^(--- |    --- |ok|FAIL|PASS)|kill_test.go'
+  -run '^(TestKillTrialsScan|TestKilledRepairAndRollbackAreAbandoned|TestKillTrialsMessagesLayout|TestKillTrialsDaemon|TestKilledWorkerIsRescued)$' ./cmd/tmend/ |
+  grep -E '^(--- |    --- |ok|FAIL|PASS)|kill(_messages)?_test.go'
 rc=${PIPESTATUS[0]}
 set -e
 echo "kill trials: $trials per deployment in $(( $(date +%s) - start ))s (exit $rc)"
