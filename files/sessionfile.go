@@ -79,8 +79,9 @@ func (e *sfEntry) contextMessage() bool {
 	return false
 }
 
-// isSessionHeader reports whether line is a session file's header.
-func isSessionHeader(line []byte) bool {
+// IsSessionHeader reports whether line is the header of a pi or OpenClaw session file
+// ({"type":"session",...}).
+func IsSessionHeader(line []byte) bool {
 	var h struct {
 		Type string `json:"type"`
 	}

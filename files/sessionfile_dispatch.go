@@ -15,10 +15,10 @@ func looksLikeSessionFile(br *bufio.Reader) bool {
 	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
 		b, err := br.Peek(n)
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			return isSessionHeader(b[:i])
+			return IsSessionHeader(b[:i])
 		}
 		if err != nil || n == br.Size() {
-			return isSessionHeader(b)
+			return IsSessionHeader(b)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tmend/tmend/compact"
+	"github.com/tmend/tmend/files"
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/report"
 )
@@ -501,7 +502,7 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			if err := write(line); err != nil {
 				return empty, err
 			}
-		case !lines && sessionHeader(rec):
+		case !lines && files.IsSessionHeader(rec):
 			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
 				"(nothing was written); tmend fix repairs it")
 		case !lines && !json.Valid(rec):
@@ -523,12 +524,4 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			return empty, nil
 		}
 	}
-}
-
-// sessionHeader reports the first line of a pi or OpenClaw session file.
-func sessionHeader(line []byte) bool {
-	var h struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(line, &h) == nil && h.Type == "session"
 }
