@@ -94,6 +94,12 @@ type Queue struct {
 	alive   *store.Liveness
 	watched context.CancelFunc
 	watchWG sync.WaitGroup
+	// ended is closed, and replaced, when a partition this process worked ended its run,
+	// so that Wait reads the run at once instead of at its next poll.
+	endedMu sync.Mutex
+	ended   chan struct{}
+	// poll is how often Wait reads a run that others may end.
+	poll time.Duration
 }
 
 type worked struct {
@@ -125,6 +131,8 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
 		name:     st.QueueName(),
 		worked:   map[int64]worked{},
+		ended:    make(chan struct{}),
+		poll:     250 * time.Millisecond,
 		riverLog: slog.New(zerolog.NewSlogHandler(log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel)))}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
@@ -374,11 +382,13 @@ func (q *Queue) Cancel(ctx context.Context, runID int64) (model.RunRow, error) {
 	return q.store.CancelRun(ctx, runID, q.cancelJobs)
 }
 
-// Wait polls a run until it ends and returns it; progress, if set, sees each poll.
+// Wait polls a run until it ends and returns it; progress, if set, sees each poll. A run
+// that ends in this process is read at once.
 func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRow)) (model.RunRow, error) {
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(q.poll)
 	defer t.Stop()
 	for {
+		ended := q.endedSignal() // before the read, so that an end after it wakes the select
 		run, err := q.store.Run(ctx, runID)
 		if err != nil && !errors.Is(err, model.ErrUnavailable) {
 			return run, err
@@ -395,8 +405,23 @@ func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRo
 		case <-ctx.Done():
 			return run, ctx.Err()
 		case <-t.C:
+		case <-ended:
 		}
 	}
+}
+
+func (q *Queue) endedSignal() <-chan struct{} {
+	q.endedMu.Lock()
+	defer q.endedMu.Unlock()
+	return q.ended
+}
+
+// runEnded wakes every Wait.
+func (q *Queue) runEnded() {
+	q.endedMu.Lock()
+	defer q.endedMu.Unlock()
+	close(q.ended)
+	q.ended = make(chan struct{})
 }
 
 // working counts a partition of run runID in (+1) or out (-1) of this process's hands.
@@ -439,8 +464,11 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs
 	if err != nil {
 		return err
 	}
-	if out == scanner.PartitionYielded {
+	switch out {
+	case scanner.PartitionYielded:
 		return river.JobSnooze(0) // back in the queue at once, for any worker; not an attempt
+	case scanner.RunEnded:
+		w.q.runEnded()
 	}
 	return nil
 }

@@ -222,6 +222,29 @@ func (b *bundle) owner(t *testing.T) *queue.Queue {
 	return q
 }
 
+// tmend scan's Wait reads its run as soon as its own worker ends it, not at its next
+// poll: with the poll an hour away, it returns the completed run.
+func TestWaitWakesWhenItsWorkerEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	q := b.owner(t)
+	q.SetPoll(time.Hour)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 2)
+	require.NoError(t, err)
+	polls := 0
+	run, err := q.Wait(ctx, id, func(model.RunRow) {
+		polls++
+		if polls == 1 { // nothing works the run before Wait has read it running
+			require.NoError(t, q.Start(context.WithoutCancel(ctx)))
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, 2, polls)
+}
+
 // A scan that no live process works or will work never blocks the next one, and River's
 // own record of who works each job decides it, not a clock: the next scan takes it over
 // when it asks for the same scan (TestDeadRunIsTakenOver); else it ends it as
