@@ -74,17 +74,17 @@ type messageSQL struct {
 	incr, incrAfter [4]string
 	// scan and scanAfter read the rows of a range of sessions in order (the last
 	// argument is how many), alone the rows of one session; holds are a page's holds.
-	scan, scanAfter     [4]string
-	alone, holds        string
-	changed, split      string
-	lockState, lock, saveVersion     string
-	saveOriginal, saveRepaired       string
-	insert, delete, update           string
-	restoreDelete, restoreUpdate     string
-	restoreInsert                    string
-	transcriptHash                   string
-	nextValues, maxOrder             string
-	estimate                         string
+	scan, scanAfter              [4]string
+	alone, holds                 string
+	changed, split               string
+	lockState, lock, saveVersion string
+	saveOriginal, saveRepaired   string
+	insert, delete, update       string
+	restoreDelete, restoreUpdate string
+	restoreInsert                string
+	transcriptHash               string
+	nextValues, maxOrder         string
+	estimate                     string
 	// orderMark is a run's mark on a sequence order (the column's largest value), for
 	// incremental runs without an updated-at column; "" when times serve instead.
 	orderMark string

@@ -343,4 +343,3 @@ func int8Value(fd pgconn.FieldDescription, v []byte) (int64, error) {
 	}
 	return strconv.ParseInt(string(v), 10, 64)
 }
-
