@@ -73,9 +73,10 @@ type messageTypes struct {
 type messageSQL struct {
 	incr, incrAfter [4]string
 	// scan and scanAfter read the rows of a range of sessions in order (the last
-	// argument is how many), alone the rows of one session; holds are a page's holds.
+	// argument is how many), alone the rows of one session; holds are a page's holds,
+	// anyHolds whether the source has any.
 	scan, scanAfter              [4]string
-	alone, holds                 string
+	alone, holds, anyHolds       string
 	changed, split               string
 	lockState, lock, saveVersion string
 	saveOriginal, saveRepaired   string
@@ -401,6 +402,7 @@ ORDER BY p.kid, p.o_raw, p.k_raw`, sid, t.ident, where, pk, ordKey, ua, ord, msg
 	var s messageSQL
 	s.alone = fmt.Sprintf("SELECT %s FROM %s t WHERE %s = %s ORDER BY %s", cols, t.ident, sid, idParam(1), order)
 	s.holds = `SELECT session_id, content_hash FROM session_holds WHERE source_key = $1 AND session_id = ANY($2::text[])`
+	s.anyHolds = `SELECT EXISTS (SELECT FROM session_holds WHERE source_key = $1)`
 	for v := range 4 {
 		conds := bounds(v, 0)
 		s.scan[v] = scan(conds, len(conds))

@@ -21,9 +21,11 @@ import (
 // statement of incremental runs, which picks sessions by their changed rows and joins
 // their rows, costs three times that.) A scan takes a number of rows; the last session
 // it returns may be cut by that limit, so it is dropped and the next scan starts at it,
-// and a session with more rows than a scan takes is read alone. The page's statements
-// run in one read-only REPEATABLE READ transaction, so that it sees the table as one
-// statement would.
+// and a session with more rows than a scan takes is read alone: each session comes
+// whole from one statement. The holds are read after the rows (a rollback that commits
+// in between then holds what the page did not read, and Apply finds the session
+// changed), and only when the source has any, which the first scan asks in its round
+// trip: a page is one round trip.
 
 // pageRows is the number of rows a scan takes to complete need sessions, from the mean
 // rows per session seen (1/1024ths): a little more than that, so that one scan usually
@@ -42,11 +44,6 @@ func (l *messageLayout) scanPage(ctx context.Context, q model.Query) ([]model.Se
 	if q.Limit <= 0 && q.Mode != model.ModeSession {
 		return nil, nil
 	}
-	tx, err := l.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	p := pageAssembler{maxBytes: int64(q.MaxBytes), pageBytes: int64(q.PageBytes), limit: q.Limit}
 	if p.pageBytes <= 0 {
 		p.pageBytes = math.MaxInt64
@@ -54,37 +51,33 @@ func (l *messageLayout) scanPage(ctx context.Context, q model.Query) ([]model.Se
 	if q.Mode == model.ModeSession {
 		p.limit = 1
 		p.pageBytes = math.MaxInt64
-		if err := l.readAlone(ctx, tx, &p, q.SessionID); err != nil {
+		if err := l.readAlone(ctx, &p, q.SessionID, true); err != nil {
 			return nil, err
 		}
-	} else if err := l.scanRange(ctx, tx, &p, q); err != nil {
+	} else if err := l.scanRange(ctx, &p, q); err != nil {
 		return nil, err
 	}
-	if len(p.out) > 0 {
-		if err := l.readHolds(ctx, tx, p.out); err != nil {
+	if p.held && len(p.out) > 0 {
+		if err := l.readHolds(ctx, p.out); err != nil {
 			return nil, err
 		}
 	}
-	return p.out, tx.Commit(ctx)
+	return p.out, nil
 }
 
 // scanRange fills the page by range scans from q.After within q.Slice.
-func (l *messageLayout) scanRange(ctx context.Context, tx pgx.Tx, p *pageAssembler, q model.Query) error {
+func (l *messageLayout) scanRange(ctx context.Context, p *pageAssembler, q model.Query) error {
 	variant, bounds := sliceBounds(q.Slice)
 	after, started := q.After.ID, q.After.Started
-	for !p.full() {
+	for first := true; !p.full(); first = false {
 		limit := pageRows(p.limit-len(p.out), l.meanRows.Load())
 		var args []any
 		sql := l.sql.scan[variant]
 		if started {
 			sql, args = l.sql.scanAfter[variant], []any{after}
 		}
-		rows, err := tx.Query(ctx, sql, append(append(args, bounds...), limit)...)
-		if err != nil {
-			return err
-		}
 		before := len(p.out)
-		n, err := p.read(rows)
+		n, err := l.readRows(ctx, p, first, sql, append(append(args, bounds...), limit)...)
 		if err != nil {
 			return err
 		}
@@ -96,16 +89,14 @@ func (l *messageLayout) scanRange(ctx context.Context, tx pgx.Tx, p *pageAssembl
 		case n < limit || p.full():
 			// The range's end, the last session whole; or the page is done.
 			if !p.full() {
-				if err := p.end(); err != nil {
-					return err
-				}
+				return p.end()
 			}
 			return nil
 		case len(p.out) == before:
 			// One session took every row of the scan: read it alone.
 			id := p.cur.id
 			p.drop()
-			if err := l.readAlone(ctx, tx, p, id); err != nil {
+			if err := l.readAlone(ctx, p, id, false); err != nil {
 				return err
 			}
 			after, started = id, true
@@ -117,15 +108,35 @@ func (l *messageLayout) scanRange(ctx context.Context, tx pgx.Tx, p *pageAssembl
 }
 
 // readAlone reads one session's rows whole.
-func (l *messageLayout) readAlone(ctx context.Context, tx pgx.Tx, p *pageAssembler, id string) error {
-	rows, err := tx.Query(ctx, l.sql.alone, id)
-	if err != nil {
-		return err
-	}
-	if _, err := p.read(rows); err != nil {
+func (l *messageLayout) readAlone(ctx context.Context, p *pageAssembler, id string, first bool) error {
+	if _, err := l.readRows(ctx, p, first, l.sql.alone, id); err != nil {
 		return err
 	}
 	return p.end()
+}
+
+// readRows reads the rows a statement returns into p, and returns how many it read. The
+// page's first statement also asks, after it, whether the source has holds (p.held).
+func (l *messageLayout) readRows(ctx context.Context, p *pageAssembler, first bool, sql string, args ...any) (n int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	if first {
+		b.Queue(l.sql.anyHolds, l.t.key)
+	}
+	br := l.pool.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	rows, err := br.Query()
+	if err != nil {
+		return 0, err
+	}
+	if n, err = p.read(rows); err != nil || !first {
+		return n, err
+	}
+	return n, br.QueryRow().Scan(&p.held)
 }
 
 // learn keeps the mean rows per session seen, for the next scans' limits.
@@ -136,13 +147,13 @@ func (l *messageLayout) learn(p *pageAssembler) {
 }
 
 // readHolds sets the page's sessions' HoldHash, in one statement.
-func (l *messageLayout) readHolds(ctx context.Context, tx pgx.Tx, page []model.Session) error {
+func (l *messageLayout) readHolds(ctx context.Context, page []model.Session) error {
 	ids := make([]string, len(page))
 	at := make(map[string]int, len(page))
 	for i, s := range page {
 		ids[i], at[s.ID] = s.ID, i
 	}
-	rows, err := tx.Query(ctx, l.sql.holds, l.t.key, ids)
+	rows, err := l.pool.Query(ctx, l.sql.holds, l.t.key, ids)
 	if err != nil {
 		return err
 	}
@@ -164,6 +175,7 @@ type pageAssembler struct {
 	out                 []model.Session
 	cum                 int64 // the content of the page so far
 	ended               bool  // a deferred session ended the page
+	held                bool  // the source has holds
 	cur                 sessionRows
 	// rows and sessions count what the page's finished sessions held.
 	rows, sessions int64

@@ -32,7 +32,7 @@ func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 		// returns the source.
 		fill func(t *testing.T, pool *pgxpool.Pool, sessions [][]string) store.Source
 		// simple reads in the extended protocol's exec mode, whose values are text.
-		simple bool
+		simple  bool
 		missing string // a session id of no session
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
