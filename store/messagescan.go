@@ -187,6 +187,7 @@ type pageAssembler struct {
 // returned with it.
 type sessionRows struct {
 	id    string
+	open  bool // it has rows
 	rows  int64
 	bytes int64 // of its messages
 	null  bool
@@ -216,8 +217,8 @@ func (p *pageAssembler) read(rows pgx.Rows) (int64, error) {
 	for rows.Next() {
 		n++
 		v := rows.RawValues()
-		if p.cur.id == "" || p.cur.id != string(v[0]) {
-			if p.cur.id != "" {
+		if !p.cur.open || p.cur.id != string(v[0]) {
+			if p.cur.open {
 				if err := p.end(); err != nil {
 					return n, err
 				}
@@ -236,7 +237,7 @@ func (p *pageAssembler) read(rows pgx.Rows) (int64, error) {
 
 func (p *pageAssembler) start(id string) {
 	c := &p.cur
-	c.id, c.rows, c.bytes, c.null, c.keep = id, 0, 0, false, true
+	c.id, c.open, c.rows, c.bytes, c.null, c.keep = id, true, 0, 0, false, true
 	c.buf.Reset()
 	c.buf.WriteByte('[')
 	c.keys, c.ends, c.ords = c.keys[:0], c.ends[:0], c.ords[:0]
@@ -285,7 +286,7 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 // end finishes the current session and adds it to the page.
 func (p *pageAssembler) end() error {
 	c := &p.cur
-	if c.id == "" {
+	if !c.open {
 		return nil
 	}
 	size := c.bytes + c.rows + 1
@@ -318,12 +319,12 @@ func (p *pageAssembler) end() error {
 	p.out = append(p.out, s)
 	p.rows += c.rows
 	p.sessions++
-	c.id = ""
+	c.open = false
 	return nil
 }
 
 // drop forgets the current session, which the next scan reads again.
-func (p *pageAssembler) drop() { p.cur.id = "" }
+func (p *pageAssembler) drop() { p.cur.open = false }
 
 // timeKey orders timestamptz values: microseconds since 2000 as the binary format
 // has them, infinities at the ends.

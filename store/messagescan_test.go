@@ -70,7 +70,11 @@ func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 			ddl(t, pool, "testdata/langchain-postgres.sql")
 			b := &pgx.Batch{}
 			each(sessions, func(s, _ int, msg string) {
-				b.Queue(`INSERT INTO public.langchain_chat_histories (session_id, message) VALUES ($1, $2)`, fmt.Sprint("s", s), msg)
+				id := fmt.Sprint("s", s)
+				if s == 0 {
+					id = "" // an empty session id is one too
+				}
+				b.Queue(`INSERT INTO public.langchain_chat_histories (session_id, message) VALUES ($1, $2)`, id, msg)
 			})
 			require.NoError(t, pool.SendBatch(t.Context(), b).Close())
 			return preset("langchain-postgres")
