@@ -352,11 +352,11 @@ func buildMessageSQL(src Source, t messageTypes) messageSQL {
 	// An incremental run's page is the rows of at most $3 sessions in session id order,
 	// and at most $4 bytes of their assembled content: a session is returned while the
 	// content before it is within $4; the one that crosses it comes without content
-	// (deferred), and ends the page. A session over $1 bytes, or with a NULL message, comes without content and
-	// counts nothing. Sessions without content come as one row. One window (its frame
-	// the whole session) gives the row numbers, sizes and latest change, and the running
-	// sum goes in the order of the columns themselves: fewer sorts and window passes,
-	// which took a third of a page's time over 1M rows.
+	// (deferred), and ends the page. A session over $1 bytes, or with a NULL message,
+	// comes without content and counts nothing. Sessions without content come as one
+	// row. One window (its frame the whole session) gives the row numbers, sizes and
+	// latest change, and the running sum goes in the order of the columns themselves:
+	// fewer sorts and window passes, which took a third of a page's time over 1M rows.
 	page := func(where string) string {
 		return fmt.Sprintf(`WITH s AS (SELECT DISTINCT %[1]s AS kid FROM %[2]s t %[3]s ORDER BY 1 LIMIT $3),
 r AS (
