@@ -60,6 +60,34 @@ func (s *Store) QueueName() string {
 	return "tmend_" + hex.EncodeToString(sum[:8])
 }
 
+// oldQueueName is the River queue that every source's jobs shared before each source
+// had its own (QueueName). Only processes of a tmend before that work it.
+const oldQueueName = "tmend"
+
+// moveOldQueueJobsSQL moves the source's jobs still waiting in the old shared queue to
+// its own: its runs' partition jobs, and its scheduled scan's job ($5 River's kind of it,
+// whose args name the source). $1 the source's queue, $2 the old one, $3 River's queued
+// job states, $4 the source's key, $6 its name. A running job stays where it is: its
+// worker (a process of the old tmend) ends it, and once snoozed or rescued it waits
+// again and is moved then.
+const moveOldQueueJobsSQL = `UPDATE river_job j SET queue = $1
+WHERE j.queue = $2 AND j.state = ANY($3)
+  AND (j.id IN (SELECT p.job_id FROM run_partitions p JOIN repair_runs r ON r.id = p.run_id WHERE r.source_key = $4)
+    OR j.kind = $5 AND j.args->>'source' = $6)`
+
+// MoveOldQueueJobs moves the source's jobs that wait in the shared queue of a tmend
+// before a queue per source (its runs' partitions, its scheduled scan of kind
+// scheduledKind) to the source's queue, where its processes work them, and returns how
+// many it moved. A process that works the queue does it as it starts and on its progress
+// tick, so that an upgrade in the middle of a run loses none of it.
+func (s *Store) MoveOldQueueJobs(ctx context.Context, scheduledKind string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, moveOldQueueJobsSQL, s.QueueName(), oldQueueName, queuedJobStates, s.key, scheduledKind, s.src.Name())
+	if err != nil {
+		return 0, classify(fmt.Errorf("move jobs out of the old shared queue: %w", err))
+	}
+	return tag.RowsAffected(), nil
+}
+
 // Liveness holds a process's liveness locks. Alive reports whether it still holds them.
 type Liveness struct {
 	mu     sync.Mutex

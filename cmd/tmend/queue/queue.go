@@ -213,10 +213,23 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.holdLiveness(ctx); err != nil {
 		return err
 	}
+	if err := q.moveOldQueueJobs(ctx); err != nil {
+		return err
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
 	return nil
+}
+
+// moveOldQueueJobs moves the source's jobs that a tmend before a queue per source left
+// in the shared queue to this source's (store.MoveOldQueueJobs), where they are worked.
+func (q *Queue) moveOldQueueJobs(ctx context.Context) error {
+	n, err := q.store.MoveOldQueueJobs(ctx, ScheduledArgs{}.Kind())
+	if n > 0 {
+		q.log.Info().Int64("num_jobs", n).Str("queue", q.name).Msg("jobs moved from the old shared queue to this source's")
+	}
+	return err
 }
 
 // Stop stops working: running partitions finish their sessions in hand, checkpoint and
