@@ -274,9 +274,14 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
-	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	started, err := q.StartScan(ctx, ro, o.queue.partitions)
 	if err != nil {
 		return model.RunRow{}, err
+	}
+	id := started.ID
+	if started.TakenOver && o.queue.partitions > 0 && started.Partitions > 0 && started.Partitions != o.queue.partitions {
+		e.eprintf("tmend: run %d, whose processes died, is taken over: it goes on in its own %d partitions from their checkpoints; --partitions %d does not apply to it\n",
+			id, started.Partitions, o.queue.partitions)
 	}
 	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
 		return model.RunRow{}, err
