@@ -55,7 +55,9 @@ type messageTypes struct {
 	// takes the key from it, else a random UUID (a uuid or text key without default).
 	pkExplicit bool
 	alsoType   string // the OrderAlsoColumn's type, when there is one
-	updatedAt  string
+	// newRow are the NewRowColumns' types (as format_type names them), in their order.
+	newRow    []string
+	updatedAt string
 	// columns are those an INSERT may set (not generated), in table order;
 	// overriding is set when one is an identity column GENERATED ALWAYS, which
 	// always lists.
@@ -208,6 +210,18 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 			return t, fmt.Errorf("%w: the column that holds the order's time too (%q) must be a timestamp beside a timestamp order column", ErrSource, s.OrderAlsoColumn)
 		}
 		t.alsoType = c.typ
+	}
+	for _, v := range s.NewRowColumns {
+		c, ok := byName[v.Column]
+		switch {
+		case !ok:
+			return t, fmt.Errorf("%w: table %q has no column %q (a value for new rows)", ErrSource, s.Table, v.Column)
+		case c.generated || v.Column == t.pkColumn || v.Column == s.SessionColumn || v.Column == s.OrderColumn ||
+			v.Column == s.OrderAlsoColumn || v.Column == s.UpdatedAtColumn ||
+			slices.ContainsFunc(t.fields, func(f msgField) bool { return f.column == v.Column }):
+			return t, fmt.Errorf("%w: column %q of %q is one tmend sets or cannot set; it takes no value for new rows", ErrSource, v.Column, s.Table)
+		}
+		t.newRow = append(t.newRow, c.format)
 	}
 	if s.UpdatedAtColumn != "" {
 		c, ok := byName[s.UpdatedAtColumn]
@@ -450,7 +464,8 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
-	// value and, when it must, the primary key. $n+i is field i's values (text).
+	// value, the NewRowColumns and, when it must, the primary key. $n+i is field i's
+	// values (text), then each NewRowColumn's value (text).
 	touch := ""
 	if src.TouchUpdatedAt && src.UpdatedAtColumn != "" {
 		touch = ", " + q(src.UpdatedAtColumn) + " = now()"
@@ -470,10 +485,13 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 	fieldOf := func(c string) int {
 		return slices.IndexFunc(t.fields, func(f msgField) bool { return f.column == c })
 	}
+	newRowOf := func(c string) int {
+		return slices.IndexFunc(src.NewRowColumns, func(v ColumnValue) bool { return v.Column == c })
+	}
 	var names, values []string
 	for _, c := range t.columns {
 		v := "s." + q(c)
-		switch i := fieldOf(c); {
+		switch i, j := fieldOf(c), newRowOf(c); {
 		case c == src.OrderColumn:
 			v = ordVal("v.o")
 		case c == t.pkColumn && t.pkExplicit:
@@ -487,6 +505,8 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 			v = also(ordVal("v.o"))
 		case c == src.UpdatedAtColumn && touch != "":
 			v = "now()"
+		case j >= 0:
+			v = fmt.Sprintf("$%d::text::%s", 3+len(t.fields)+j+1, t.newRow[j])
 		}
 		names, values = append(names, q(c)), append(values, v)
 	}
@@ -791,7 +811,11 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 				k[i] = l.newKey(inserts[i])
 			}
 		}
-		queue(int64(n), l.sql.insert, append([]any{tk, o, k}, fields...)...)
+		args := append([]any{tk, o, k}, fields...)
+		for _, v := range l.src.NewRowColumns {
+			args = append(args, v.Value)
+		}
+		queue(int64(n), l.sql.insert, args...)
 	}
 	if len(plan.deletes) > 0 {
 		queue(int64(len(plan.deletes)), l.sql.delete, plan.deletes)
