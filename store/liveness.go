@@ -65,23 +65,26 @@ func (s *Store) QueueName() string {
 const oldQueueName = "tmend"
 
 // moveOldQueueJobsSQL moves the source's jobs still waiting in the old shared queue to
-// its own: its runs' partition jobs, and its scheduled scan's job ($5 River's kind of it,
-// whose args name the source). $1 the source's queue, $2 the old one, $3 River's queued
-// job states, $4 the source's key, $6 its name. A running job stays where it is: its
-// worker (a process of the old tmend) ends it, and once snoozed or rescued it waits
-// again and is moved then.
+// its own: its runs' partition jobs ($5 River's kind of them, whose args name the run)
+// and its scheduled scan's ($6, whose args name the source). $1 the source's queue, $2
+// the old one, $3 River's queued job states, $4 the source's key, $7 its name. It reads
+// the waiting jobs of the old queue by River's fetch index and each one's run by its
+// key. A running job stays where it is: its worker (a process of the old tmend) ends
+// it, and once snoozed or rescued it waits again and is moved then.
 const moveOldQueueJobsSQL = `UPDATE river_job j SET queue = $1
 WHERE j.queue = $2 AND j.state = ANY($3)
-  AND (j.id IN (SELECT p.job_id FROM run_partitions p JOIN repair_runs r ON r.id = p.run_id WHERE r.source_key = $4)
-    OR j.kind = $5 AND j.args->>'source' = $6)`
+  AND (j.kind = $5 AND EXISTS (SELECT 1 FROM repair_runs r WHERE r.id = (j.args->>'run_id')::bigint AND r.source_key = $4)
+    OR j.kind = $6 AND j.args->>'source' = $7)`
 
 // MoveOldQueueJobs moves the source's jobs that wait in the shared queue of a tmend
-// before a queue per source (its runs' partitions, its scheduled scan of kind
-// scheduledKind) to the source's queue, where its processes work them, and returns how
-// many it moved. A process that works the queue does it as it starts and on its progress
-// tick, so that an upgrade in the middle of a run loses none of it.
-func (s *Store) MoveOldQueueJobs(ctx context.Context, scheduledKind string) (int64, error) {
-	tag, err := s.pool.Exec(ctx, moveOldQueueJobsSQL, s.QueueName(), oldQueueName, queuedJobStates, s.key, scheduledKind, s.src.Name())
+// before a queue per source (its runs' partitions, of River kind partitionKind with a
+// run_id argument; its scheduled scan, of kind scheduledKind with a source argument) to
+// the source's queue, where its processes work them, and returns how many it moved. A
+// process that works the queue does it as it starts and on its progress tick, so that
+// an upgrade in the middle of a run loses none of it.
+func (s *Store) MoveOldQueueJobs(ctx context.Context, partitionKind, scheduledKind string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, moveOldQueueJobsSQL, s.QueueName(), oldQueueName, queuedJobStates, s.key,
+		partitionKind, scheduledKind, s.src.Name())
 	if err != nil {
 		return 0, classify(fmt.Errorf("move jobs out of the old shared queue: %w", err))
 	}

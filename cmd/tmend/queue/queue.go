@@ -225,7 +225,7 @@ func (q *Queue) Start(ctx context.Context) error {
 // moveOldQueueJobs moves the source's jobs that a tmend before a queue per source left
 // in the shared queue to this source's (store.MoveOldQueueJobs), where they are worked.
 func (q *Queue) moveOldQueueJobs(ctx context.Context) error {
-	n, err := q.store.MoveOldQueueJobs(ctx, ScheduledArgs{}.Kind())
+	n, err := q.store.MoveOldQueueJobs(ctx, PartitionArgs{}.Kind(), ScheduledArgs{}.Kind())
 	if n > 0 {
 		q.log.Info().Int64("num_jobs", n).Str("queue", q.name).Msg("jobs moved from the old shared queue to this source's")
 	}

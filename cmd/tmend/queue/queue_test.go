@@ -594,9 +594,14 @@ VALUES ('tmend_scheduled_scan', jsonb_build_object('source', $1::text, 'tick', n
 	}
 	tick := insertTick(store.DefaultSource.Name())
 	otherTick := insertTick("public.other(id,m,updated_at)")
+	var otherPartition int64
+	require.NoError(t, b.pool.QueryRow(ctx, `WITH r AS (INSERT INTO repair_runs (trigger, mode, source, source_key)
+  VALUES ('cron', 'full', 'public.other(id,m,updated_at)', 'other') RETURNING id)
+INSERT INTO river_job (kind, args, max_attempts, queue) SELECT 'tmend_partition', jsonb_build_object('run_id', id, 'partition', 0), 10, 'tmend'
+FROM r RETURNING id`).Scan(&otherPartition))
 
 	w := b.queue(t, queue.Config{Concurrency: 2})
-	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM river_job WHERE queue = 'tmend' AND id <> $1`, otherTick),
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM river_job WHERE queue = 'tmend' AND id <> ALL($1)`, []int64{otherTick, otherPartition}),
 		"the source's waiting jobs left the old queue")
 	done := wait(t, w, id)
 	require.Equal(t, model.RunCompleted, done.Status, done.Error)
@@ -605,7 +610,7 @@ VALUES ('tmend_scheduled_scan', jsonb_build_object('source', $1::text, 'tick', n
 	require.Eventually(t, func() bool {
 		return count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'completed'`, tick) == 1
 	}, time.Minute, 20*time.Millisecond, "the scheduled tick is worked")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = $1 AND queue = 'tmend' AND state = 'available'`, otherTick),
-		"another source's job is not this source's to move")
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = ANY($1) AND queue = 'tmend' AND state = 'available'`,
+		[]int64{otherTick, otherPartition}), "another source's jobs are not this source's to move")
 	require.Contains(t, b.log.String(), "jobs moved from the old shared queue")
 }
