@@ -211,16 +211,17 @@ func ownerID() string {
 // and an earlier one refuses to start on the newer schema, so such a run's process
 // started before the upgrade; it is taken for dead once it has written nothing for
 // legacyRunSilence: neither started nor committed a session's report since (such a run
-// writes one per session). Ending it is safe even if that process still lives: it held no
-// lease, so it keeps writing, each session whole, and its own FinishRun records the
-// outcome over "abandoned". The second column says which kind of run it is.
+// writes one per session; its newest is read by the run's index of them). Ending it is
+// safe even if that process still lives: it held no lease, so it keeps writing, each
+// session whole, and its own FinishRun records the outcome over "abandoned". The second
+// column says which kind of run it is.
 var deadOwnedRunsSQL = heldLocksSQL + `
 SELECT r.id, r.owner IS NULL FROM repair_runs r
 WHERE r.status = $1
   AND NOT EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)
   AND (r.owner IS NOT NULL AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` NOT IN (SELECT key FROM held)
     OR r.owner IS NULL AND r.mode IN ($2, $3)
-      AND greatest(r.started_at, (SELECT max(created_at) FROM repair_reports WHERE run_id = r.id)) < now() - ` + legacyRunSilence + `)
+      AND greatest(r.started_at, (SELECT created_at FROM repair_reports WHERE run_id = r.id ORDER BY id DESC LIMIT 1)) < now() - ` + legacyRunSilence + `)
 ORDER BY r.id FOR UPDATE OF r SKIP LOCKED`
 
 // legacyRunSilence is how long a single session or a rollback without an owner may go
