@@ -874,7 +874,8 @@ func referenced(err error) error {
 
 // decompose splits a message into its fields' column values: the message itself for a
 // message column; for a map, each member's JSON text (a raw field) or, for a string,
-// the string. A member no field keeps is refused: writing the message would lose it.
+// the string. A member no field keeps is refused: writing the message would lose it
+// (a sessionError: the session fails).
 func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	if l.t.fields[0].key == "" {
 		m := string(msg)
@@ -882,7 +883,7 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(msg, &members); err != nil {
-		return nil, fmt.Errorf("a repaired message is not a JSON object: %w", err)
+		return nil, &sessionError{fmt.Errorf("a repaired message is not a JSON object: %w", err)}
 	}
 	out := make([]*string, len(l.t.fields))
 	for i, f := range l.t.fields {
@@ -894,13 +895,13 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 		v := string(raw)
 		if !f.raw && raw[0] == '"' {
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, fmt.Errorf("member %q: %w", f.key, err)
+				return nil, &sessionError{fmt.Errorf("member %q: %w", f.key, err)}
 			}
 		}
 		out[i] = &v
 	}
 	for k := range members {
-		return nil, fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)
+		return nil, &sessionError{fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)}
 	}
 	return out, nil
 }

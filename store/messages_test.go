@@ -482,6 +482,31 @@ func TestChatbotInsertedRowHasNoAttachments(t *testing.T) {
 		{"00000000-0000-4000-9000-000000000009", "[]"}}, got)
 }
 
+// A repaired message with a member no column of the map keeps is not written, and the
+// error is the session's, not the database's: the session fails with it (README), it is
+// not retried as an outage.
+func TestMessageMapMissingMemberFailsTheSession(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE public.chat (id bigserial PRIMARY KEY, conv text NOT NULL, role text NOT NULL, content jsonb)`)
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `INSERT INTO public.chat (conv, role, content) VALUES ('c', 'user', '"ls"')`)
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), pool, store.Source{Table: "public.chat", Layout: store.LayoutMessages, SessionColumn: "conv",
+		OrderColumn: "id", MessageMap: []store.MapField{{Key: "role", Column: "role"}, {Key: "content", Column: "content"}}}, false)
+	require.NoError(t, err)
+	sess := (&langchain{st: st}).read(t, "c")
+	out := `[{"role":"user","content":"ls"},{"role":"tool","content":"x","tool_call_id":"c1"}]`
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: []byte(out),
+		Origins: []repair.Origin{{Input: 0, Start: 1, End: 31}, {Input: -1, Start: 32, End: len(out) - 1}},
+		Report:  model.Report{Status: model.StatusRepaired}})
+	require.ErrorContains(t, err, `a repaired message has a member "tool_call_id" that no column of the message map keeps`)
+	require.NotErrorIs(t, err, model.ErrUnavailable)
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM public.chat`).Scan(&n))
+	require.Equal(t, 1, n, "nothing written")
+}
+
 // A row the repair would delete that another table refers to (a vote on a retried
 // answer) leaves the session as it was, with an error that says what to do.
 func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
