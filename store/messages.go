@@ -59,7 +59,9 @@ type messageTypes struct {
 	// takes the key from it, else a random UUID (a uuid or text key without default).
 	pkExplicit bool
 	alsoType   string // the OrderAlsoColumn's type, when there is one
-	updatedAt  string
+	// newRow are the NewRowColumns' types (as format_type names them), in their order.
+	newRow    []string
+	updatedAt string
 	// columns are those an INSERT may set (not generated), in table order;
 	// overriding is set when one is an identity column GENERATED ALWAYS, which
 	// always lists.
@@ -217,6 +219,18 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 			return t, fmt.Errorf("%w: the column that holds the order's time too (%q) must be a timestamp beside a timestamp order column", ErrSource, s.OrderAlsoColumn)
 		}
 		t.alsoType = c.typ
+	}
+	for _, v := range s.NewRowColumns {
+		c, ok := byName[v.Column]
+		switch {
+		case !ok:
+			return t, fmt.Errorf("%w: table %q has no column %q (a value for new rows)", ErrSource, s.Table, v.Column)
+		case c.generated || v.Column == t.pkColumn || v.Column == s.SessionColumn || v.Column == s.OrderColumn ||
+			v.Column == s.OrderAlsoColumn || v.Column == s.UpdatedAtColumn ||
+			slices.ContainsFunc(t.fields, func(f msgField) bool { return f.column == v.Column }):
+			return t, fmt.Errorf("%w: column %q of %q is one tmend sets or cannot set; it takes no value for new rows", ErrSource, v.Column, s.Table)
+		}
+		t.newRow = append(t.newRow, c.format)
 	}
 	if s.UpdatedAtColumn != "" {
 		c, ok := byName[s.UpdatedAtColumn]
@@ -473,7 +487,8 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
-	// value and, when it must, the primary key. $n+i is field i's values (text).
+	// value, the NewRowColumns and, when it must, the primary key. $n+i is field i's
+	// values (text), then each NewRowColumn's value (text).
 	touch := ""
 	if src.TouchUpdatedAt && src.UpdatedAtColumn != "" {
 		touch = ", " + q(src.UpdatedAtColumn) + " = now()"
@@ -493,10 +508,13 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 	fieldOf := func(c string) int {
 		return slices.IndexFunc(t.fields, func(f msgField) bool { return f.column == c })
 	}
+	newRowOf := func(c string) int {
+		return slices.IndexFunc(src.NewRowColumns, func(v ColumnValue) bool { return v.Column == c })
+	}
 	var names, values []string
 	for _, c := range t.columns {
 		v := "s." + q(c)
-		switch i := fieldOf(c); {
+		switch i, j := fieldOf(c), newRowOf(c); {
 		case c == src.OrderColumn:
 			v = ordVal("v.o")
 		case c == t.pkColumn && t.pkExplicit:
@@ -510,6 +528,8 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 			v = also(ordVal("v.o"))
 		case c == src.UpdatedAtColumn && touch != "":
 			v = "now()"
+		case j >= 0:
+			v = fmt.Sprintf("$%d::text::%s", 3+len(t.fields)+j+1, t.newRow[j])
 		}
 		names, values = append(names, q(c)), append(values, v)
 	}
@@ -816,7 +836,11 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 				k[i] = l.newKey(inserts[i])
 			}
 		}
-		queue(int64(n), l.sql.insert, append([]any{tk, o, k}, fields...)...)
+		args := append([]any{tk, o, k}, fields...)
+		for _, v := range l.src.NewRowColumns {
+			args = append(args, v.Value)
+		}
+		queue(int64(n), l.sql.insert, args...)
 	}
 	if len(plan.deletes) > 0 {
 		queue(int64(len(plan.deletes)), l.sql.delete, plan.deletes)
@@ -875,7 +899,8 @@ func referenced(err error) error {
 
 // decompose splits a message into its fields' column values: the message itself for a
 // message column; for a map, each member's JSON text (a raw field) or, for a string,
-// the string. A member no field keeps is refused: writing the message would lose it.
+// the string. A member no field keeps is refused: writing the message would lose it
+// (a sessionError: the session fails).
 func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	if l.t.fields[0].key == "" {
 		m := string(msg)
@@ -883,7 +908,7 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(msg, &members); err != nil {
-		return nil, fmt.Errorf("a repaired message is not a JSON object: %w", err)
+		return nil, &sessionError{fmt.Errorf("a repaired message is not a JSON object: %w", err)}
 	}
 	out := make([]*string, len(l.t.fields))
 	for i, f := range l.t.fields {
@@ -895,13 +920,13 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 		v := string(raw)
 		if !f.raw && raw[0] == '"' {
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, fmt.Errorf("member %q: %w", f.key, err)
+				return nil, &sessionError{fmt.Errorf("member %q: %w", f.key, err)}
 			}
 		}
 		out[i] = &v
 	}
 	for k := range members {
-		return nil, fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)
+		return nil, &sessionError{fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)}
 	}
 	return out, nil
 }

@@ -213,10 +213,23 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.holdLiveness(ctx); err != nil {
 		return err
 	}
+	if err := q.moveOldQueueJobs(ctx); err != nil {
+		return err
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
 	return nil
+}
+
+// moveOldQueueJobs moves the source's jobs that a tmend before a queue per source left
+// in the shared queue to this source's (store.MoveOldQueueJobs), where they are worked.
+func (q *Queue) moveOldQueueJobs(ctx context.Context) error {
+	n, err := q.store.MoveOldQueueJobs(ctx, PartitionArgs{}.Kind(), ScheduledArgs{}.Kind())
+	if n > 0 {
+		q.log.Info().Int64("num_jobs", n).Str("queue", q.name).Msg("jobs moved from the old shared queue to this source's")
+	}
+	return err
 }
 
 // Stop stops working: running partitions finish their sessions in hand, checkpoint and
@@ -314,19 +327,36 @@ func (q *Queue) releaseLiveness() {
 	}
 }
 
-// StartRun records a scan with options o in partitions partitions (0: chosen from the
+// Started is the scan StartScan started or took over.
+type Started struct {
+	ID int64
+	// TakenOver says that ID is a dead scan this one goes on with. It keeps its own
+	// partitions, Partitions of them, whatever count was asked for: each is a range of
+	// ids with a checkpoint, and split anew they would lose their progress.
+	TakenOver  bool
+	Partitions int
+}
+
+// StartRun is StartScan for a caller that needs only the run's id.
+func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
+	st, err := q.StartScan(ctx, o, partitions)
+	return st.ID, err
+}
+
+// StartScan records a scan with options o in partitions partitions (0: chosen from the
 // table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
 // When the running scan of the source is dead (store.CreateRun) and is the one asked
-// for, it is taken over instead: its id is returned, and it goes on from its checkpoints.
-func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
+// for, it is taken over instead, with its own partitions, and goes on from their
+// checkpoints; a partition count asked for that differs is logged as not applied.
+func (q *Queue) StartScan(ctx context.Context, o scanner.RunOptions, partitions int) (Started, error) {
 	plan, err := q.sc.Plan(ctx, o, partitions)
 	if err != nil {
-		return 0, err
+		return Started{}, err
 	}
 	if q.cfg.Concurrency > 0 {
 		// Alive before the run exists, so that no other scan finds it ownerless.
 		if err := q.holdLiveness(ctx); err != nil {
-			return 0, err
+			return Started{}, err
 		}
 		if q.cfg.OwnsRuns {
 			plan.Owner = q.client.ID()
@@ -353,17 +383,30 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it, and this scan asks for another; this scan covers its sessions")
 	}
 	if err != nil {
-		return 0, err
+		return Started{}, err
 	}
-	if run.TakenOver {
-		q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-			Int("partitions", run.Partitions).
-			Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
-		return run.ID, nil
+	if !run.TakenOver {
+		q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+			Int("partitions", run.Partitions).Msg("run started")
+		return Started{ID: run.ID, Partitions: run.Partitions}, nil
 	}
-	q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-		Int("partitions", run.Partitions).Msg("run started")
-	return run.ID, nil
+	q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+		Int("partitions", run.Partitions).
+		Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
+	st := Started{ID: run.ID, TakenOver: true}
+	// run.Partitions counts the unfinished ones only; the run row has them all. The run
+	// is this scan's already: not reading it fails nothing but the notice.
+	row, err := q.store.Run(ctx, run.ID)
+	if err != nil {
+		q.log.Debug().Err(err).Int64("run_id", run.ID).Msg("reading the run taken over")
+		return st, nil
+	}
+	st.Partitions = row.Partitions
+	if partitions > 0 && partitions != st.Partitions {
+		q.log.Warn().Int64("run_id", run.ID).Int("partitions", st.Partitions).Int("partitions_asked", partitions).
+			Msg("the run taken over keeps its own partitions, each with its checkpoint; the count asked for does not apply to it")
+	}
+	return st, nil
 }
 
 // cancelJobs cancels River jobs in tx. A job still marked running stays so until its
