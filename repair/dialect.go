@@ -157,11 +157,12 @@ type part struct {
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    keyPath
 	name      string
-	callType  string // Responses item type of a call, for the matching output type
 	malformed string // why a call can never be valid; "" when it is well formed
-	// canonical is the dialect's canonical form of a call written in another shape the
-	// platform also accepts (OpenClaw's legacy snake_case blocks); nil when canonical.
-	canonical []byte
+	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
+	// a call written in another shape the platform also accepts (OpenClaw's legacy
+	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
+	canonical int32
+	callType  callType
 	kind      partKind
 	hasID     bool
 	synthetic bool // a result inserted by tmend or another repairer
@@ -177,6 +178,18 @@ type part struct {
 	// some clients send as a call and others do not.
 	invalid bool
 }
+
+// callType is the shape of a call where its synthetic result depends on it: a Responses
+// call item's type, for the matching output type, or ai 4's call.
+type callType uint8
+
+const (
+	callPlain      callType = iota // every other call (and Responses function_call, local_shell_call)
+	callCustomTool                 // Responses custom_tool_call
+	callComputer                   // Responses computer_call
+	callToolSearch                 // Codex's tool_search_call
+	callAISDK4                     // written as ai 4 wrote it (args, not input)
+)
 
 // keyPath is a path of one or two member keys (every id path of every dialect), held in
 // the part itself: a slice per part cost 24 bytes of each block's record.
@@ -301,6 +314,7 @@ type parser struct {
 	form        uint8
 	formMsg     int
 	knownValues [][]byte    // every message's knownValues, in one allocation
+	canonicals  [][]byte    // the parts' canonical forms (part.canonical)
 	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
 }
 

@@ -42,7 +42,7 @@ var aiSDKModelSpec = &spec{
 	},
 	synth: func(c *part, text string) []byte {
 		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
-		if c.callType == aiSDK4Call {
+		if c.callType == callAISDK4 {
 			return b.str("result", text).raw("isError", []byte("true")).done()
 		}
 		return b.raw("output", objectBuilder(nil).str("type", "error-text").str("value", text).done()).done()
@@ -52,10 +52,6 @@ var aiSDKModelSpec = &spec{
 		return append(out, '}')
 	},
 }
-
-// aiSDK4Call is the callType of a call written as ai 4 wrote it (args, not input): its
-// synthetic result is written the same way (result, not output), which ai 4 reads.
-const aiSDK4Call = "ai4"
 
 // aiSDKModelRoles are ModelMessage roles.
 var aiSDKModelRoles = words("system", "user", "assistant", "tool")
@@ -177,7 +173,7 @@ func aiSDKCallShape(p *part, o obj) {
 	args := keyInput
 	if !o.has(keyInput) && o.has(keyArgs) {
 		args = keyArgs
-		p.callType = aiSDK4Call
+		p.callType = callAISDK4 // its synthetic result is written as ai 4 reads it (result, not output)
 	}
 	callShape(p, o, pathToolCallIDCamel, o, o, args, false)
 	p.name, _ = inputString(o.get(keyToolName))

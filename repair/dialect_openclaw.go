@@ -139,7 +139,8 @@ func parseLegacyCall(p *part, o obj) {
 		}
 		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
-	p.canonical = b.done()
+	o.ps.canonicals = append(o.ps.canonicals, b.done())
+	p.canonical = int32(len(o.ps.canonicals))
 }
 
 // legacyArgsDepth bounds the nesting of arguments parsed out of a string, so that the

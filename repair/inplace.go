@@ -201,6 +201,8 @@ func approvedOf(approval []byte) []byte {
 // decideInPlace is decide for in-place dialects.
 func (p *plan) decideInPlace() {
 	p.prepareEdits()
+	calls, _ := p.countParts()
+	p.byKey.reset(calls)
 	// The last message, when it is the model's: its calls may still be running (within
 	// the quiet period), or wait for a person's approval (however old the session is).
 	last := -1
@@ -226,9 +228,9 @@ func (p *plan) decideInPlace() {
 			}
 			ci := int32(len(p.calls))
 			p.calls = append(p.calls, callRef{msg: i, part: pi, key: strings.TrimSpace(pt.id), kept: -1})
-			k, seen := p.byKey[p.calls[ci].key]
+			k, slot, seen := p.byKey.find(p.calls[ci].key, p.callKey)
 			if !seen {
-				p.byKey[p.calls[ci].key] = ci
+				p.byKey.set(slot, ci)
 				continue
 			}
 			first := &p.calls[k]
@@ -241,7 +243,7 @@ func (p *plan) decideInPlace() {
 			drop := &p.calls[ci]
 			if fp := p.part(first.msg, first.part); pt.answered && !pt.synthetic && (!fp.answered || fp.synthetic) {
 				drop = first
-				p.byKey[p.calls[ci].key] = ci
+				p.byKey.set(slot, ci)
 			}
 			drop.removed = true
 			dp := p.part(drop.msg, drop.part)
@@ -297,6 +299,9 @@ func callInput(raw []byte) []byte {
 	}
 	return nil
 }
+
+// callKey is the key of call ci.
+func (p *plan) callKey(ci int32) string { return p.calls[ci].key }
 
 // renumberInPlace gives each call that reuses an earlier call's id for another call
 // (renew) a new id, as uniqueIDs does for other dialects.

@@ -181,7 +181,7 @@ type plan struct {
 	results []resultRef
 	turns   []turnRef
 	slotOf  []int32          // message index -> turn whose slot it is, or -1
-	byKey   map[string]int32 // key -> index in chains
+	byKey   callIndex // key -> index in chains (calls in the in-place dialects)
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
@@ -211,7 +211,7 @@ type plan struct {
 }
 
 var plans = sync.Pool{New: func() any {
-	return &plan{byKey: map[string]int32{}, names: map[string]int{}, suspects: map[string]bool{}}
+	return &plan{names: map[string]int{}, suspects: map[string]bool{}}
 }}
 
 // newPlan analyses b. Plans are pooled, with their slabs, because repairing many
@@ -308,7 +308,6 @@ func (p *plan) analyze() error {
 // is read, and the pool drops plans at each GC, so stale ones keep old input alive only
 // briefly (clearing them cost more than the rest of a small repair, in write barriers).
 func (p *plan) release() {
-	clear(p.byKey)
 	clear(p.names)
 	clear(p.suspects)
 	clear(p.idlessOpen)
@@ -318,7 +317,7 @@ func (p *plan) release() {
 		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0], canonicals: p.ps.canonicals[:0]},
 	}
 	plans.Put(p)
 }
@@ -331,6 +330,16 @@ func grow[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
+}
+
+// push appends v to s, doubling the array when it is full: append grows a large slice by
+// a quarter at a time, which left about four times the transcript's message records as
+// garbage (a collection seldom runs while one transcript is read).
+func push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
 }
 
 func (p *plan) fail(status Status, format string, args ...any) error {
@@ -356,7 +365,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		if err != nil {
 			return end, p.messageFailed(n, err)
 		}
-		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
+		p.msgs = push(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
 		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
 		if in.key != keyOther {
@@ -529,7 +538,7 @@ func (p *plan) findTurns() {
 				p.calls = append(p.calls, c)
 			}
 		}
-		p.turns = append(p.turns, t)
+		p.turns = push(p.turns, t)
 		i = t.last
 	}
 }
@@ -575,18 +584,19 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 func (p *plan) pair() {
 	p.ambiguous = -1
 	var blanks []int32 // results with a blank id in a slot, unpaired
+	p.byKey.reset(len(p.calls))
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		if p.part(c.msg, c.part).malformed != "" {
 			continue
 		}
-		if k, ok := p.byKey[c.key]; ok {
+		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
 			ch := &p.chains[k]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
 			ch.mixed = ch.mixed || p.part(c.msg, c.part).id != p.part(p.calls[ch.head].msg, p.calls[ch.head].part).id
 		} else {
-			p.byKey[c.key] = int32(len(p.chains))
+			p.byKey.set(slot, int32(len(p.chains)))
 			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
 		}
 	}
@@ -616,7 +626,7 @@ func (p *plan) pair() {
 					slotNames[k][pt.name]++
 				}
 			}
-			if k, ok := p.byKey[r.key]; ok {
+			if k, _, ok := p.byKey.find(r.key, p.chainKey); ok {
 				ch := &p.chains[k]
 				if inSlot {
 					r.call = p.slotCall(ch, ti, pt.id)
@@ -651,6 +661,9 @@ func (p *plan) pair() {
 		}
 	}
 }
+
+// chainKey is the key of chain k.
+func (p *plan) chainKey(k int32) string { return p.calls[p.chains[k].head].key }
 
 // link adds result ri to the results of its call.
 func (p *plan) link(ri int32) {
@@ -944,10 +957,10 @@ func (p *plan) decide() {
 			}
 			continue
 		}
-		if pt.canonical != nil {
+		if pt.canonical > 0 {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
-			pt.raw, pt.idPath = pt.canonical, pathOf(pathID)
+			pt.raw, pt.idPath = p.ps.canonicals[pt.canonical-1], pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
@@ -988,7 +1001,7 @@ func (p *plan) decide() {
 			p.report.PendingCalls++
 		case pt.awaiting && c.msg == len(p.msgs)-1 && !p.opts.Force:
 			p.report.PendingCalls++ // a person has yet to approve it
-		case pt.callType == "computer_call":
+		case pt.callType == callComputer:
 			// A computer_call_output must carry a screenshot; none can be made up.
 			c.removed = true
 			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
@@ -1327,7 +1340,7 @@ func (p *plan) uniqueIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.byKey[c.key]].head == int32(ci) {
+		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.chainOf(c.key)].head == int32(ci) {
 			continue // alone with its key
 		}
 		if seen == nil {
@@ -1339,6 +1352,12 @@ func (p *plan) uniqueIDs() {
 		}
 		used = p.renewCallID(c, used)
 	}
+}
+
+// chainOf is the chain of a key that has one.
+func (p *plan) chainOf(key string) int32 {
+	k, _, _ := p.byKey.find(key, p.chainKey)
+	return k
 }
 
 // renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
