@@ -227,7 +227,7 @@ func (p *plan) decideInPlace() {
 				continue
 			}
 			ci := int32(len(p.calls))
-			p.calls = append(p.calls, callRef{msg: i, part: pi, key: strings.TrimSpace(pt.id), kept: -1})
+			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), key: strings.TrimSpace(pt.id), kept: -1})
 			k, slot, seen := p.byKey.find(p.calls[ci].key, p.callKey)
 			if !seen {
 				p.byKey.set(slot, ci)
@@ -247,9 +247,9 @@ func (p *plan) decideInPlace() {
 			}
 			drop.removed = true
 			dp := p.part(drop.msg, drop.part)
-			p.removePart(drop.msg, drop.part, StageDropDuplicateResults)
-			p.act(StageDropDuplicateResults, ActionDrop, drop.msg, dp, "part repeating the call of another part")
-			p.issue(IssueDuplicateCallID, drop.msg, dp, "")
+			p.removePart(int(drop.msg), int(drop.part), StageDropDuplicateResults)
+			p.act(StageDropDuplicateResults, ActionDrop, int(drop.msg), dp, "part repeating the call of another part")
+			p.issue(IssueDuplicateCallID, int(drop.msg), dp, "")
 		}
 	}
 	p.renumberInPlace()
@@ -258,20 +258,20 @@ func (p *plan) decideInPlace() {
 		pt := p.part(c.msg, c.part)
 		switch {
 		case c.removed || pt.answered:
-		case c.msg == last && (running || pt.awaiting && !p.opts.Force):
+		case int(c.msg) == last && (running || pt.awaiting && !p.opts.Force):
 			p.report.PendingCalls++
 		case pt.providerRun:
 			// The provider ran it and its result was lost; tmend cannot answer for the
 			// provider's own tool.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
-			p.act(StageSynthesizeMissingResults, ActionDrop, c.msg, pt, "provider-executed call without its result cannot be answered; call removed")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.removePart(int(c.msg), int(c.part), StageSynthesizeMissingResults)
+			p.act(StageSynthesizeMissingResults, ActionDrop, int(c.msg), pt, "provider-executed call without its result cannot be answered; call removed")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		default:
 			pt.raw = answerInPlace(pt.raw)
 			p.edits[c.msg].dirty = true
-			p.act(StageSynthesizeMissingResults, ActionRewrite, c.msg, pt, "answered in place with a synthetic error result")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.act(StageSynthesizeMissingResults, ActionRewrite, int(c.msg), pt, "answered in place with a synthetic error result")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		}
 	}
 	p.dropBareMarkers()

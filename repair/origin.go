@@ -78,7 +78,7 @@ func (p *plan) movedResults() map[*byte]int {
 	}
 	for ri := range p.results {
 		if raw := p.resPart(ri).raw; len(raw) > 0 {
-			m[&raw[0]] = p.results[ri].msg
+			m[&raw[0]] = int(p.results[ri].msg)
 		}
 	}
 	return m

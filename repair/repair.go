@@ -113,18 +113,20 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 	return r, nil
 }
 
+// callRef and resultRef hold indexes in 32 bits, as the engine's offsets are (MaxSize):
+// a transcript of many small blocks has one of them per block.
 type callRef struct {
-	msg, part int
+	msg, part int32
 	// key pairs calls and results: the id without surrounding white space, or for an
 	// id-less Gemini call its turn, name and rank among same-named calls.
 	key  string
-	turn int
+	turn int32
 	// firstRes and lastRes chain its results (resultRef.nextRes) in transcript order; -1
 	// when it has none. nextSame chains the calls that share its key.
 	firstRes, lastRes, nextSame int32
-	kept                        int  // the result it keeps, or -1
-	slotted                     bool // a result in its turn's slot is paired with it
-	answered                    bool // a real result is paired with it
+	kept                        int32 // the result it keeps, or -1
+	slotted                     bool  // a result in its turn's slot is paired with it
+	answered                    bool  // a real result is paired with it
 	removed                     bool
 	renew                       bool // in place: another call that reuses an earlier one's id
 }
@@ -142,12 +144,12 @@ type keyChain struct {
 }
 
 type resultRef struct {
-	msg, part int
+	msg, part int32
 	nextRes   int32 // the next result of the same call, or -1
 	key       string
-	call      int  // -1: no call
-	slotted   bool // in the slot of its call's turn
-	inSlot    bool // slotted and, where the dialect needs it, ahead of other parts
+	call      int32 // -1: no call
+	slotted   bool  // in the slot of its call's turn
+	inSlot    bool  // slotted and, where the dialect needs it, ahead of other parts
 }
 
 type turnRef struct {
@@ -180,7 +182,7 @@ type plan struct {
 	calls   []callRef
 	results []resultRef
 	turns   []turnRef
-	slotOf  []int32          // message index -> turn whose slot it is, or -1
+	slotOf  []int32   // message index -> turn whose slot it is, or -1
 	byKey   callIndex // key -> index in chains (calls in the in-place dialects)
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
@@ -529,7 +531,7 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: k, part: pi, turn: ti, key: strings.TrimSpace(pt.id), kept: -1,
+				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(pt.id), kept: -1,
 					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
 					c.key = idlessKey(ti, pt.name, p.names[pt.name])
@@ -572,7 +574,7 @@ func hasResult(m *message) bool {
 	return false
 }
 
-func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
+func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it. Ids match when
@@ -610,7 +612,7 @@ func (p *plan) pair() {
 				lead = false
 				continue
 			}
-			r := resultRef{msg: mi, part: pi, call: -1, nextRes: -1, key: strings.TrimSpace(pt.id)}
+			r := resultRef{msg: int32(mi), part: int32(pi), call: -1, nextRes: -1, key: strings.TrimSpace(pt.id)}
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
 				r.key = ""
@@ -629,14 +631,14 @@ func (p *plan) pair() {
 			if k, _, ok := p.byKey.find(r.key, p.chainKey); ok {
 				ch := &p.chains[k]
 				if inSlot {
-					r.call = p.slotCall(ch, ti, pt.id)
+					r.call = int32(p.slotCall(ch, ti, pt.id))
 					r.slotted = r.call >= 0
 				}
 				if r.call < 0 {
-					r.call = p.latestBefore(ch, mi, pt.id)
+					r.call = int32(p.latestBefore(ch, mi, pt.id))
 				}
 			} else if !pt.hasID && !inSlot {
-				r.call = p.strayCall(len(p.results), mi, pt.name)
+				r.call = int32(p.strayCall(len(p.results), mi, pt.name))
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
@@ -656,7 +658,7 @@ func (p *plan) pair() {
 		}
 		r := &p.results[ri]
 		if ci := p.onlyOpenCall(int(ti)); ci >= 0 && p.mayName(r, ci) {
-			r.call, r.slotted, r.inSlot = ci, true, true
+			r.call, r.slotted, r.inSlot = int32(ci), true, true
 			p.link(ri)
 		}
 	}
@@ -677,8 +679,8 @@ func (p *plan) link(ri int32) {
 	c.lastRes = ri
 	c.slotted = c.slotted || r.slotted
 	if !p.part(r.msg, r.part).synthetic && !c.answered {
-		if r.call < p.idlessSeen {
-			p.countOpen(r.call, -1)
+		if int(r.call) < p.idlessSeen {
+			p.countOpen(int(r.call), -1)
 		}
 		c.answered = true
 	}
@@ -694,9 +696,9 @@ func (p *plan) mayName(r *resultRef, ci int) bool {
 // onlyOpenCall returns the one well-formed call of turn ti without a result, or -1 when
 // there are none or several.
 func (p *plan) onlyOpenCall(ti int) int {
-	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(c.turn, t) })
+	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(int(c.turn), t) })
 	open := -1
-	for ci := first; ci < len(p.calls) && p.calls[ci].turn == ti; ci++ {
+	for ci := first; ci < len(p.calls) && int(p.calls[ci].turn) == ti; ci++ {
 		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == "" {
 			if open >= 0 {
 				return -1
@@ -718,7 +720,7 @@ func (p *plan) strayCall(ri, mi int, name string) int {
 	if p.idlessOpen == nil {
 		p.idlessOpen = map[string]openCalls{} // kept with the plan, as byKey
 	}
-	for ; p.idlessSeen < len(p.calls) && p.calls[p.idlessSeen].msg < mi; p.idlessSeen++ {
+	for ; p.idlessSeen < len(p.calls) && int(p.calls[p.idlessSeen].msg) < mi; p.idlessSeen++ {
 		if !p.calls[p.idlessSeen].answered {
 			p.countOpen(p.idlessSeen, 1)
 		}
@@ -764,11 +766,11 @@ func (p *plan) countOpen(ci, delta int) {
 // id) answers: the first without a slotted result yet, else the first; in a mixed chain,
 // one whose id is id exactly first. -1 when the turn has none.
 func (p *plan) slotCall(ch *keyChain, ti int, id string) int {
-	for ch.inTurn >= 0 && p.calls[ch.inTurn].turn < ti {
+	for ch.inTurn >= 0 && int(p.calls[ch.inTurn].turn) < ti {
 		ch.inTurn = p.calls[ch.inTurn].nextSame
 	}
 	first, free, exact := -1, -1, -1
-	for ci := ch.inTurn; ci >= 0 && p.calls[ci].turn == ti; ci = p.calls[ci].nextSame {
+	for ci := ch.inTurn; ci >= 0 && int(p.calls[ci].turn) == ti; ci = p.calls[ci].nextSame {
 		c := &p.calls[ci]
 		same := ch.mixed && p.part(c.msg, c.part).id == id
 		switch {
@@ -799,13 +801,13 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 	if ch.before >= 0 {
 		next = p.calls[ch.before].nextSame
 	}
-	for next >= 0 && p.calls[next].msg < mi {
+	for next >= 0 && int(p.calls[next].msg) < mi {
 		ch.before, next = next, p.calls[next].nextSame
 	}
 	if ch.mixed {
 		// Rare (padded ids), so a walk from the head is fine here.
 		exact := -1
-		for ci := ch.head; ci >= 0 && p.calls[ci].msg < mi; ci = p.calls[ci].nextSame {
+		for ci := ch.head; ci >= 0 && int(p.calls[ci].msg) < mi; ci = p.calls[ci].nextSame {
 			if c := &p.calls[ci]; p.part(c.msg, c.part).id == id {
 				exact = int(ci)
 			}
@@ -880,7 +882,7 @@ func (p *plan) openTurn() int {
 	last := -1
 	for ci := range p.calls {
 		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == "" {
-			last = c.turn
+			last = int(c.turn)
 		}
 	}
 	if last < 0 {
@@ -919,9 +921,9 @@ func (p *plan) decide() {
 		pt := p.part(c.msg, c.part)
 		if pt.malformed != "" {
 			c.removed = true
-			p.removePart(c.msg, c.part, StageStripMalformedCalls)
-			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, pt.malformed)
-			p.issue(IssueMalformedCall, c.msg, pt, pt.malformed)
+			p.removePart(int(c.msg), int(c.part), StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, pt.malformed)
+			p.issue(IssueMalformedCall, int(c.msg), pt, pt.malformed)
 			continue
 		}
 		real := 0
@@ -935,42 +937,42 @@ func (p *plan) decide() {
 			// it (JS ChatOpenAI beside valid calls, ChatAnthropic without its tool_use
 			// copy); removing it, with its copies, suits every client.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageStripMalformedCalls)
-			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, "invalid tool call (arguments that did not parse) without a result")
-			p.issue(IssueMalformedCall, c.msg, pt, "invalid tool call without a result")
+			p.removePart(int(c.msg), int(c.part), StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, "invalid tool call (arguments that did not parse) without a result")
+			p.issue(IssueMalformedCall, int(c.msg), pt, "invalid tool call without a result")
 			continue
 		}
 		if p.msgs[c.msg].failed && (real == 0 || p.opts.FailedTurns == FailedTurnsStrip) {
 			c.removed = true
-			p.removePart(c.msg, c.part, StageFailedTurnCalls)
+			p.removePart(int(c.msg), int(c.part), StageFailedTurnCalls)
 			if real == 0 {
-				p.act(StageFailedTurnCalls, ActionDrop, c.msg, pt, "call of a failed or aborted turn without a result")
-				p.issue(IssueCallWithoutResult, c.msg, pt, "turn ended in error or abort")
+				p.act(StageFailedTurnCalls, ActionDrop, int(c.msg), pt, "call of a failed or aborted turn without a result")
+				p.issue(IssueCallWithoutResult, int(c.msg), pt, "turn ended in error or abort")
 			} else {
-				p.act(StageFailedTurnCalls, ActionDrop, c.msg, pt, "call of a failed or aborted turn (--failed-turns strip)")
-				p.issue(IssueFailedTurnCall, c.msg, pt, "")
+				p.act(StageFailedTurnCalls, ActionDrop, int(c.msg), pt, "call of a failed or aborted turn (--failed-turns strip)")
+				p.issue(IssueFailedTurnCall, int(c.msg), pt, "")
 			}
 			for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
 				r := &p.results[ri]
-				p.removePart(r.msg, r.part, StageFailedTurnCalls)
-				p.act(StageFailedTurnCalls, ActionDrop, r.msg, p.resPart(int(ri)), "result of a removed call of a failed turn")
+				p.removePart(int(r.msg), int(r.part), StageFailedTurnCalls)
+				p.act(StageFailedTurnCalls, ActionDrop, int(r.msg), p.resPart(int(ri)), "result of a removed call of a failed turn")
 			}
 			continue
 		}
 		if pt.canonical > 0 {
-			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
-			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
+			p.act(StageNormalizeCallBlocks, ActionRewrite, int(c.msg), pt, "call block rewritten to the canonical toolCall shape")
+			p.issue(IssueNoncanonicalCall, int(c.msg), pt, "")
 			pt.raw, pt.idPath = p.ps.canonicals[pt.canonical-1], pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
-		c.kept = kept
+		c.kept = int32(kept)
 		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.resPart(kept).id) {
 			// Paired by position (pair): it takes its call's id, as providers pair by id.
 			r, rp := &p.results[kept], p.resPart(kept)
-			p.issue(IssueResultWithoutCall, r.msg, rp, "blank id")
-			p.setPartID(r.msg, rp, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp,
+			p.issue(IssueResultWithoutCall, int(r.msg), rp, "blank id")
+			p.setPartID(int(r.msg), rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp,
 				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
 		}
 		for r32 := c.firstRes; r32 >= 0; r32 = p.results[r32].nextRes {
@@ -979,38 +981,38 @@ func (p *plan) decide() {
 				continue
 			}
 			r := &p.results[ri]
-			p.removePart(r.msg, r.part, StageDropDuplicateResults)
+			p.removePart(int(r.msg), int(r.part), StageDropDuplicateResults)
 			detail := "later result for the same call"
 			if p.resPart(ri).synthetic && !p.resPart(kept).synthetic {
 				detail = "synthetic result superseded by a real one"
 			}
-			p.act(StageDropDuplicateResults, ActionDrop, r.msg, p.resPart(ri), detail)
-			p.issue(IssueDuplicateResult, r.msg, p.resPart(ri), "")
+			p.act(StageDropDuplicateResults, ActionDrop, int(r.msg), p.resPart(ri), detail)
+			p.issue(IssueDuplicateResult, int(r.msg), p.resPart(ri), "")
 		}
 		t := &p.turns[c.turn]
 		switch {
 		case kept >= 0 && p.results[kept].inSlot:
 		case kept >= 0:
 			r := &p.results[kept]
-			p.removePart(r.msg, r.part, StageMoveResults)
+			p.removePart(int(r.msg), int(r.part), StageMoveResults)
 			t.incoming = append(t.incoming, incoming{call: ci, result: kept})
-			p.act(StageMoveResults, ActionMove, r.msg, p.resPart(kept),
+			p.act(StageMoveResults, ActionMove, int(r.msg), p.resPart(kept),
 				fmt.Sprintf("to after message %d", t.last))
-			p.issue(IssueMisplacedResult, r.msg, p.resPart(kept), "")
-		case c.turn == open && !p.msgs[c.msg].failed:
+			p.issue(IssueMisplacedResult, int(r.msg), p.resPart(kept), "")
+		case int(c.turn) == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
-		case pt.awaiting && c.msg == len(p.msgs)-1 && !p.opts.Force:
+		case pt.awaiting && int(c.msg) == len(p.msgs)-1 && !p.opts.Force:
 			p.report.PendingCalls++ // a person has yet to approve it
 		case pt.callType == callComputer:
 			// A computer_call_output must carry a screenshot; none can be made up.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
-			p.act(StageSynthesizeMissingResults, ActionDrop, c.msg, pt, "computer call without output cannot be answered; call removed")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.removePart(int(c.msg), int(c.part), StageSynthesizeMissingResults)
+			p.act(StageSynthesizeMissingResults, ActionDrop, int(c.msg), pt, "computer call without output cannot be answered; call removed")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		default:
 			t.incoming = append(t.incoming, incoming{call: ci, result: -1})
-			p.act(StageSynthesizeMissingResults, ActionInsert, c.msg, pt, "synthetic error result")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.act(StageSynthesizeMissingResults, ActionInsert, int(c.msg), pt, "synthetic error result")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 			if pt.hasID {
 				p.suspects[c.key] = true
 			}
@@ -1019,9 +1021,9 @@ func (p *plan) decide() {
 	for ri := range p.results {
 		r := &p.results[ri]
 		if r.call < 0 {
-			p.removePart(r.msg, r.part, StageDropOrphanResults)
-			p.act(StageDropOrphanResults, ActionDrop, r.msg, p.resPart(ri), "no call with this id")
-			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
+			p.removePart(int(r.msg), int(r.part), StageDropOrphanResults)
+			p.act(StageDropOrphanResults, ActionDrop, int(r.msg), p.resPart(ri), "no call with this id")
+			p.issue(IssueResultWithoutCall, int(r.msg), p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
 				p.suspects[r.key] = true
 			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
@@ -1085,16 +1087,16 @@ const idKeys = 1<<keyID | 1<<keyCallID | 1<<keyToolCallID | 1<<keyToolUseIDCamel
 // tool output. The next platform's shapes are refused, not guessed.
 func (p *plan) checkUnrecognized() error {
 	if p.unsureOrphan >= 0 {
-		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
+		return p.refuse(int(p.results[p.unsureOrphan].msg), "", "a result without an id tmend knows has an id-like member",
 			"so which call it answers is unclear")
 	}
 	if ri := p.ambiguous; ri >= 0 {
-		return p.refuse(p.results[ri].msg, "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
+		return p.refuse(int(p.results[ri].msg), "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
 			p.ambiguousN, p.resPart(ri).name), "so which call it answers is unclear")
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
-		return p.refuse(p.results[ri].msg, p.resPart(ri).id, fmt.Sprintf(
+		return p.refuse(int(p.results[ri].msg), p.resPart(ri).id, fmt.Sprintf(
 			"a result tmend would drop as an orphan may answer the unanswered call of message %d (%s)", c.msg, p.mayAnswerWhy(ri, ci)),
 			"so which call it answers is unclear")
 	}
@@ -1373,7 +1375,7 @@ func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
 		rule = ruleLike(c.key)
 	}
 	id := rule.freshID(c.key, used)
-	p.issue(IssueDuplicateCallID, c.msg, pt, "")
+	p.issue(IssueDuplicateCallID, int(c.msg), pt, "")
 	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
 	return used
 }
@@ -1384,19 +1386,19 @@ func (p *plan) alignPaddedIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || c.kept < 0 || !pt.hasID || p.resPart(c.kept).id == pt.id {
+		if c.removed || c.kept < 0 || !pt.hasID || p.resPart(int(c.kept)).id == pt.id {
 			continue
 		}
 		if pt.id != c.key {
-			p.issue(IssuePaddedCallID, c.msg, pt, "")
-			p.setPartID(c.msg, pt, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, c.msg, pt, "white space around the id removed")
+			p.issue(IssuePaddedCallID, int(c.msg), pt, "")
+			p.setPartID(int(c.msg), pt, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(c.msg), pt, "white space around the id removed")
 		}
-		if rp := p.resPart(c.kept); rp.id != c.key {
+		if rp := p.resPart(int(c.kept)); rp.id != c.key {
 			r := &p.results[c.kept]
-			p.issue(IssuePaddedCallID, r.msg, rp, "")
-			p.setPartID(r.msg, rp, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp, "white space around the id removed")
+			p.issue(IssuePaddedCallID, int(r.msg), rp, "")
+			p.setPartID(int(r.msg), rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp, "white space around the id removed")
 		}
 	}
 }
@@ -1418,14 +1420,14 @@ func (p *plan) usedIDs() map[string]bool {
 // rewriteCallID gives call c the id id, and the result it keeps too.
 func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 	pt := p.part(c.msg, c.part)
-	p.act(st, ActionRewrite, c.msg, pt, detail)
-	p.setPartID(c.msg, pt, id)
+	p.act(st, ActionRewrite, int(c.msg), pt, detail)
+	p.setPartID(int(c.msg), pt, id)
 	c.key = id
 	if c.kept >= 0 {
 		r := &p.results[c.kept]
-		rp := p.resPart(c.kept)
-		p.setPartID(r.msg, rp, id)
-		p.act(st, ActionRewrite, r.msg, rp, "result follows its call's new id")
+		rp := p.resPart(int(c.kept))
+		p.setPartID(int(r.msg), rp, id)
+		p.act(st, ActionRewrite, int(r.msg), rp, "result follows its call's new id")
 	}
 }
 

@@ -152,7 +152,7 @@ func (p *plan) retarget() {
 		}
 		old := pt.id
 		id := rule.freshID(old, used)
-		p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
+		p.issue(IssueInvalidCallID, int(c.msg), pt, rule.mustMatch)
 		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
 	}
 }
@@ -165,15 +165,15 @@ func (p *plan) fillResultNames() {
 		if c.removed || c.kept < 0 {
 			continue
 		}
-		r, rp, cp := &p.results[c.kept], p.resPart(c.kept), p.part(c.msg, c.part)
+		r, rp, cp := &p.results[c.kept], p.resPart(int(c.kept)), p.part(c.msg, c.part)
 		if !isBlank(rp.name) || isBlank(cp.name) {
 			continue
 		}
-		p.issue(IssueMissingToolName, r.msg, rp, "")
+		p.issue(IssueMissingToolName, int(r.msg), rp, "")
 		rp.raw = setOrAddMember(rp.raw, keyNames[p.spec.resultName], jsonString(cp.name))
 		rp.name = cp.name
 		p.edits[r.msg].dirty = true
-		p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "tool name filled in from its call (Gemini needs it)")
+		p.act(StageRewriteCallIDs, ActionRewrite, int(r.msg), rp, "tool name filled in from its call (Gemini needs it)")
 	}
 }
 
