@@ -154,14 +154,14 @@ type part struct {
 	raw   []byte
 	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
 	idRaw []byte // the id's JSON text, which synthetic results copy
-	// idPath leads from raw to the id member, for rewriting it.
-	idPath    keyPath
-	name      string
-	malformed string // why a call can never be valid; "" when it is well formed
+	name  string
 	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
 	// a call written in another shape the platform also accepts (OpenClaw's legacy
 	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
 	canonical int32
+	// idPath leads from raw to the id member, for rewriting it.
+	idPath    keyPath
+	malformed malformed // why a call can never be valid
 	callType  callType
 	kind      partKind
 	hasID     bool
@@ -178,6 +178,42 @@ type part struct {
 	// some clients send as a call and others do not.
 	invalid bool
 }
+
+// malformed says why a call can never be valid, as a code: every part has one.
+type malformed uint8
+
+const (
+	wellFormed malformed = iota
+	malPartial
+	malIncomplete
+	malNoID
+	malBlankID
+	malNoName
+	malNoArgs
+	malNoFunction
+	malArgsNotJSON
+	malNoInvocation
+	malInputStreaming
+	malPartialCall
+)
+
+// malformedText is what the report says of each malformed code.
+var malformedText = [...]string{
+	wellFormed:        "",
+	malPartial:        "streaming leftover (partial)",
+	malIncomplete:     "streaming leftover (status incomplete)",
+	malNoID:           "missing or blank id",
+	malBlankID:        "blank id",
+	malNoName:         "missing or blank name",
+	malNoArgs:         "arguments missing",
+	malNoFunction:     "function missing",
+	malArgsNotJSON:    "arguments are a string that is not JSON",
+	malNoInvocation:   "toolInvocation missing",
+	malInputStreaming: "streaming leftover (state input-streaming)",
+	malPartialCall:    "streaming leftover (state partial-call)",
+}
+
+func (m malformed) String() string { return malformedText[m] }
 
 // callType is the shape of a call where its synthetic result depends on it: a Responses
 // call item's type, for the matching output type, or ai 4's call.
@@ -425,17 +461,17 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	}
 	switch {
 	case partial:
-		p.malformed = "streaming leftover (partial)"
+		p.malformed = malPartial
 	case incomplete:
-		p.malformed = "streaming leftover (status incomplete)"
+		p.malformed = malIncomplete
 	case !idOptional && isBlank(p.id):
-		p.malformed = "missing or blank id"
+		p.malformed = malNoID
 	case idOptional && p.hasID && isBlank(p.id):
-		p.malformed = "blank id"
+		p.malformed = malBlankID
 	case isBlank(p.name):
-		p.malformed = "missing or blank name"
+		p.malformed = malNoName
 	case !hasArgs:
-		p.malformed = "arguments missing"
+		p.malformed = malNoArgs
 	}
 }
 

@@ -180,14 +180,14 @@ func aiSDKCallShape(p *part, o obj) {
 	// callShape judged the name by a name member, which these parts do not have; judge it
 	// by toolName instead, in the same order (a name before the arguments).
 	switch p.malformed {
-	case "", "missing or blank name", "arguments missing":
+	case wellFormed, malNoName, malNoArgs:
 		switch {
 		case isBlank(p.name):
-			p.malformed = "missing or blank name"
+			p.malformed = malNoName
 		case !o.has(args):
-			p.malformed = "arguments missing"
+			p.malformed = malNoArgs
 		default:
-			p.malformed = ""
+			p.malformed = wellFormed
 		}
 	}
 }

@@ -39,7 +39,7 @@ func parseOpenAIChat(m *message, ps *parser) error {
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
 			if !o.has(keyFunction) {
-				p.malformed = "function missing"
+				p.malformed = malNoFunction
 			}
 		})
 	case "tool":

@@ -111,7 +111,7 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	ak := argsKey(o, legacyArgKeys...)
 	callShape(p, o, idPath, o, o, ak, false)
-	if p.malformed != "" {
+	if p.malformed != wellFormed {
 		return
 	}
 	args := o.get(ak)
@@ -122,7 +122,7 @@ func parseLegacyCall(p *part, o obj) {
 			o.ps.doubtful("a legacy call's string arguments hold a lone surrogate, which has no exact JSON text")
 			return
 		case !json.Valid([]byte(s)):
-			p.malformed = "arguments are a string that is not JSON"
+			p.malformed = malArgsNotJSON
 			return
 		case depthOf([]byte(s)) > legacyArgsDepth:
 			o.ps.doubtful(fmt.Sprintf("a legacy call's string arguments nest deeper than %d levels", legacyArgsDepth))

@@ -91,8 +91,8 @@ func parseResponses(m *message, ps *parser) error {
 		callShape(&p, o, pathCallID, o, o, c.args, false)
 		if c.name != "" && p.name == "" {
 			p.name = c.name
-			if p.malformed == "missing or blank name" {
-				p.malformed = ""
+			if p.malformed == malNoName {
+				p.malformed = wellFormed
 			}
 		}
 		m.parts = ps.one(p)

@@ -38,6 +38,12 @@ var toolStates = map[string]toolState{
 	"result":             stateAnswered,
 }
 
+// streamingLeftover is why a part in each streaming state of toolStates is malformed.
+var streamingLeftover = map[string]malformed{
+	"input-streaming": malInputStreaming,
+	"partial-call":    malPartialCall,
+}
+
 // uiPartTypes are the other part types of a UIMessage (and of Mastra's format 2), which
 // hold no tool call; data-* parts are the app's own. ai 7 adds reasoning-file and
 // steering-message (a user message steered into the run: text and file parts only).
@@ -67,7 +73,7 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 		inv := o.sub(keyToolInvocation)
 		if inv.raw == nil {
 			p.kind = partCall
-			p.malformed = "toolInvocation missing"
+			p.malformed = malNoInvocation
 			return true
 		}
 		invocationShape(p, inv, pathInvocationID)
@@ -126,14 +132,14 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 		o.ps.doubtful(fmt.Sprintf("a tool part's state %s is not one tmend knows", o.get(keyState)))
 	case state == stateStreaming:
 		p.streaming = true
-		p.malformed = "streaming leftover (state " + string(wordOf(o.get(keyState))) + ")"
+		p.malformed = streamingLeftover[string(wordOf(o.get(keyState)))]
 	case isBlank(p.id):
-		p.malformed = "missing or blank id"
+		p.malformed = malNoID
 	case isBlank(p.name):
-		p.malformed = "missing or blank name"
+		p.malformed = malNoName
 	case !o.has(argsKey) && !(state == stateAnswered && o.has(keyRawInput)):
 		// (ai 5+ keeps input it could not parse as rawInput on an output-error part.)
-		p.malformed = "arguments missing"
+		p.malformed = malNoArgs
 	}
 	p.answered = state == stateAnswered
 	p.awaiting = isString(o.get(keyState), "approval-requested")
@@ -220,10 +226,10 @@ func (p *plan) decideInPlace() {
 			if i == last && running && pt.streaming {
 				continue // still streaming
 			}
-			if pt.malformed != "" {
+			if pt.malformed != wellFormed {
 				p.removePart(i, pi, StageStripMalformedCalls)
-				p.act(StageStripMalformedCalls, ActionDrop, i, pt, pt.malformed)
-				p.issue(IssueMalformedCall, i, pt, pt.malformed)
+				p.act(StageStripMalformedCalls, ActionDrop, i, pt, pt.malformed.String())
+				p.issue(IssueMalformedCall, i, pt, pt.malformed.String())
 				continue
 			}
 			ci := int32(len(p.calls))

@@ -589,7 +589,7 @@ func (p *plan) pair() {
 	p.byKey.reset(len(p.calls))
 	for ci := range p.calls {
 		c := &p.calls[ci]
-		if p.part(c.msg, c.part).malformed != "" {
+		if p.part(c.msg, c.part).malformed != wellFormed {
 			continue
 		}
 		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
@@ -699,7 +699,7 @@ func (p *plan) onlyOpenCall(ti int) int {
 	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(int(c.turn), t) })
 	open := -1
 	for ci := first; ci < len(p.calls) && int(p.calls[ci].turn) == ti; ci++ {
-		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == "" {
+		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == wellFormed {
 			if open >= 0 {
 				return -1
 			}
@@ -749,7 +749,7 @@ type openCalls struct{ n, sum [2]int }
 func (p *plan) countOpen(ci, delta int) {
 	c := &p.calls[ci]
 	pt := p.part(c.msg, c.part)
-	if pt.hasID || pt.malformed != "" {
+	if pt.hasID || pt.malformed != wellFormed {
 		return
 	}
 	k := 0
@@ -881,7 +881,7 @@ func (p *plan) updatedInFuture() bool {
 func (p *plan) openTurn() int {
 	last := -1
 	for ci := range p.calls {
-		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == "" {
+		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == wellFormed {
 			last = int(c.turn)
 		}
 	}
@@ -919,11 +919,11 @@ func (p *plan) decide() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if pt.malformed != "" {
+		if pt.malformed != wellFormed {
 			c.removed = true
 			p.removePart(int(c.msg), int(c.part), StageStripMalformedCalls)
-			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, pt.malformed)
-			p.issue(IssueMalformedCall, int(c.msg), pt, pt.malformed)
+			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, pt.malformed.String())
+			p.issue(IssueMalformedCall, int(c.msg), pt, pt.malformed.String())
 			continue
 		}
 		real := 0
@@ -1137,7 +1137,9 @@ func (p *plan) checkUnrecognized() error {
 // shapeless reports a malformed call without a usable id: its shape was not understood
 // (a toolUse that is an array, a Responses call with only its item id), so it is searched
 // like an unrecognised block.
-func shapeless(pt *part) bool { return pt.kind == partCall && pt.malformed != "" && !usableID(pt) }
+func shapeless(pt *part) bool {
+	return pt.kind == partCall && pt.malformed != wellFormed && !usableID(pt)
+}
 
 // orphanMayAnswer finds a real result about to be dropped as an orphan that may still be
 // the result of a call left without one: one of the two has no usable id and their tool
@@ -1152,7 +1154,7 @@ func (p *plan) orphanMayAnswer() (int, int) {
 	odd := false   // one of them has no usable id, or a lone surrogate in it
 	for ci := range p.calls {
 		c := &p.calls[ci]
-		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == "" {
+		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == wellFormed {
 			open = append(open, ci)
 			odd = odd || !usableID(pt) || !utf8.ValidString(pt.id)
 		}
