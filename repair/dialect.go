@@ -94,18 +94,18 @@ type spec struct {
 	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
 	// one for the provider to accept them (nil: never).
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
-	synth             func(c *part, text string) []byte
+	synth             func(c *part, id []byte, text string) []byte
 	wrap              func(parts [][]byte) []byte
 	// synthFor, when set, is used instead of synth: the synthetic result for call c of
 	// message m, for a dialect whose result shape depends on the call's message (the
 	// stored form of a LangChain message).
-	synthFor func(m *message, c *part, text string) []byte
+	synthFor func(m *message, c *part, id []byte, text string) []byte
 	// rebuild, when set, writes a message that lost parts or whose parts changed
 	// (removed is per part), instead of replacing its partsKey array: for a dialect whose
 	// parts are not one array of the message, or that keeps copies of them elsewhere in
 	// the message (LangChain's nested forms, invalid_tool_calls and provider mirrors).
 	// ok is false when nothing of the message is left. Only non-block dialects use it.
-	rebuild func(m *message, removed []bool) (raw []byte, ok bool)
+	rebuild func(m *message, removed []bool, ids *parser) (raw []byte, ok bool)
 
 	// mayHideResultID reports whether a result part without an id may carry one in a
 	// member tmend does not read (it is then not dropped as an orphan); nil: any id-like
@@ -151,10 +151,13 @@ const (
 // part is one tool call, tool result or other piece of a message: a content block, a
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
-	raw   []byte
-	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
-	idRaw []byte // the id's JSON text, which synthetic results copy
-	name  string
+	raw []byte
+	id  string // decoded; lone surrogates kept apart from U+FFFD (see idString)
+	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText):
+	// in the input, or (idLen < 0) a rewritten id's in parser.idTexts; idLen is 0 without
+	// an id. Offsets, not a slice, as every part has one.
+	idAt, idLen int32
+	name        string
 	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
 	// a call written in another shape the platform also accepts (OpenClaw's legacy
 	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
@@ -351,7 +354,31 @@ type parser struct {
 	formMsg     int
 	knownValues [][]byte    // every message's knownValues, in one allocation
 	canonicals  [][]byte    // the parts' canonical forms (part.canonical)
+	src         []byte      // the input, where the parts' ids are (part.idAt)
+	idTexts     [][]byte    // the ids' JSON texts that are not in src
 	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
+}
+
+// setIDText makes v the JSON text of p's id.
+func (ps *parser) setIDText(p *part, v []byte) {
+	// v is a slice of src when it was read there: both end where the input's array does.
+	if at := cap(ps.src) - cap(v); at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
+		p.idAt, p.idLen = int32(at), int32(len(v))
+		return
+	}
+	ps.idTexts = append(ps.idTexts, v)
+	p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
+}
+
+// idText returns the JSON text of p's id, or nil when it has none.
+func (ps *parser) idText(p *part) []byte {
+	switch {
+	case p.idLen < 0:
+		return ps.idTexts[p.idAt]
+	case p.idLen == 0:
+		return nil
+	}
+	return ps.src[p.idAt : p.idAt+p.idLen]
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.
@@ -439,7 +466,7 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		case idKey:
 			if string(v) != "null" {
 				p.id, _ = idString(v)
-				p.idRaw = v
+				o.ps.setIDText(p, v)
 				p.hasID = true
 				if v[0] != '"' {
 					o.ps.doubtful("a call's id is a JSON " + kindOf(v[0]) + ", not a string")
@@ -494,7 +521,7 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 	p.idPath = pathOf(idPath)
 	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
 		p.id, _ = idString(idv)
-		p.idRaw = idv
+		o.ps.setIDText(p, idv)
 		p.hasID = true
 		if idv[0] != '"' {
 			o.ps.doubtful("a result's id is a JSON " + kindOf(idv[0]) + ", not a string")

@@ -40,8 +40,8 @@ var aiSDKModelSpec = &spec{
 		}
 		return false
 	},
-	synth: func(c *part, text string) []byte {
-		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
+	synth: func(c *part, id []byte, text string) []byte {
+		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", id).str("toolName", c.name)
 		if c.callType == callAISDK4 {
 			return b.str("result", text).raw("isError", []byte("true")).done()
 		}
@@ -158,7 +158,8 @@ func aiSDKAssistantPart(p *part, o obj) bool {
 		// The id of the call that waits for a person (markAwaiting).
 		if v := o.get(keyToolCallIDCamel); v != nil && v[0] == '"' {
 			p.id, _ = idString(v)
-			p.idRaw, p.hasID = v, true
+			o.ps.setIDText(p, v)
+			p.hasID = true
 		}
 		return hasApprovalID(o)
 	default:

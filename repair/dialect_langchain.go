@@ -29,11 +29,11 @@ var langChainSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
-	synth: func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
-	synthFor: func(m *message, c *part, text string) []byte {
+	synth: func(c *part, id []byte, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, id, text) },
+	synthFor: func(m *message, c *part, id []byte, text string) []byte {
 		var v lcView
 		lcRead(m, &parser{}, &v)
-		return lcSynth(v, c, text)
+		return lcSynth(v, c, id, text)
 	},
 	rebuild: rebuildLangChain,
 }
@@ -314,13 +314,13 @@ func (ps *parser) eachBlock(v []byte, blks []block, have bool, fn func(raw []byt
 // the flat form's fields beside its type, the data form's in data (with the type inside
 // too where the call's message has it, as Python's model_dump writes), the constructor
 // form's in kwargs under the call's own namespace.
-func lcSynth(v lcView, c *part, text string) []byte {
+func lcSynth(v lcView, c *part, id []byte, text string) []byte {
 	var f objectBuilder
 	innerType := v.form == lcData && v.inner.has(keyType)
 	if v.form == lcFlat || innerType {
 		f = f.str("type", "tool")
 	}
-	f = f.str("content", text).raw("tool_call_id", c.idRaw).str("name", c.name).str("status", "error")
+	f = f.str("content", text).raw("tool_call_id", id).str("name", c.name).str("status", "error")
 	switch v.form {
 	case lcData:
 		return objectBuilder(nil).str("type", "tool").raw("data", f.done()).done()

@@ -23,8 +23,8 @@ var openClawSpec = &spec{
 	blockSignal: func(o obj, typ []byte) bool {
 		return isString(typ, "toolCall") || isString(typ, "toolUse") || isString(typ, "functionCall")
 	},
-	synth: func(c *part, text string) []byte {
-		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", c.idRaw).str("toolName", c.name).
+	synth: func(c *part, id []byte, text string) []byte {
+		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", id).str("toolName", c.name).
 			raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
 	},
 
@@ -131,7 +131,7 @@ func parseLegacyCall(p *part, o obj) {
 		args = []byte(s)
 	}
 	var b objectBuilder
-	b = b.str("type", "toolCall").raw("id", p.idRaw).raw("name", o.get(keyName)).raw("arguments", args)
+	b = b.str("type", "toolCall").raw("id", o.ps.idText(p)).raw("name", o.get(keyName)).raw("arguments", args)
 	for _, m := range o.ms {
 		switch m.code {
 		case keyType, keyID, keyName, keyInput, keyArguments, idPath[0]:

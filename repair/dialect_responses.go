@@ -19,7 +19,7 @@ var responsesSpec = &spec{
 		_, call := responsesCalls[string(f.typ)]
 		return call || responsesOutputs[string(f.typ)] || string(f.typ) == "reasoning"
 	},
-	synth: func(c *part, text string) []byte {
+	synth: func(c *part, id []byte, text string) []byte {
 		typ := "function_call_output" // also for local_shell_call, as Codex answers them
 		switch c.callType {
 		case callCustomTool:
@@ -27,10 +27,10 @@ var responsesSpec = &spec{
 		case callToolSearch:
 			// Codex's own stand-in: no tools found. The item has no member for a text, so
 			// it cannot carry tmend's; an empty one is read as synthetic (parseResponses).
-			return objectBuilder(nil).str("type", "tool_search_output").raw("call_id", c.idRaw).
+			return objectBuilder(nil).str("type", "tool_search_output").raw("call_id", id).
 				str("status", "completed").str("execution", "client").raw("tools", []byte("[]")).done()
 		}
-		return objectBuilder(nil).str("type", typ).raw("call_id", c.idRaw).str("output", text).done()
+		return objectBuilder(nil).str("type", typ).raw("call_id", id).str("output", text).done()
 	},
 }
 

@@ -116,7 +116,7 @@ func readCallID(p *part, o obj, key keyCode) {
 		return
 	}
 	p.id, _ = idString(v)
-	p.idRaw = v
+	o.ps.setIDText(p, v)
 	p.hasID = true
 	if v[0] != '"' {
 		o.ps.doubtful("a tool part's toolCallId is a JSON " + kindOf(v[0]) + ", not a string")

@@ -234,7 +234,7 @@ func mayHold(v []byte, a, b string) bool {
 // content or output stays as an empty array (as LangChain writes them); an emptied
 // additional_kwargs.tool_calls goes, since ChatOpenAI would send it as an empty list,
 // which OpenAI rejects.
-func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
+func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	ps := &parser{}
 	var v lcView
 	lcRead(m, ps, &v)
@@ -272,7 +272,7 @@ func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
 		case removed[pi]:
 			return nil
 		case m.parts[pi].id != id:
-			return setPath(raw, []keyCode{idKey}, m.parts[pi].idRaw)
+			return setPath(raw, []keyCode{idKey}, ids.idText(&m.parts[pi]))
 		}
 		return raw
 	}
@@ -345,7 +345,7 @@ func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
 		}
 		for _, name := range lcIDMaps {
 			if mp := kw.getName(name); len(mp) > 0 && mp[0] == '{' {
-				if e := editIDMap(mp, m.parts, removed, keyOf); e != nil {
+				if e := editIDMap(mp, m.parts, removed, keyOf, ids); e != nil {
 					kw.set(keyOther, name, e)
 				}
 			}
@@ -381,7 +381,7 @@ func sameBytes(a, b []byte) bool {
 // editIDMap rewrites a {call_id: item_id} map for the calls' fates: a key whose calls are
 // all removed goes; a key no kept call has any more is renamed to the new id of the
 // first kept call that had it. nil when nothing changes.
-func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (string, bool)) []byte {
+func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (string, bool), ids *parser) []byte {
 	ms, err := membersOf(mp)
 	if err != nil {
 		return nil
@@ -404,7 +404,7 @@ func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (stri
 			if parts[pi].id == mb.name(mp) {
 				keep = true
 			} else if renamed == nil {
-				renamed = parts[pi].idRaw
+				renamed = ids.idText(&parts[pi])
 			}
 		}
 		switch {

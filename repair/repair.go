@@ -319,7 +319,8 @@ func (p *plan) release() {
 		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0], canonicals: p.ps.canonicals[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
+			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0]},
 	}
 	plans.Put(p)
 }
@@ -353,7 +354,7 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // scan validates the array of messages at b[i] while collecting each message's members
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
-	p.src = b
+	p.src, p.ps.src = b, b
 	p.sc.maxMemory = p.opts.MaxMemory
 	end, err := scanElements(b, i, 1, func(j int) (int, error) {
 		n := len(p.msgs)
@@ -1434,8 +1435,8 @@ func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 }
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
-	pt.idRaw = encodeID(id)
-	pt.raw = setPath(pt.raw, pt.idPath.keys(), pt.idRaw)
+	p.ps.setIDText(pt, encodeID(id))
+	pt.raw = setPath(pt.raw, pt.idPath.keys(), p.ps.idText(pt))
 	pt.id = id
 	p.edits[msg].dirty = true
 }
@@ -1455,9 +1456,9 @@ func (p *plan) finish() {
 			} else {
 				c := &p.calls[in.call]
 				if p.spec.synthFor != nil {
-					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), SyntheticResultText))
+					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), p.ps.idText(p.part(c.msg, c.part)), SyntheticResultText))
 				} else {
-					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), p.ps.idText(p.part(c.msg, c.part)), SyntheticResultText))
 				}
 			}
 		}
@@ -1784,7 +1785,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
 	e := &p.edits[i]
 	if p.spec.rebuild != nil {
-		return p.spec.rebuild(m, e.removed)
+		return p.spec.rebuild(m, e.removed, &p.ps)
 	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
