@@ -252,15 +252,14 @@ func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 // message is one transcript element with what tmend found in it.
 type message struct {
 	raw      []byte
-	off      int // where raw starts in the scanned input (plan.src)
 	ms       []member
 	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
+	parts    []part
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages
 	// partsIn is the object member holding the parts member (Mastra's content), or
 	// keyOther when partsKey is the message's own.
 	partsIn keyCode
-	parts   []part
 	// otherContent: the message has content outside its parts (OpenAI chat and LangChain
 	// assistant text beside tool_calls), so it survives losing every part.
 	otherContent bool
@@ -269,10 +268,12 @@ type message struct {
 	known     bool
 	failed    bool // the turn ended in error or was aborted
 	reasoning bool // a Responses reasoning item
-	// knownValues are values inside raw that the dialect recognised outside the parts
-	// array (LangChain's provider copies of its calls, and calls in a nested object or in
-	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
-	knownValues [][]byte
+	// knownValues[knownFrom:knownTo] (the parser's) are values inside raw that the
+	// dialect recognised outside the parts array (LangChain's provider copies of its
+	// calls, and calls in a nested object or in invalid_tool_calls): the search for calls
+	// of unknown shapes passes over them. Indexes, not a slice: most messages have none.
+	knownFrom, knownTo int32
+	off                int32 // where raw starts in the scanned input (plan.src)
 	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
 	// scanner's), or 0 when it has none.
 	fieldsAt int32

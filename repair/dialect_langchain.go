@@ -271,9 +271,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 		}
 	}
 	m.otherContent = lcMirrors(m, ps, v, f)
-	if len(ps.knownValues) > knownFrom {
-		m.knownValues = ps.knownValues[knownFrom:len(ps.knownValues):len(ps.knownValues)]
-	}
+	m.knownFrom, m.knownTo = int32(knownFrom), int32(len(ps.knownValues))
 }
 
 // eachElem calls fn with each element of the array v and, for an object, its members

@@ -324,13 +324,13 @@ func (p *plan) renumberInPlace() {
 // so that the message goes rather than stay as an empty step.
 func (p *plan) dropBareMarkers() {
 	for i := range p.msgs {
-		m, e := &p.msgs[i], &p.edits[i]
+		m, e, removed := &p.msgs[i], &p.edits[i], p.removedOf(i)
 		if !e.dirty || m.otherContent {
 			continue
 		}
 		bare := true
 		for pi := range m.parts {
-			if !e.removed[pi] && !isStepStart(m.parts[pi].raw) {
+			if !removed[pi] && !isStepStart(m.parts[pi].raw) {
 				bare = false
 				break
 			}
@@ -339,8 +339,8 @@ func (p *plan) dropBareMarkers() {
 			continue
 		}
 		for pi := range m.parts {
-			if !e.removed[pi] {
-				e.removed[pi] = true
+			if !removed[pi] {
+				removed[pi] = true
 				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage, Action: ActionDrop, MessageIndex: i,
 					Detail: "step-start part of a message left with nothing else"})
 			}

@@ -166,11 +166,13 @@ type incoming struct {
 }
 
 type edit struct {
-	drop    bool
-	stage   Stage  // why it was dropped, or last lost a part
-	removed []bool // per part
-	dirty   bool
-	merge   bool // merged into the message before it (see planMerges)
+	stage Stage // why it was dropped, or last lost a part
+	// removedAt is where the message's removed flags, one per part, start in
+	// plan.removed (removedOf): an index, not a slice, as every message has an edit.
+	removedAt int32
+	drop      bool
+	dirty     bool
+	merge     bool // merged into the message before it (see planMerges)
 }
 
 type plan struct {
@@ -368,9 +370,12 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		if err != nil {
 			return end, p.messageFailed(n, err)
 		}
-		p.msgs = push(p.msgs, message{}) // filled in place, not built and copied
+		if len(p.msgs) == cap(p.msgs) {
+			p.msgs = slices.Grow(p.msgs, messagesRoom(len(p.msgs), end-i, len(b)-end))
+		}
+		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
-		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
+		m.raw, m.off, m.ms, m.arrays = b[j:end], int32(j), ms, arrays
 		if in.key != keyOther {
 			p.sc.fields = append(p.sc.fields, in)
 			m.fieldsAt = int32(len(p.sc.fields))
@@ -382,6 +387,16 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		err = p.fail(StatusUnparseable, "%v", err)
 	}
 	return end, err
+}
+
+// messagesRoom is how many more message records to make room for when n messages in
+// read bytes fill the slab and left bytes remain: as many as the bytes left hold at the
+// rate so far (an eighth more), between a quarter and 31 times n. Each outgrown slab
+// stays as garbage until a collection, which seldom runs while one transcript is read:
+// doubling left about as much again as the slab, growing by estimate a small share.
+func messagesRoom(n, read, left int) int {
+	est := int(int64(n) * int64(left) / int64(max(read, 1)))
+	return min(max(est+est/8+8, n/4), 31*max(n, 1))
 }
 
 // messageFailed is the error for message n, which could not be scanned: too large or
@@ -841,15 +856,18 @@ func (p *plan) prepareEdits() {
 	for i := range p.msgs {
 		n += len(p.msgs[i].parts)
 	}
-	// Sized once: the edits hold slices of it, which would keep every array append
-	// outgrew alive.
 	p.removed = grow(p.removed, n)
 	start := 0
 	for i := range p.msgs {
-		end := start + len(p.msgs[i].parts)
-		p.edits[i].removed = p.removed[start:end:end]
-		start = end
+		p.edits[i].removedAt = int32(start)
+		start += len(p.msgs[i].parts)
 	}
+}
+
+// removedOf is message i's removed flags, one per part.
+func (p *plan) removedOf(i int) []bool {
+	at, n := int(p.edits[i].removedAt), len(p.msgs[i].parts)
+	return p.removed[at : at+n : at+n]
 }
 
 // quiet reports whether the session changed within the quiet period. A change dated
@@ -1069,7 +1087,7 @@ func (p *plan) pickKept(c *callRef) int {
 
 func (p *plan) removePart(msg, pi int, st Stage) {
 	e := &p.edits[msg]
-	e.removed[pi] = true
+	p.removedOf(msg)[pi] = true
 	e.dirty = true
 	e.stage = st
 	if p.msgs[msg].whole() {
@@ -1107,7 +1125,7 @@ func (p *plan) checkUnrecognized() error {
 	defer func() { p.skip = nil }()
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		p.skip = m.knownValues
+		p.skip = p.ps.knownValues[m.knownFrom:m.knownTo]
 		if !m.whole() || shapeless(&m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
@@ -1567,8 +1585,8 @@ func (p *plan) gone(i int) bool {
 	if !e.dirty || m.whole() || m.otherContent || p.spec.block && p.turnSlotMsg(i) >= 0 && len(p.after[i]) > 0 {
 		return false
 	}
-	for pi := range m.parts {
-		if !e.removed[pi] {
+	for _, removed := range p.removedOf(i) {
+		if !removed {
 			return false
 		}
 	}
@@ -1586,7 +1604,7 @@ func (p *plan) planMerges() {
 	if rule == nil {
 		return
 	}
-	var prev outMsg
+	var prev, cur outMsg // declared once: the rule's pointers make them escape
 	have, gap, gapAt := false, false, 0
 	prevLost := -1 // prev (or one merged into it) lost a part: its index
 	for i := range p.msgs {
@@ -1594,7 +1612,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur := outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
+			cur = outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
 			lost := -1
 			if p.lostPart(i) {
 				lost = i
@@ -1626,13 +1644,13 @@ func (p *plan) planMerges() {
 
 // lostPart reports whether message i loses a part and keeps others.
 func (p *plan) lostPart(i int) bool {
-	return p.edits[i].dirty && slices.Contains(p.edits[i].removed, true)
+	return p.edits[i].dirty && slices.Contains(p.removedOf(i), true)
 }
 
 // keepsCall reports whether message i keeps a call part.
 func (p *plan) keepsCall(i int) bool {
 	for pi := range p.msgs[i].parts {
-		if p.msgs[i].parts[pi].kind == partCall && !p.edits[i].removed[pi] {
+		if p.msgs[i].parts[pi].kind == partCall && !p.removedOf(i)[pi] {
 			return true
 		}
 	}
@@ -1754,7 +1772,7 @@ func (p *plan) assemble() [][]byte {
 			origin = append(origin, int32(i))
 			// Unchanged when it is the very bytes the message was scanned from.
 			if len(raw) == len(m.raw) && &raw[0] == &m.raw[0] {
-				from = append(from, int32(m.off))
+				from = append(from, m.off)
 			} else {
 				from = append(from, -1)
 			}
@@ -1783,9 +1801,9 @@ func (p *plan) turnSlotMsg(i int) int {
 // message is left.
 func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
-	e := &p.edits[i]
+	removed := p.removedOf(i)
 	if p.spec.rebuild != nil {
-		return p.spec.rebuild(m, e.removed, &p.ps)
+		return p.spec.rebuild(m, removed, &p.ps)
 	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
@@ -1795,7 +1813,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	lead := true
 	for pi := range m.parts {
 		pt := &m.parts[pi]
-		if e.removed[pi] {
+		if removed[pi] {
 			continue
 		}
 		if lead && pt.kind != partResult {
