@@ -113,7 +113,7 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 	return r, nil
 }
 
-// callRef and resultRef hold indexes in 32 bits, as the engine's offsets are (MaxSize):
+// callRef, resultRef and turnRef hold indexes in 32 bits, as the engine's offsets are (MaxSize):
 // a transcript of many small blocks has one of them per block.
 type callRef struct {
 	msg, part int32
@@ -153,9 +153,9 @@ type resultRef struct {
 }
 
 type turnRef struct {
-	first, last int // message range (one message except for Responses item runs)
-	slotLast    int // whole dialects: last message of the result run after the turn, or last
-	slotMsg     int // block dialects: the user message taking the results, or -1
+	first, last int32 // message range (one message except for Responses item runs)
+	slotLast    int32 // whole dialects: last message of the result run after the turn, or last
+	slotMsg     int32 // block dialects: the user message taking the results, or -1
 	incoming    []incoming
 }
 
@@ -440,9 +440,13 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
 	p.report.Dialect = d
-	// Every part is a block or a whole message: size the slab once, as a large transcript
-	// would otherwise spend most of its time growing it.
-	p.ps.parts = slices.Grow(p.ps.parts[:0], p.sc.numBlocks+len(p.msgs))
+	// Every part is a block or a whole message (never in the block dialects): size the
+	// slab once, as a large transcript would otherwise spend most of its time growing it.
+	n := p.sc.numBlocks
+	if !p.spec.block {
+		n += len(p.msgs)
+	}
+	p.ps.parts = slices.Grow(p.ps.parts[:0], n)
 	for j := range p.msgs {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
@@ -511,21 +515,21 @@ func (p *plan) findTurns() {
 		if !hasCall(m) {
 			continue
 		}
-		t := turnRef{first: i, last: i, slotMsg: -1}
+		t := turnRef{first: int32(i), last: int32(i), slotMsg: -1}
 		if m.kind == msgCall {
 			// A Responses turn is a run of call items, reasoning items between them included.
 			for j := i + 1; j < n && (p.msgs[j].kind == msgCall || p.msgs[j].reasoning); j++ {
 				if p.msgs[j].kind == msgCall {
-					t.last = j
+					t.last = int32(j)
 				}
 			}
 		}
 		ti := len(p.turns)
-		j := t.last + 1
+		j := int(t.last) + 1
 		if p.spec.block {
 			if j < n && p.msgs[j].kind == msgUser && p.msgs[j].partsKey != keyOther &&
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
-				t.slotMsg = j
+				t.slotMsg = int32(j)
 				p.slotOf[j] = int32(ti)
 				for p.spec.slotRun && j+1 < n && p.msgs[j+1].kind == msgUser && p.msgs[j+1].partsKey != keyOther {
 					j++
@@ -538,7 +542,7 @@ func (p *plan) findTurns() {
 				p.slotOf[j] = int32(ti)
 				j++
 			}
-			t.slotLast = j - 1
+			t.slotLast = int32(j - 1)
 		}
 		clear(p.names)
 		for k := t.first; k <= t.last; k++ {
@@ -557,7 +561,7 @@ func (p *plan) findTurns() {
 			}
 		}
 		p.turns = push(p.turns, t)
-		i = t.last
+		i = int(t.last)
 	}
 }
 
@@ -907,7 +911,7 @@ func (p *plan) openTurn() int {
 	if last < 0 {
 		return -1
 	}
-	for j := p.turns[last].last + 1; j < len(p.msgs); j++ {
+	for j := int(p.turns[last].last) + 1; j < len(p.msgs); j++ {
 		m := &p.msgs[j]
 		if m.kind == msgResult {
 			continue
@@ -1790,7 +1794,7 @@ func (p *plan) assemble() [][]byte {
 
 // turnSlotMsg returns i when message i is a block slot receiving parts, else -1.
 func (p *plan) turnSlotMsg(i int) int {
-	if ti := p.slotOf[i]; ti >= 0 && p.turns[ti].slotMsg == i {
+	if ti := p.slotOf[i]; ti >= 0 && int(p.turns[ti].slotMsg) == i {
 		return i
 	}
 	return -1
