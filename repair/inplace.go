@@ -217,6 +217,9 @@ func (p *plan) decideInPlace() {
 	}
 	running := last >= 0 && p.quiet()
 	for i := range p.msgs {
+		if p.overMemory() {
+			return // refused (checkReport): no need to go on
+		}
 		m := &p.msgs[i]
 		for pi := range m.parts {
 			pt := &m.parts[pi]

@@ -282,15 +282,21 @@ func (p *plan) analyze() error {
 	}
 	if p.spec.inPlace {
 		p.decideInPlace()
+		if err := p.checkReport(); err != nil {
+			return err
+		}
 		if p.opts.Target != "" {
 			p.retarget()
 		}
 		p.finish()
-		return nil
+		return p.checkReport()
 	}
 	p.findTurns()
 	p.pair()
 	p.decide()
+	if err := p.checkReport(); err != nil {
+		return err
+	}
 	if err := p.checkUnrecognized(); err != nil {
 		return err
 	}
@@ -304,7 +310,7 @@ func (p *plan) analyze() error {
 		p.retarget()
 	}
 	p.finish()
-	return nil
+	return p.checkReport()
 }
 
 // release empties the plan, keeping its slabs' capacity, and returns it to the pool.
@@ -940,6 +946,9 @@ func (p *plan) decide() {
 
 	// Stage order matters only for attribution: every stage acts on the same pairing.
 	for ci := range p.calls {
+		if p.overMemory() {
+			return // refused (checkReport): no need to go on
+		}
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
 		if pt.malformed != wellFormed {
@@ -1042,6 +1051,9 @@ func (p *plan) decide() {
 		}
 	}
 	for ri := range p.results {
+		if p.overMemory() {
+			return
+		}
 		r := &p.results[ri]
 		if r.call < 0 {
 			p.removePart(int(r.msg), int(r.part), StageDropOrphanResults)
