@@ -143,10 +143,11 @@ type keyChain struct {
 	mixed bool
 }
 
+// resultRef keeps no key: pair finds its call as it goes, and later an orphan's key is
+// its trimmed id.
 type resultRef struct {
 	msg, part int32
 	nextRes   int32 // the next result of the same call, or -1
-	key       string
 	call      int32 // -1: no call
 	slotted   bool  // in the slot of its call's turn
 	inSlot    bool  // slotted and, where the dialect needs it, ahead of other parts
@@ -638,10 +639,11 @@ func (p *plan) pair() {
 				lead = false
 				continue
 			}
-			r := resultRef{msg: int32(mi), part: int32(pi), call: -1, nextRes: -1, key: strings.TrimSpace(pt.id)}
+			r := resultRef{msg: int32(mi), part: int32(pi), call: -1, nextRes: -1}
+			key := strings.TrimSpace(pt.id)
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
-				r.key = ""
+				key = ""
 				if inSlot {
 					k := [2]int{ti, mi}
 					if slotNames == nil {
@@ -650,11 +652,11 @@ func (p *plan) pair() {
 					if slotNames[k] == nil {
 						slotNames[k] = map[string]int{}
 					}
-					r.key = idlessKey(ti, pt.name, slotNames[k][pt.name])
+					key = idlessKey(ti, pt.name, slotNames[k][pt.name])
 					slotNames[k][pt.name]++
 				}
 			}
-			if k, _, ok := p.byKey.find(r.key, p.chainKey); ok {
+			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
 				ch := &p.chains[k]
 				if inSlot {
 					r.call = int32(p.slotCall(ch, ti, pt.id))
@@ -1060,7 +1062,7 @@ func (p *plan) decide() {
 			p.act(StageDropOrphanResults, ActionDrop, int(r.msg), p.resPart(ri), "no call with this id")
 			p.issue(IssueResultWithoutCall, int(r.msg), p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
-				p.suspects[r.key] = true
+				p.suspects[strings.TrimSpace(pt.id)] = true
 			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
 				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
@@ -1217,7 +1219,7 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rn, cn := strings.TrimSpace(rp.name), strings.TrimSpace(cp.name)
 	switch {
 	case usableID(rp) && usableID(cp):
-		if looseID(p.results[ri].key) == looseID(p.calls[ci].key) {
+		if looseID(strings.TrimSpace(rp.id)) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
 	case !rp.hasID && !cp.hasID && rp.name == cp.name:
