@@ -207,7 +207,7 @@ func approvedOf(approval []byte) []byte {
 // decideInPlace is decide for in-place dialects.
 func (p *plan) decideInPlace() {
 	p.prepareEdits()
-	calls, _ := p.countParts()
+	calls, _, _ := p.countParts()
 	p.byKey.reset(calls)
 	// The last message, when it is the model's: its calls may still be running (within
 	// the quiet period), or wait for a person's approval (however old the session is).

@@ -344,16 +344,6 @@ func grow[T any](s []T, n int) []T {
 	return s
 }
 
-// push appends v to s, doubling the array when it is full: append grows a large slice by
-// a quarter at a time, which left about four times the transcript's message records as
-// garbage (a collection seldom runs while one transcript is read).
-func push[T any](s []T, v T) []T {
-	if len(s) == cap(s) {
-		s = slices.Grow(s, max(len(s), 8))
-	}
-	return append(s, v)
-}
-
 func (p *plan) fail(status Status, format string, args ...any) error {
 	p.report.Status = status
 	p.report.Reason = fmt.Sprintf(format, args...)
@@ -502,10 +492,11 @@ func (p *plan) findTurns() {
 	p.slotOf = grow(p.slotOf, n)
 	// Sized once: grown by append, they left about four times their size as garbage on
 	// a transcript of a million blocks.
-	calls, results := p.countParts()
+	calls, results, callMsgs := p.countParts()
 	p.calls = slices.Grow(p.calls[:0], calls)
 	p.results = slices.Grow(p.results[:0], results)
 	p.chains = slices.Grow(p.chains[:0], calls)
+	p.turns = slices.Grow(p.turns[:0], callMsgs) // a turn starts at a message with a call
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
 	}
@@ -567,14 +558,15 @@ func (p *plan) findTurns() {
 				p.calls = append(p.calls, c)
 			}
 		}
-		p.turns = push(p.turns, t)
+		p.turns = append(p.turns, t)
 		i = int(t.last)
 	}
 }
 
-// countParts counts the calls and results of all messages.
-func (p *plan) countParts() (calls, results int) {
+// countParts counts the calls and results of all messages, and the messages with a call.
+func (p *plan) countParts() (calls, results, callMsgs int) {
 	for i := range p.msgs {
+		had := calls
 		for pi := range p.msgs[i].parts {
 			switch p.msgs[i].parts[pi].kind {
 			case partCall:
@@ -583,8 +575,11 @@ func (p *plan) countParts() (calls, results int) {
 				results++
 			}
 		}
+		if calls > had {
+			callMsgs++
+		}
 	}
-	return calls, results
+	return calls, results, callMsgs
 }
 
 // idlessKey pairs id-less Gemini calls and responses by turn, name and order.
