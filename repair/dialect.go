@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Dialect names a transcript shape: where tool calls and tool results live. Each dialect
@@ -152,16 +153,17 @@ const (
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
 	raw []byte
-	id  string // decoded; lone surrogates kept apart from U+FFFD (see idString)
 	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText):
 	// in the input, or (idLen < 0) a rewritten id's in parser.idTexts; idLen is 0 without
-	// an id. Offsets, not a slice, as every part has one.
-	idAt, idLen int32
-	name        string
+	// an id. idStr is 1 + the index in parser.idStrs of the decoded id (parser.id) when it
+	// is not the text's inner bytes as they are (escapes, a rewritten id), else 0. Offsets,
+	// not a slice and a string, as every part has one.
+	idAt, idLen, idStr int32
 	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
 	// a call written in another shape the platform also accepts (OpenClaw's legacy
 	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
 	canonical int32
+	name      string
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    keyPath
 	malformed malformed // why a call can never be valid
@@ -357,18 +359,45 @@ type parser struct {
 	canonicals  [][]byte    // the parts' canonical forms (part.canonical)
 	src         []byte      // the input, where the parts' ids are (part.idAt)
 	idTexts     [][]byte    // the ids' JSON texts that are not in src
+	idStrs      []string    // the ids that are not their texts' inner bytes (part.idStr)
 	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
 }
 
-// setIDText makes v the JSON text of p's id.
-func (ps *parser) setIDText(p *part, v []byte) {
+// setID makes v, a JSON value, p's id, decoded as idString does (lone surrogates kept
+// apart from U+FFFD; "" when v is not a string).
+func (ps *parser) setID(p *part, v []byte) {
+	p.idStr = 0
 	// v is a slice of src when it was read there: both end where the input's array does.
 	if at := cap(ps.src) - cap(v); at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
 		p.idAt, p.idLen = int32(at), int32(len(v))
-		return
+	} else {
+		ps.idTexts = append(ps.idTexts, v)
+		p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
 	}
-	ps.idTexts = append(ps.idTexts, v)
-	p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
+	if p.idLen < 0 || len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		id, _ := idString(v)
+		ps.idStrs = append(ps.idStrs, id)
+		p.idStr = int32(len(ps.idStrs))
+	}
+}
+
+// rewriteID gives p the id id.
+func (ps *parser) rewriteID(p *part, id string) {
+	ps.idTexts = append(ps.idTexts, encodeID(id))
+	ps.idStrs = append(ps.idStrs, id)
+	p.idAt, p.idLen, p.idStr = int32(len(ps.idTexts)-1), -1, int32(len(ps.idStrs))
+}
+
+// id returns p's decoded id, "" when it has none: the inner bytes of its text in the
+// input (as inputString does, without a copy), or the decoded one kept apart.
+func (ps *parser) id(p *part) string {
+	if p.idStr > 0 {
+		return ps.idStrs[p.idStr-1]
+	}
+	if p.idLen <= 2 {
+		return ""
+	}
+	return unsafe.String(&ps.src[p.idAt+1], p.idLen-2)
 }
 
 // idText returns the JSON text of p's id, or nil when it has none.
@@ -466,8 +495,7 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		switch m.code {
 		case idKey:
 			if string(v) != "null" {
-				p.id, _ = idString(v)
-				o.ps.setIDText(p, v)
+				o.ps.setID(p, v)
 				p.hasID = true
 				if v[0] != '"' {
 					o.ps.doubtful("a call's id is a JSON " + kindOf(v[0]) + ", not a string")
@@ -492,9 +520,9 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		p.malformed = malPartial
 	case incomplete:
 		p.malformed = malIncomplete
-	case !idOptional && isBlank(p.id):
+	case !idOptional && isBlank(o.ps.id(p)):
 		p.malformed = malNoID
-	case idOptional && p.hasID && isBlank(p.id):
+	case idOptional && p.hasID && isBlank(o.ps.id(p)):
 		p.malformed = malBlankID
 	case isBlank(p.name):
 		p.malformed = malNoName
@@ -521,8 +549,7 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 	p.kind = partResult
 	p.idPath = pathOf(idPath)
 	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
-		p.id, _ = idString(idv)
-		o.ps.setIDText(p, idv)
+		o.ps.setID(p, idv)
 		p.hasID = true
 		if idv[0] != '"' {
 			o.ps.doubtful("a result's id is a JSON " + kindOf(idv[0]) + ", not a string")

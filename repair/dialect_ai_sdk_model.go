@@ -73,7 +73,7 @@ func parseAISDKModel(m *message, ps *parser) error {
 		}); err != nil {
 			return err
 		}
-		markAwaiting(m)
+		markAwaiting(m, ps)
 	case "tool":
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
@@ -157,8 +157,7 @@ func aiSDKAssistantPart(p *part, o obj) bool {
 		}
 		// The id of the call that waits for a person (markAwaiting).
 		if v := o.get(keyToolCallIDCamel); v != nil && v[0] == '"' {
-			p.id, _ = idString(v)
-			o.ps.setIDText(p, v)
+			o.ps.setID(p, v)
 			p.hasID = true
 		}
 		return hasApprovalID(o)
@@ -195,14 +194,14 @@ func aiSDKCallShape(p *part, o obj) {
 
 // markAwaiting marks each call of m that an approval request of m names as waiting for a
 // person's approval.
-func markAwaiting(m *message) {
+func markAwaiting(m *message, ps *parser) {
 	for i := range m.parts {
 		r := &m.parts[i]
 		if r.kind != partRef || !r.hasID {
 			continue
 		}
 		for j := range m.parts {
-			if c := &m.parts[j]; c.kind == partCall && c.hasID && c.id == r.id {
+			if c := &m.parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
 				c.awaiting = true
 			}
 		}

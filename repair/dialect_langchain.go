@@ -266,7 +266,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 		own = len(tcBlocks)
 	}
 	for pi := own; pi < len(m.parts); pi++ {
-		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(pt) {
+		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(ps, pt) {
 			ps.knownValues = append(ps.knownValues, pt.raw)
 		}
 	}
@@ -343,9 +343,9 @@ func lcClassID(id []byte, class string) []byte {
 }
 
 // lcKey is a call's key for matching its copies: its id without surrounding white space.
-func lcKey(pt *part) (string, bool) {
+func lcKey(ps *parser, pt *part) (string, bool) {
 	if pt.kind != partCall || !pt.hasID {
 		return "", false
 	}
-	return strings.TrimSpace(pt.id), true
+	return strings.TrimSpace(ps.id(pt)), true
 }

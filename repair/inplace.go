@@ -115,8 +115,7 @@ func readCallID(p *part, o obj, key keyCode) {
 	if !ok || string(v) == "null" {
 		return
 	}
-	p.id, _ = idString(v)
-	o.ps.setIDText(p, v)
+	o.ps.setID(p, v)
 	p.hasID = true
 	if v[0] != '"' {
 		o.ps.doubtful("a tool part's toolCallId is a JSON " + kindOf(v[0]) + ", not a string")
@@ -133,7 +132,7 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 	case state == stateStreaming:
 		p.streaming = true
 		p.malformed = streamingLeftover[string(wordOf(o.get(keyState)))]
-	case isBlank(p.id):
+	case isBlank(o.ps.id(p)):
 		p.malformed = malNoID
 	case isBlank(p.name):
 		p.malformed = malNoName
@@ -236,7 +235,7 @@ func (p *plan) decideInPlace() {
 				continue
 			}
 			ci := int32(len(p.calls))
-			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), key: strings.TrimSpace(pt.id), kept: -1})
+			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), key: strings.TrimSpace(p.ps.id(pt)), kept: -1})
 			k, slot, seen := p.byKey.find(p.calls[ci].key, p.callKey)
 			if !seen {
 				p.byKey.set(slot, ci)

@@ -173,7 +173,7 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 // records them as known, and refuses one that copies no call. It reports whether the
 // message has content besides the copies (so that it survives losing every call).
 func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
-	keyOf := func(pi int) (string, bool) { return lcKey(&m.parts[pi]) }
+	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
 			if copyOf(len(m.parts), keyOf, key, rank) < 0 {
@@ -271,7 +271,7 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 			return raw // none at parse time either, or it would have been refused
 		case removed[pi]:
 			return nil
-		case m.parts[pi].id != id:
+		case ids.id(&m.parts[pi]) != id:
 			return setPath(raw, []keyCode{idKey}, ids.idText(&m.parts[pi]))
 		}
 		return raw
@@ -401,7 +401,7 @@ func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (stri
 			if removed[pi] {
 				continue
 			}
-			if parts[pi].id == mb.name(mp) {
+			if ids.id(&parts[pi]) == mb.name(mp) {
 				keep = true
 			} else if renamed == nil {
 				renamed = ids.idText(&parts[pi])

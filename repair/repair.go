@@ -549,7 +549,7 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(pt.id), kept: -1,
+				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(p.ps.id(pt)), kept: -1,
 					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
 					c.key = idlessKey(ti, pt.name, p.names[pt.name])
@@ -618,7 +618,7 @@ func (p *plan) pair() {
 			ch := &p.chains[k]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
-			ch.mixed = ch.mixed || p.part(c.msg, c.part).id != p.part(p.calls[ch.head].msg, p.calls[ch.head].part).id
+			ch.mixed = ch.mixed || p.ps.id(p.part(c.msg, c.part)) != p.ps.id(p.part(p.calls[ch.head].msg, p.calls[ch.head].part))
 		} else {
 			p.byKey.set(slot, int32(len(p.chains)))
 			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
@@ -635,7 +635,7 @@ func (p *plan) pair() {
 				continue
 			}
 			r := resultRef{msg: int32(mi), part: int32(pi), call: -1, nextRes: -1}
-			key := strings.TrimSpace(pt.id)
+			key := strings.TrimSpace(p.ps.id(pt))
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
 				key = ""
@@ -654,11 +654,11 @@ func (p *plan) pair() {
 			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
 				ch := &p.chains[k]
 				if inSlot {
-					r.call = int32(p.slotCall(ch, ti, pt.id))
+					r.call = int32(p.slotCall(ch, ti, p.ps.id(pt)))
 					r.slotted = r.call >= 0
 				}
 				if r.call < 0 {
-					r.call = int32(p.latestBefore(ch, mi, pt.id))
+					r.call = int32(p.latestBefore(ch, mi, p.ps.id(pt)))
 				}
 			} else if !pt.hasID && !inSlot {
 				r.call = int32(p.strayCall(len(p.results), mi, pt.name))
@@ -669,7 +669,7 @@ func (p *plan) pair() {
 			switch {
 			case r.call >= 0:
 				p.link(ri)
-			case inSlot && !p.spec.block && pt.hasID && isBlank(pt.id):
+			case inSlot && !p.spec.block && pt.hasID && isBlank(p.ps.id(pt)):
 				blanks = append(blanks, ri)
 			}
 		}
@@ -795,7 +795,7 @@ func (p *plan) slotCall(ch *keyChain, ti int, id string) int {
 	first, free, exact := -1, -1, -1
 	for ci := ch.inTurn; ci >= 0 && int(p.calls[ci].turn) == ti; ci = p.calls[ci].nextSame {
 		c := &p.calls[ci]
-		same := ch.mixed && p.part(c.msg, c.part).id == id
+		same := ch.mixed && p.ps.id(p.part(c.msg, c.part)) == id
 		switch {
 		case !c.slotted && (same || !ch.mixed):
 			return int(ci)
@@ -831,7 +831,7 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 		// Rare (padded ids), so a walk from the head is fine here.
 		exact := -1
 		for ci := ch.head; ci >= 0 && int(p.calls[ci].msg) < mi; ci = p.calls[ci].nextSame {
-			if c := &p.calls[ci]; p.part(c.msg, c.part).id == id {
+			if c := &p.calls[ci]; p.ps.id(p.part(c.msg, c.part)) == id {
 				exact = int(ci)
 			}
 		}
@@ -847,12 +847,12 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
 	p.report.Actions = append(p.report.Actions, Action{Stage: st, Action: kind, MessageIndex: msg,
-		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 	p.report.Issues = append(p.report.Issues, Issue{Code: code, MessageIndex: msg,
-		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 // prepareEdits sizes the edits, one per message with a removed flag per part.
@@ -996,7 +996,7 @@ func (p *plan) decide() {
 		}
 		kept := p.pickKept(c)
 		c.kept = int32(kept)
-		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.resPart(kept).id) {
+		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.ps.id(p.resPart(kept))) {
 			// Paired by position (pair): it takes its call's id, as providers pair by id.
 			r, rp := &p.results[kept], p.resPart(kept)
 			p.issue(IssueResultWithoutCall, int(r.msg), rp, "blank id")
@@ -1057,7 +1057,7 @@ func (p *plan) decide() {
 			p.act(StageDropOrphanResults, ActionDrop, int(r.msg), p.resPart(ri), "no call with this id")
 			p.issue(IssueResultWithoutCall, int(r.msg), p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
-				p.suspects[strings.TrimSpace(pt.id)] = true
+				p.suspects[strings.TrimSpace(p.ps.id(pt))] = true
 			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
 				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
@@ -1128,7 +1128,7 @@ func (p *plan) checkUnrecognized() error {
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
-		return p.refuse(int(p.results[ri].msg), p.resPart(ri).id, fmt.Sprintf(
+		return p.refuse(int(p.results[ri].msg), p.ps.id(p.resPart(ri)), fmt.Sprintf(
 			"a result tmend would drop as an orphan may answer the unanswered call of message %d (%s)", c.msg, p.mayAnswerWhy(ri, ci)),
 			"so which call it answers is unclear")
 	}
@@ -1139,7 +1139,7 @@ func (p *plan) checkUnrecognized() error {
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		p.skip = p.ps.knownValues[m.knownFrom:m.knownTo]
-		if !m.whole() || shapeless(&m.parts[0]) {
+		if !m.whole() || shapeless(&p.ps, &m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
 			}
@@ -1147,7 +1147,7 @@ func (p *plan) checkUnrecognized() error {
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) || p.skipped(blk.raw) {
+				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw) {
 					continue
 				}
 				var key, id string
@@ -1169,8 +1169,8 @@ func (p *plan) checkUnrecognized() error {
 // shapeless reports a malformed call without a usable id: its shape was not understood
 // (a toolUse that is an array, a Responses call with only its item id), so it is searched
 // like an unrecognised block.
-func shapeless(pt *part) bool {
-	return pt.kind == partCall && pt.malformed != wellFormed && !usableID(pt)
+func shapeless(ps *parser, pt *part) bool {
+	return pt.kind == partCall && pt.malformed != wellFormed && !usableID(ps, pt)
 }
 
 // orphanMayAnswer finds a real result about to be dropped as an orphan that may still be
@@ -1188,7 +1188,7 @@ func (p *plan) orphanMayAnswer() (int, int) {
 		c := &p.calls[ci]
 		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == wellFormed {
 			open = append(open, ci)
-			odd = odd || !usableID(pt) || !utf8.ValidString(pt.id)
+			odd = odd || !usableID(&p.ps, pt) || !utf8.ValidString(p.ps.id(pt))
 		}
 	}
 	if open == nil {
@@ -1196,7 +1196,7 @@ func (p *plan) orphanMayAnswer() (int, int) {
 	}
 	for ri := range p.results {
 		r, rp := &p.results[ri], p.resPart(ri)
-		if r.call >= 0 || rp.synthetic || usableID(rp) && !odd && utf8.ValidString(rp.id) {
+		if r.call >= 0 || rp.synthetic || usableID(&p.ps, rp) && !odd && utf8.ValidString(p.ps.id(rp)) {
 			continue // paired, or an orphan no open call can be confused with
 		}
 		for _, ci := range open {
@@ -1213,8 +1213,8 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rp, cp := p.resPart(ri), p.part(p.calls[ci].msg, p.calls[ci].part)
 	rn, cn := strings.TrimSpace(rp.name), strings.TrimSpace(cp.name)
 	switch {
-	case usableID(rp) && usableID(cp):
-		if looseID(strings.TrimSpace(rp.id)) == looseID(p.calls[ci].key) {
+	case usableID(&p.ps, rp) && usableID(&p.ps, cp):
+		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
 	case !rp.hasID && !cp.hasID && rp.name == cp.name:
@@ -1228,7 +1228,7 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 }
 
 // usableID reports whether part pt has an id that is not blank.
-func usableID(pt *part) bool { return pt.hasID && !isBlank(pt.id) }
+func usableID(ps *parser, pt *part) bool { return pt.hasID && !isBlank(ps.id(pt)) }
 
 // looseID is id with each lone surrogate (kept by idString as its 3-byte form) read as
 // U+FFFD.
@@ -1410,7 +1410,7 @@ func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
 	}
 	id := rule.freshID(c.key, used)
 	p.issue(IssueDuplicateCallID, int(c.msg), pt, "")
-	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", p.ps.id(pt), id))
 	return used
 }
 
@@ -1420,15 +1420,15 @@ func (p *plan) alignPaddedIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || c.kept < 0 || !pt.hasID || p.resPart(int(c.kept)).id == pt.id {
+		if c.removed || c.kept < 0 || !pt.hasID || p.ps.id(p.resPart(int(c.kept))) == p.ps.id(pt) {
 			continue
 		}
-		if pt.id != c.key {
+		if p.ps.id(pt) != c.key {
 			p.issue(IssuePaddedCallID, int(c.msg), pt, "")
 			p.setPartID(int(c.msg), pt, c.key)
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(c.msg), pt, "white space around the id removed")
 		}
-		if rp := p.resPart(int(c.kept)); rp.id != c.key {
+		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != c.key {
 			r := &p.results[c.kept]
 			p.issue(IssuePaddedCallID, int(r.msg), rp, "")
 			p.setPartID(int(r.msg), rp, c.key)
@@ -1443,8 +1443,8 @@ func (p *plan) usedIDs() map[string]bool {
 	for i := range p.msgs {
 		for pi := range p.msgs[i].parts {
 			if pt := &p.msgs[i].parts[pi]; pt.hasID {
-				used[pt.id] = true
-				used[strings.TrimSpace(pt.id)] = true
+				used[p.ps.id(pt)] = true
+				used[strings.TrimSpace(p.ps.id(pt))] = true
 			}
 		}
 	}
@@ -1466,9 +1466,8 @@ func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 }
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
-	p.ps.setIDText(pt, encodeID(id))
+	p.ps.rewriteID(pt, id)
 	pt.raw = setPath(pt.raw, pt.idPath.keys(), p.ps.idText(pt))
-	pt.id = id
 	p.edits[msg].dirty = true
 }
 

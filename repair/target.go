@@ -144,13 +144,13 @@ func (p *plan) retarget() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || rule.valid(pt.id) {
+		if c.removed || !pt.hasID || rule.valid(p.ps.id(pt)) {
 			continue
 		}
 		if used == nil {
 			used = p.usedIDs()
 		}
-		old := pt.id
+		old := p.ps.id(pt)
 		id := rule.freshID(old, used)
 		p.issue(IssueInvalidCallID, int(c.msg), pt, rule.mustMatch)
 		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
