@@ -367,8 +367,10 @@ type parser struct {
 // apart from U+FFFD; "" when v is not a string).
 func (ps *parser) setID(p *part, v []byte) {
 	p.idStr = 0
-	// v is a slice of src when it was read there: both end where the input's array does.
-	if at := cap(ps.src) - cap(v); at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
+	// v is a slice of src when it was read there (blocks hold no capacity, so where it
+	// starts is found by address).
+	at := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(ps.src))))
+	if at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
 		p.idAt, p.idLen = int32(at), int32(len(v))
 	} else {
 		ps.idTexts = append(ps.idTexts, v)
@@ -586,11 +588,11 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 	for _, blk := range blks {
 		// Filled in place (a part handed to fn by address would otherwise be allocated), so
 		// fn must not add parts itself.
-		ps.parts = append(ps.parts, part{raw: blk.raw})
-		if blk.raw[0] == '{' {
+		ps.parts = append(ps.parts, part{raw: blk.raw()})
+		if blk.raw()[0] == '{' {
 			p := &ps.parts[len(ps.parts)-1]
 			mark := len(ps.scratch)
-			o := obj{blk.raw, blk.ms, ps}
+			o := obj{blk.raw(), blk.members(), ps}
 			fn(p, o)
 			if p.kind == partOther {
 				ps.checkForeign(o)
@@ -610,8 +612,8 @@ func checkForeignContent(m *message, ps *parser) {
 		return
 	}
 	for _, blk := range m.contentBlocks() {
-		if blk.raw[0] == '{' {
-			ps.checkForeign(obj{blk.raw, blk.ms, ps})
+		if blk.raw()[0] == '{' {
+			ps.checkForeign(obj{blk.raw(), blk.members(), ps})
 		}
 	}
 }
@@ -716,8 +718,8 @@ func messageSignal(m *message, ps *parser) int {
 func blocksSignal(m *message, ps *parser) Dialect {
 	blks, _ := m.blocks(keyContent)
 	for _, blk := range blks {
-		if blk.raw[0] == '{' {
-			if d := blockSignal(obj{blk.raw, blk.ms, ps}); d != "" {
+		if blk.raw()[0] == '{' {
+			if d := blockSignal(obj{blk.raw(), blk.members(), ps}); d != "" {
 				return d
 			}
 		}
@@ -764,8 +766,8 @@ func partsTyped(blks []block) typing {
 			continue
 		}
 		typed := false
-		if mb, ok := findCode(blk.ms, keyType); ok {
-			typed = blk.raw[mb.valStart] == '"'
+		if mb, ok := findCode(blk.members(), keyType); ok {
+			typed = blk.raw()[mb.valStart] == '"'
 		}
 		switch {
 		case typed && (t == noParts || t == allTyped):
@@ -873,7 +875,7 @@ func plainMessage(m *message) bool {
 			if blk.ms == nil {
 				continue
 			}
-			if callish(obj{raw: blk.raw, ms: blk.ms}) {
+			if callish(obj{raw: blk.raw(), ms: blk.members()}) {
 				return false
 			}
 		}

@@ -83,7 +83,7 @@ func parseAISDKModel(m *message, ps *parser) error {
 		})
 	default:
 		for _, blk := range m.contentBlocks() {
-			if blk.ms != nil && !aiSDKPlainPart(obj{blk.raw, blk.ms, ps}.get(keyType)) {
+			if blk.ms != nil && !aiSDKPlainPart(obj{blk.raw(), blk.members(), ps}.get(keyType)) {
 				m.known = false
 			}
 		}

@@ -280,7 +280,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 func (ps *parser) eachElem(v []byte, blks []block, have bool, fn func(raw []byte, o obj, isObj bool)) {
 	if have && blks != nil {
 		for _, b := range blks {
-			fn(b.raw, obj{b.raw, b.ms, ps}, b.ms != nil || b.raw[0] == '{')
+			fn(b.raw(), obj{b.raw(), b.members(), ps}, b.ms != nil || b.raw()[0] == '{')
 		}
 		return
 	}

@@ -402,19 +402,19 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	start := len(ps.parts)
 	var invs [][]byte // the tool-invocation parts' invocations, which a mirror repeats
 	for _, blk := range blks {
-		ps.parts = append(ps.parts, part{raw: blk.raw})
+		ps.parts = append(ps.parts, part{raw: blk.raw()})
 		pt := &ps.parts[len(ps.parts)-1]
 		if blk.ms == nil {
 			m.known = false // a part that is not an object
 			continue
 		}
 		mark := len(ps.scratch)
-		if !parseUIPart(pt, obj{blk.raw, blk.ms, ps}, bare) {
+		if !parseUIPart(pt, obj{blk.raw(), blk.members(), ps}, bare) {
 			m.known = false
 		}
 		ps.scratch = ps.scratch[:mark]
-		if inv, ok := findCode(blk.ms, keyToolInvocation); ok && !bare {
-			invs = append(invs, inv.val(blk.raw))
+		if inv, ok := findCode(blk.members(), keyToolInvocation); ok && !bare {
+			invs = append(invs, inv.val(blk.raw()))
 		}
 	}
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]

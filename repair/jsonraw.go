@@ -587,11 +587,23 @@ func (m member) name(obj []byte) string {
 }
 
 // block is an element of a message's content, tool_calls or parts array, with its members
-// (offsets relative to raw) when it is an object.
+// (offsets relative to raw) when it is an object. It holds both as a pointer and a
+// length, not as slices (24 bytes, not 48): a transcript of many small blocks has a
+// record per block. raw and members make the slices again.
 type block struct {
-	raw []byte
-	ms  []member
+	start *byte   // raw's first byte
+	ms    *member // the first member; nil when the block is not an object
+	size  int32   // len(raw), within MaxSize
+	nms   int32   // len(members)
 }
+
+func newBlock(raw []byte, ms []member) block {
+	return block{start: unsafe.SliceData(raw), ms: unsafe.SliceData(ms), size: int32(len(raw)), nms: int32(len(ms))}
+}
+
+func (b block) raw() []byte { return unsafe.Slice(b.start, b.size) }
+
+func (b block) members() []member { return unsafe.Slice(b.ms, b.nms) }
 
 // blockArrays are the message members whose elements the engine looks into; their
 // blocks are collected while the message is validated, so they are scanned once.
@@ -685,7 +697,7 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 	base := len(sc.blocks)
 	end, err := scanElements(b, i, depth, func(j int) (int, error) {
-		blk := block{}
+		var ms []member
 		var end int
 		var err error
 		if b[j] == '{' {
@@ -693,11 +705,11 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 			if sc.blockMembers, mbase, end, err = scanMembersWith(b, j, depth+1, sc.blockMembers, nil); err != nil {
 				return end, err
 			}
-			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
+			ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
 		} else if end, err = scanValue(b, j, depth); err != nil {
 			return end, err
 		}
-		blk.raw = b[j:end]
+		blk := newBlock(b[j:end], ms)
 		if len(sc.blocks) == cap(sc.blocks) {
 			// Also checked here, not only per message: one message may hold them all.
 			if err := sc.checkMemory(); err != nil {
@@ -707,7 +719,7 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 		}
 		sc.blocks = append(sc.blocks, blk)
 		sc.numBlocks++
-		sc.numMembers += len(blk.ms)
+		sc.numMembers += len(ms)
 		return end, nil
 	})
 	return sc.blocks[base:len(sc.blocks):len(sc.blocks)], end, err

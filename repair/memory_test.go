@@ -58,6 +58,20 @@ func unanswered(n int) []byte {
 	return append(out, `]}]`...)
 }
 
+// Ids read from the input are kept as offsets into it, not copied: only escaped or
+// rewritten ones take room of their own.
+func TestInputIDsTakeNoRoom(t *testing.T) {
+	t.Parallel()
+	p, err := newPlan(denseBlocks(1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	if n := len(p.ps.idTexts) + len(p.ps.idStrs); n != 0 {
+		t.Fatalf("%d ids of the input kept apart from it, want 0", n)
+	}
+}
+
 // The report counts toward MaxMemory: a transcript whose records fit the bound but
 // whose report of a fault per call does not is refused as too_large, unchanged.
 func TestReportCountsTowardMaxMemory(t *testing.T) {

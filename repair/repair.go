@@ -1147,15 +1147,15 @@ func (p *plan) checkUnrecognized() error {
 		for k, blks := range m.arrays {
 			own := blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw) {
+				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw()) {
 					continue
 				}
 				var key, id string
 				var ok bool
 				if blk.ms != nil {
-					key, id, ok = p.carriesSuspect(blk.raw, blk.ms, MaxDepth, false)
-				} else if blk.raw[0] == '[' { // an array in the array: look at its objects
-					key, id, ok = p.containerCarries(blk.raw, MaxDepth)
+					key, id, ok = p.carriesSuspect(blk.raw(), blk.members(), MaxDepth, false)
+				} else if blk.raw()[0] == '[' { // an array in the array: look at its objects
+					key, id, ok = p.containerCarries(blk.raw(), MaxDepth)
 				}
 				if ok {
 					return p.refuseUnrecognized(i, key, id)
