@@ -255,7 +255,7 @@ func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 type message struct {
 	raw      []byte
 	ms       []member
-	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
+	arrays   arrayBlocks // the blocks of content, tool_calls and parts
 	parts    []part
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages
@@ -564,11 +564,11 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 func (m *message) blocks(key keyCode) ([]block, bool) {
 	for k, c := range blockArrays {
 		if c == key {
-			if m.arrays[k] != nil {
-				return m.arrays[k], true // only an array's blocks are collected
+			if blks := m.arrays.of(k); blks != nil {
+				return blks, true // only an array's blocks are collected
 			}
 			v := m.get(key) // an empty array (with no slab yet), or none
-			return m.arrays[k], len(v) > 0 && v[0] == '['
+			return nil, len(v) > 0 && v[0] == '['
 		}
 	}
 	return nil, false
@@ -813,14 +813,14 @@ func (m *message) fields(ps *parser, key keyCode) (o fieldsView, ok bool) {
 // fieldsView is an object member of a message with what the scanner collected of it.
 type fieldsView struct {
 	obj
-	arrays *[len(blockArrays)][]block
+	arrays *arrayBlocks
 }
 
 // blocks returns the blocks of its array member key (one of blockArrays).
 func (v fieldsView) blocks(key keyCode) ([]block, bool) {
 	for k, c := range blockArrays {
-		if c == key && v.arrays[k] != nil {
-			return v.arrays[k], true
+		if blks := v.arrays.of(k); c == key && blks != nil {
+			return blks, true
 		}
 	}
 	pv := v.get(key)
@@ -870,8 +870,8 @@ func plainMessage(m *message) bool {
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
-	for _, blks := range m.arrays {
-		for _, blk := range blks {
+	for k := range blockArrays {
+		for _, blk := range m.arrays.of(k) {
 			if blk.ms == nil {
 				continue
 			}

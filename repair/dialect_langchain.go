@@ -109,7 +109,7 @@ type lcView struct {
 	id    []byte  // the constructor form's id array
 	// arrays are inner's block arrays as the scanner collected them; nil when it did not
 	// (a message read again after parsing).
-	arrays *[len(blockArrays)][]block
+	arrays *arrayBlocks
 }
 
 // blocks returns the scanned blocks of inner's array member key, and whether there are
@@ -120,7 +120,7 @@ func (v *lcView) blocks(key keyCode) ([]block, bool) {
 	}
 	for k, c := range blockArrays {
 		if c == key {
-			return v.arrays[k], true
+			return v.arrays.of(k), true
 		}
 	}
 	return nil, false

@@ -609,6 +609,21 @@ func (b block) members() []member { return unsafe.Slice(b.ms, b.nms) }
 // blocks are collected while the message is validated, so they are scanned once.
 var blockArrays = [...]keyCode{keyContent, keyToolCalls, keyParts}
 
+// arrayBlocks holds the blocks of each blockArrays member of a message or fields object,
+// as a pointer and a length each (40 bytes, not three 24-byte slices): every message has
+// them. A member that is not an array, or whose blocks were not collected, has none (nil).
+type arrayBlocks struct {
+	first [len(blockArrays)]*block
+	n     [len(blockArrays)]int32
+}
+
+// of returns the blocks of blockArrays[k].
+func (a *arrayBlocks) of(k int) []block { return unsafe.Slice(a.first[k], a.n[k]) }
+
+func (a *arrayBlocks) set(k int, blks []block) {
+	a.first[k], a.n[k] = unsafe.SliceData(blks), int32(len(blks))
+}
+
 // scanner validates messages and keeps what it found in slabs that the whole transcript
 // shares, so a transcript costs a few allocations rather than a few per message.
 type scanner struct {
@@ -633,13 +648,13 @@ func fieldsKey(code keyCode) bool { return code == keyData || code == keyKwargs 
 type fieldsObj struct {
 	key    keyCode
 	ms     []member
-	arrays [len(blockArrays)][]block
+	arrays arrayBlocks
 }
 
 // scanMessage validates the object at b[start] and returns its members, the blocks of
 // its blockArrays members (indexed like blockArrays), its first fields object (key
 // keyOther when it has none) and its end.
-func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, in fieldsObj, end int, err error) {
+func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays arrayBlocks, in fieldsObj, end int, err error) {
 	var base int
 	sc.members, base, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		if b[vstart] == '{' {
@@ -647,9 +662,8 @@ func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(bl
 		}
 		for k, c := range blockArrays {
 			if code == c {
-				var vend int
-				var err error
-				arrays[k], vend, err = sc.scanBlocks(b, vstart, 3)
+				blks, vend, err := sc.scanBlocks(b, vstart, 3)
+				arrays.set(k, blks)
 				return vend, true, err
 			}
 		}
@@ -679,9 +693,8 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 		}
 		for k, key := range blockArrays {
 			if c == key {
-				var vend int
-				var err error
-				in.arrays[k], vend, err = sc.scanBlocks(b, vs, 4)
+				blks, vend, err := sc.scanBlocks(b, vs, 4)
+				in.arrays.set(k, blks)
 				return vend, true, err
 			}
 		}

@@ -1144,8 +1144,8 @@ func (p *plan) checkUnrecognized() error {
 				return p.refuseUnrecognized(i, key, id)
 			}
 		}
-		for k, blks := range m.arrays {
-			own := blockArrays[k] == m.partsKey
+		for k := range blockArrays {
+			blks, own := m.arrays.of(k), blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
 				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw()) {
 					continue
