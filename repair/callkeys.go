@@ -5,7 +5,7 @@ import "hash/maphash"
 // callIndex finds the calls of a key (a chain in pair, the first call in the in-place
 // dialects) without holding the keys: a slot holds 1 + the value, and the value's key
 // is read from the calls. It is sized once for all the calls, open-addressed at most
-// half full: 8 bytes a call, where a map[string]int32 took about 50 while the
+// half full: 8 to 16 bytes a call, where a map[string]int32 took about 50 while the
 // transcript's million calls grew it, and as much again in outgrown tables.
 type callIndex struct {
 	slots []int32

@@ -14,12 +14,14 @@ import (
 const (
 	blockMemory = int64(unsafe.Sizeof(block{})+unsafe.Sizeof(part{})+unsafe.Sizeof(callRef{})+unsafe.Sizeof(keyChain{})) +
 		idMemory + indexMemory
-	messageMemory = int64(unsafe.Sizeof(message{})+unsafe.Sizeof(edit{})+unsafe.Sizeof(turnRef{})+unsafe.Sizeof([]byte{})+4) +
-		blockMemory // whole-message dialects: a message is a part
+	// A message's record, edit, turn, list of results placed after it (plan.after) and
+	// slot (plan.slotOf); in the whole-message dialects a message is a part too.
+	messageMemory = int64(unsafe.Sizeof(message{})+unsafe.Sizeof(edit{})+unsafe.Sizeof(turnRef{})+unsafe.Sizeof([][]byte{})+4) +
+		blockMemory
 	memberMemory = int64(unsafe.Sizeof(member{}))
 	// indexMemory is a call's share of callIndex: up to four 4-byte slots.
 	indexMemory = 16
-	idMemory    = 16 // a short id decoded into a string
+	idMemory    = 16 // an id kept apart from the input (escaped or rewritten)
 	// An action or issue holds its record, with as much again for the arrays append
 	// outgrew, and its strings: a call id, a tool name and a detail (about 64 bytes).
 	actionMemory    = 2*int64(unsafe.Sizeof(Action{})) + entryTextMemory
