@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Dialect names a transcript shape: where tool calls and tool results live. Each dialect
@@ -94,18 +95,18 @@ type spec struct {
 	// mergeAfterRemoval says whether two messages that a removal left adjacent must become
 	// one for the provider to accept them (nil: never).
 	mergeAfterRemoval func(prev, cur *outMsg, target Target) bool
-	synth             func(c *part, text string) []byte
+	synth             func(c *part, id []byte, text string) []byte
 	wrap              func(parts [][]byte) []byte
 	// synthFor, when set, is used instead of synth: the synthetic result for call c of
 	// message m, for a dialect whose result shape depends on the call's message (the
 	// stored form of a LangChain message).
-	synthFor func(m *message, c *part, text string) []byte
+	synthFor func(m *message, c *part, id []byte, text string) []byte
 	// rebuild, when set, writes a message that lost parts or whose parts changed
 	// (removed is per part), instead of replacing its partsKey array: for a dialect whose
 	// parts are not one array of the message, or that keeps copies of them elsewhere in
 	// the message (LangChain's nested forms, invalid_tool_calls and provider mirrors).
 	// ok is false when nothing of the message is left. Only non-block dialects use it.
-	rebuild func(m *message, removed []bool) (raw []byte, ok bool)
+	rebuild func(m *message, removed []bool, ids *parser) (raw []byte, ok bool)
 
 	// mayHideResultID reports whether a result part without an id may carry one in a
 	// member tmend does not read (it is then not dropped as an orphan); nil: any id-like
@@ -151,17 +152,22 @@ const (
 // part is one tool call, tool result or other piece of a message: a content block, a
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
-	raw   []byte
-	id    string // decoded; lone surrogates kept apart from U+FFFD (see idString)
-	idRaw []byte // the id's JSON text, which synthetic results copy
+	raw []byte
+	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText):
+	// in the input, or (idLen < 0) a rewritten id's in parser.idTexts; idLen is 0 without
+	// an id. idStr is 1 + the index in parser.idStrs of the decoded id (parser.id) when it
+	// is not the text's inner bytes as they are (escapes, a rewritten id), else 0. Offsets,
+	// not a slice and a string, as every part has one.
+	idAt, idLen, idStr int32
+	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
+	// a call written in another shape the platform also accepts (OpenClaw's legacy
+	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
+	canonical int32
+	name      string
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    keyPath
-	name      string
-	callType  string // Responses item type of a call, for the matching output type
-	malformed string // why a call can never be valid; "" when it is well formed
-	// canonical is the dialect's canonical form of a call written in another shape the
-	// platform also accepts (OpenClaw's legacy snake_case blocks); nil when canonical.
-	canonical []byte
+	malformed malformed // why a call can never be valid
+	callType  callType
 	kind      partKind
 	hasID     bool
 	synthetic bool // a result inserted by tmend or another repairer
@@ -177,6 +183,54 @@ type part struct {
 	// some clients send as a call and others do not.
 	invalid bool
 }
+
+// malformed says why a call can never be valid, as a code: every part has one.
+type malformed uint8
+
+const (
+	wellFormed malformed = iota
+	malPartial
+	malIncomplete
+	malNoID
+	malBlankID
+	malNoName
+	malNoArgs
+	malNoFunction
+	malArgsNotJSON
+	malNoInvocation
+	malInputStreaming
+	malPartialCall
+)
+
+// malformedText is what the report says of each malformed code.
+var malformedText = [...]string{
+	wellFormed:        "",
+	malPartial:        "streaming leftover (partial)",
+	malIncomplete:     "streaming leftover (status incomplete)",
+	malNoID:           "missing or blank id",
+	malBlankID:        "blank id",
+	malNoName:         "missing or blank name",
+	malNoArgs:         "arguments missing",
+	malNoFunction:     "function missing",
+	malArgsNotJSON:    "arguments are a string that is not JSON",
+	malNoInvocation:   "toolInvocation missing",
+	malInputStreaming: "streaming leftover (state input-streaming)",
+	malPartialCall:    "streaming leftover (state partial-call)",
+}
+
+func (m malformed) String() string { return malformedText[m] }
+
+// callType is the shape of a call where its synthetic result depends on it: a Responses
+// call item's type, for the matching output type, or ai 4's call.
+type callType uint8
+
+const (
+	callPlain      callType = iota // every other call (and Responses function_call, local_shell_call)
+	callCustomTool                 // Responses custom_tool_call
+	callComputer                   // Responses computer_call
+	callToolSearch                 // Codex's tool_search_call
+	callAISDK4                     // written as ai 4 wrote it (args, not input)
+)
 
 // keyPath is a path of one or two member keys (every id path of every dialect), held in
 // the part itself: a slice per part cost 24 bytes of each block's record.
@@ -200,15 +254,14 @@ func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 // message is one transcript element with what tmend found in it.
 type message struct {
 	raw      []byte
-	off      int // where raw starts in the scanned input (plan.src)
 	ms       []member
-	arrays   [len(blockArrays)][]block // the blocks of content, tool_calls and parts
+	arrays   arrayBlocks // the blocks of content, tool_calls and parts
+	parts    []part
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages
 	// partsIn is the object member holding the parts member (Mastra's content), or
 	// keyOther when partsKey is the message's own.
 	partsIn keyCode
-	parts   []part
 	// otherContent: the message has content outside its parts (OpenAI chat and LangChain
 	// assistant text beside tool_calls), so it survives losing every part.
 	otherContent bool
@@ -217,10 +270,12 @@ type message struct {
 	known     bool
 	failed    bool // the turn ended in error or was aborted
 	reasoning bool // a Responses reasoning item
-	// knownValues are values inside raw that the dialect recognised outside the parts
-	// array (LangChain's provider copies of its calls, and calls in a nested object or in
-	// invalid_tool_calls): the search for calls of unknown shapes passes over them.
-	knownValues [][]byte
+	// knownValues[knownFrom:knownTo] (the parser's) are values inside raw that the
+	// dialect recognised outside the parts array (LangChain's provider copies of its
+	// calls, and calls in a nested object or in invalid_tool_calls): the search for calls
+	// of unknown shapes passes over them. Indexes, not a slice: most messages have none.
+	knownFrom, knownTo int32
+	off                int32 // where raw starts in the scanned input (plan.src)
 	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
 	// scanner's), or 0 when it has none.
 	fieldsAt int32
@@ -301,7 +356,61 @@ type parser struct {
 	form        uint8
 	formMsg     int
 	knownValues [][]byte    // every message's knownValues, in one allocation
+	canonicals  [][]byte    // the parts' canonical forms (part.canonical)
+	src         []byte      // the input, where the parts' ids are (part.idAt)
+	idTexts     [][]byte    // the ids' JSON texts that are not in src
+	idStrs      []string    // the ids that are not their texts' inner bytes (part.idStr)
 	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
+}
+
+// setID makes v, a JSON value, p's id, decoded as idString does (lone surrogates kept
+// apart from U+FFFD; "" when v is not a string).
+func (ps *parser) setID(p *part, v []byte) {
+	p.idStr = 0
+	// v is a slice of src when it was read there (blocks hold no capacity, so where it
+	// starts is found by address).
+	at := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(ps.src))))
+	if at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
+		p.idAt, p.idLen = int32(at), int32(len(v))
+	} else {
+		ps.idTexts = append(ps.idTexts, v)
+		p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
+	}
+	if p.idLen < 0 || len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		id, _ := idString(v)
+		ps.idStrs = append(ps.idStrs, id)
+		p.idStr = int32(len(ps.idStrs))
+	}
+}
+
+// rewriteID gives p the id id.
+func (ps *parser) rewriteID(p *part, id string) {
+	ps.idTexts = append(ps.idTexts, encodeID(id))
+	ps.idStrs = append(ps.idStrs, id)
+	p.idAt, p.idLen, p.idStr = int32(len(ps.idTexts)-1), -1, int32(len(ps.idStrs))
+}
+
+// id returns p's decoded id, "" when it has none: the inner bytes of its text in the
+// input (as inputString does, without a copy), or the decoded one kept apart.
+func (ps *parser) id(p *part) string {
+	if p.idStr > 0 {
+		return ps.idStrs[p.idStr-1]
+	}
+	if p.idLen <= 2 {
+		return ""
+	}
+	return unsafe.String(&ps.src[p.idAt+1], p.idLen-2)
+}
+
+// idText returns the JSON text of p's id, or nil when it has none.
+func (ps *parser) idText(p *part) []byte {
+	switch {
+	case p.idLen < 0:
+		return ps.idTexts[p.idAt]
+	case p.idLen == 0:
+		return nil
+	}
+	return ps.src[p.idAt : p.idAt+p.idLen]
 }
 
 // doubtful records the first reason to refuse the transcript, for analyze to report.
@@ -388,8 +497,7 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		switch m.code {
 		case idKey:
 			if string(v) != "null" {
-				p.id, _ = idString(v)
-				p.idRaw = v
+				o.ps.setID(p, v)
 				p.hasID = true
 				if v[0] != '"' {
 					o.ps.doubtful("a call's id is a JSON " + kindOf(v[0]) + ", not a string")
@@ -411,17 +519,17 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	}
 	switch {
 	case partial:
-		p.malformed = "streaming leftover (partial)"
+		p.malformed = malPartial
 	case incomplete:
-		p.malformed = "streaming leftover (status incomplete)"
-	case !idOptional && isBlank(p.id):
-		p.malformed = "missing or blank id"
-	case idOptional && p.hasID && isBlank(p.id):
-		p.malformed = "blank id"
+		p.malformed = malIncomplete
+	case !idOptional && isBlank(o.ps.id(p)):
+		p.malformed = malNoID
+	case idOptional && p.hasID && isBlank(o.ps.id(p)):
+		p.malformed = malBlankID
 	case isBlank(p.name):
-		p.malformed = "missing or blank name"
+		p.malformed = malNoName
 	case !hasArgs:
-		p.malformed = "arguments missing"
+		p.malformed = malNoArgs
 	}
 }
 
@@ -443,8 +551,7 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 	p.kind = partResult
 	p.idPath = pathOf(idPath)
 	if idv, ok := o.lookup(idPath[len(idPath)-1]); ok && string(idv) != "null" {
-		p.id, _ = idString(idv)
-		p.idRaw = idv
+		o.ps.setID(p, idv)
 		p.hasID = true
 		if idv[0] != '"' {
 			o.ps.doubtful("a result's id is a JSON " + kindOf(idv[0]) + ", not a string")
@@ -457,11 +564,11 @@ func resultShape(p *part, o obj, idPath []keyCode) {
 func (m *message) blocks(key keyCode) ([]block, bool) {
 	for k, c := range blockArrays {
 		if c == key {
-			if m.arrays[k] != nil {
-				return m.arrays[k], true // only an array's blocks are collected
+			if blks := m.arrays.of(k); blks != nil {
+				return blks, true // only an array's blocks are collected
 			}
 			v := m.get(key) // an empty array (with no slab yet), or none
-			return m.arrays[k], len(v) > 0 && v[0] == '['
+			return nil, len(v) > 0 && v[0] == '['
 		}
 	}
 	return nil, false
@@ -481,11 +588,11 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 	for _, blk := range blks {
 		// Filled in place (a part handed to fn by address would otherwise be allocated), so
 		// fn must not add parts itself.
-		ps.parts = append(ps.parts, part{raw: blk.raw})
-		if blk.raw[0] == '{' {
+		ps.parts = append(ps.parts, part{raw: blk.raw()})
+		if blk.raw()[0] == '{' {
 			p := &ps.parts[len(ps.parts)-1]
 			mark := len(ps.scratch)
-			o := obj{blk.raw, blk.ms, ps}
+			o := obj{blk.raw(), blk.members(), ps}
 			fn(p, o)
 			if p.kind == partOther {
 				ps.checkForeign(o)
@@ -505,8 +612,8 @@ func checkForeignContent(m *message, ps *parser) {
 		return
 	}
 	for _, blk := range m.contentBlocks() {
-		if blk.raw[0] == '{' {
-			ps.checkForeign(obj{blk.raw, blk.ms, ps})
+		if blk.raw()[0] == '{' {
+			ps.checkForeign(obj{blk.raw(), blk.members(), ps})
 		}
 	}
 }
@@ -611,8 +718,8 @@ func messageSignal(m *message, ps *parser) int {
 func blocksSignal(m *message, ps *parser) Dialect {
 	blks, _ := m.blocks(keyContent)
 	for _, blk := range blks {
-		if blk.raw[0] == '{' {
-			if d := blockSignal(obj{blk.raw, blk.ms, ps}); d != "" {
+		if blk.raw()[0] == '{' {
+			if d := blockSignal(obj{blk.raw(), blk.members(), ps}); d != "" {
 				return d
 			}
 		}
@@ -659,8 +766,8 @@ func partsTyped(blks []block) typing {
 			continue
 		}
 		typed := false
-		if mb, ok := findCode(blk.ms, keyType); ok {
-			typed = blk.raw[mb.valStart] == '"'
+		if mb, ok := findCode(blk.members(), keyType); ok {
+			typed = blk.raw()[mb.valStart] == '"'
 		}
 		switch {
 		case typed && (t == noParts || t == allTyped):
@@ -706,14 +813,14 @@ func (m *message) fields(ps *parser, key keyCode) (o fieldsView, ok bool) {
 // fieldsView is an object member of a message with what the scanner collected of it.
 type fieldsView struct {
 	obj
-	arrays *[len(blockArrays)][]block
+	arrays *arrayBlocks
 }
 
 // blocks returns the blocks of its array member key (one of blockArrays).
 func (v fieldsView) blocks(key keyCode) ([]block, bool) {
 	for k, c := range blockArrays {
-		if c == key && v.arrays[k] != nil {
-			return v.arrays[k], true
+		if blks := v.arrays.of(k); c == key && blks != nil {
+			return blks, true
 		}
 	}
 	pv := v.get(key)
@@ -763,12 +870,12 @@ func plainMessage(m *message) bool {
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
-	for _, blks := range m.arrays {
-		for _, blk := range blks {
+	for k := range blockArrays {
+		for _, blk := range m.arrays.of(k) {
 			if blk.ms == nil {
 				continue
 			}
-			if callish(obj{raw: blk.raw, ms: blk.ms}) {
+			if callish(obj{raw: blk.raw(), ms: blk.members()}) {
 				return false
 			}
 		}

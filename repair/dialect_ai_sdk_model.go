@@ -40,9 +40,9 @@ var aiSDKModelSpec = &spec{
 		}
 		return false
 	},
-	synth: func(c *part, text string) []byte {
-		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", c.idRaw).str("toolName", c.name)
-		if c.callType == aiSDK4Call {
+	synth: func(c *part, id []byte, text string) []byte {
+		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", id).str("toolName", c.name)
+		if c.callType == callAISDK4 {
 			return b.str("result", text).raw("isError", []byte("true")).done()
 		}
 		return b.raw("output", objectBuilder(nil).str("type", "error-text").str("value", text).done()).done()
@@ -52,10 +52,6 @@ var aiSDKModelSpec = &spec{
 		return append(out, '}')
 	},
 }
-
-// aiSDK4Call is the callType of a call written as ai 4 wrote it (args, not input): its
-// synthetic result is written the same way (result, not output), which ai 4 reads.
-const aiSDK4Call = "ai4"
 
 // aiSDKModelRoles are ModelMessage roles.
 var aiSDKModelRoles = words("system", "user", "assistant", "tool")
@@ -77,7 +73,7 @@ func parseAISDKModel(m *message, ps *parser) error {
 		}); err != nil {
 			return err
 		}
-		markAwaiting(m)
+		markAwaiting(m, ps)
 	case "tool":
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
@@ -87,7 +83,7 @@ func parseAISDKModel(m *message, ps *parser) error {
 		})
 	default:
 		for _, blk := range m.contentBlocks() {
-			if blk.ms != nil && !aiSDKPlainPart(obj{blk.raw, blk.ms, ps}.get(keyType)) {
+			if blk.ms != nil && !aiSDKPlainPart(obj{blk.raw(), blk.members(), ps}.get(keyType)) {
 				m.known = false
 			}
 		}
@@ -161,8 +157,8 @@ func aiSDKAssistantPart(p *part, o obj) bool {
 		}
 		// The id of the call that waits for a person (markAwaiting).
 		if v := o.get(keyToolCallIDCamel); v != nil && v[0] == '"' {
-			p.id, _ = idString(v)
-			p.idRaw, p.hasID = v, true
+			o.ps.setID(p, v)
+			p.hasID = true
 		}
 		return hasApprovalID(o)
 	default:
@@ -177,35 +173,35 @@ func aiSDKCallShape(p *part, o obj) {
 	args := keyInput
 	if !o.has(keyInput) && o.has(keyArgs) {
 		args = keyArgs
-		p.callType = aiSDK4Call
+		p.callType = callAISDK4 // its synthetic result is written as ai 4 reads it (result, not output)
 	}
 	callShape(p, o, pathToolCallIDCamel, o, o, args, false)
 	p.name, _ = inputString(o.get(keyToolName))
 	// callShape judged the name by a name member, which these parts do not have; judge it
 	// by toolName instead, in the same order (a name before the arguments).
 	switch p.malformed {
-	case "", "missing or blank name", "arguments missing":
+	case wellFormed, malNoName, malNoArgs:
 		switch {
 		case isBlank(p.name):
-			p.malformed = "missing or blank name"
+			p.malformed = malNoName
 		case !o.has(args):
-			p.malformed = "arguments missing"
+			p.malformed = malNoArgs
 		default:
-			p.malformed = ""
+			p.malformed = wellFormed
 		}
 	}
 }
 
 // markAwaiting marks each call of m that an approval request of m names as waiting for a
 // person's approval.
-func markAwaiting(m *message) {
+func markAwaiting(m *message, ps *parser) {
 	for i := range m.parts {
 		r := &m.parts[i]
 		if r.kind != partRef || !r.hasID {
 			continue
 		}
 		for j := range m.parts {
-			if c := &m.parts[j]; c.kind == partCall && c.hasID && c.id == r.id {
+			if c := &m.parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
 				c.awaiting = true
 			}
 		}

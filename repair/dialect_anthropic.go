@@ -20,8 +20,8 @@ var anthropicSpec = &spec{
 	mergeAfterRemoval: func(prev, cur *outMsg, target Target) bool {
 		return target == TargetAnthropic && sameRole(prev, cur)
 	},
-	synth: func(c *part, text string) []byte {
-		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", c.idRaw).str("content", text).
+	synth: func(c *part, id []byte, text string) []byte {
+		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", id).str("content", text).
 			raw("is_error", []byte("true")).done()
 	},
 	wrap: func(p [][]byte) []byte { return wrapUser(keyContent, p) },

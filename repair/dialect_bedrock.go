@@ -15,8 +15,8 @@ var bedrockSpec = &spec{
 	},
 	// "A conversation must alternate between user and assistant roles".
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool { return sameRole(prev, cur) },
-	synth: func(c *part, text string) []byte {
-		tr := objectBuilder(nil).raw("toolUseId", c.idRaw).raw("content", textBlocks(false, text)).
+	synth: func(c *part, id []byte, text string) []byte {
+		tr := objectBuilder(nil).raw("toolUseId", id).raw("content", textBlocks(false, text)).
 			str("status", "error").done()
 		return objectBuilder(nil).raw("toolResult", tr).done()
 	},

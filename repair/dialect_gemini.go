@@ -18,10 +18,10 @@ var geminiSpec = &spec{
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool {
 		return string(prev.role) == "model" && string(cur.role) == "model" && cur.calls
 	},
-	synth: func(c *part, text string) []byte {
+	synth: func(c *part, id []byte, text string) []byte {
 		var fr objectBuilder
 		if c.hasID {
-			fr = fr.raw("id", c.idRaw)
+			fr = fr.raw("id", id)
 		}
 		fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
 		return objectBuilder(nil).raw("functionResponse", fr.done()).done()

@@ -29,11 +29,11 @@ var langChainSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
-	synth: func(c *part, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, text) },
-	synthFor: func(m *message, c *part, text string) []byte {
+	synth: func(c *part, id []byte, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, id, text) },
+	synthFor: func(m *message, c *part, id []byte, text string) []byte {
 		var v lcView
 		lcRead(m, &parser{}, &v)
-		return lcSynth(v, c, text)
+		return lcSynth(v, c, id, text)
 	},
 	rebuild: rebuildLangChain,
 }
@@ -109,7 +109,7 @@ type lcView struct {
 	id    []byte  // the constructor form's id array
 	// arrays are inner's block arrays as the scanner collected them; nil when it did not
 	// (a message read again after parsing).
-	arrays *[len(blockArrays)][]block
+	arrays *arrayBlocks
 }
 
 // blocks returns the scanned blocks of inner's array member key, and whether there are
@@ -120,7 +120,7 @@ func (v *lcView) blocks(key keyCode) ([]block, bool) {
 	}
 	for k, c := range blockArrays {
 		if c == key {
-			return v.arrays[k], true
+			return v.arrays.of(k), true
 		}
 	}
 	return nil, false
@@ -266,14 +266,12 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 		own = len(tcBlocks)
 	}
 	for pi := own; pi < len(m.parts); pi++ {
-		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(pt) {
+		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(ps, pt) {
 			ps.knownValues = append(ps.knownValues, pt.raw)
 		}
 	}
 	m.otherContent = lcMirrors(m, ps, v, f)
-	if len(ps.knownValues) > knownFrom {
-		m.knownValues = ps.knownValues[knownFrom:len(ps.knownValues):len(ps.knownValues)]
-	}
+	m.knownFrom, m.knownTo = int32(knownFrom), int32(len(ps.knownValues))
 }
 
 // eachElem calls fn with each element of the array v and, for an object, its members
@@ -282,7 +280,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 func (ps *parser) eachElem(v []byte, blks []block, have bool, fn func(raw []byte, o obj, isObj bool)) {
 	if have && blks != nil {
 		for _, b := range blks {
-			fn(b.raw, obj{b.raw, b.ms, ps}, b.ms != nil || b.raw[0] == '{')
+			fn(b.raw(), obj{b.raw(), b.members(), ps}, b.ms != nil || b.raw()[0] == '{')
 		}
 		return
 	}
@@ -314,13 +312,13 @@ func (ps *parser) eachBlock(v []byte, blks []block, have bool, fn func(raw []byt
 // the flat form's fields beside its type, the data form's in data (with the type inside
 // too where the call's message has it, as Python's model_dump writes), the constructor
 // form's in kwargs under the call's own namespace.
-func lcSynth(v lcView, c *part, text string) []byte {
+func lcSynth(v lcView, c *part, id []byte, text string) []byte {
 	var f objectBuilder
 	innerType := v.form == lcData && v.inner.has(keyType)
 	if v.form == lcFlat || innerType {
 		f = f.str("type", "tool")
 	}
-	f = f.str("content", text).raw("tool_call_id", c.idRaw).str("name", c.name).str("status", "error")
+	f = f.str("content", text).raw("tool_call_id", id).str("name", c.name).str("status", "error")
 	switch v.form {
 	case lcData:
 		return objectBuilder(nil).str("type", "tool").raw("data", f.done()).done()
@@ -345,9 +343,9 @@ func lcClassID(id []byte, class string) []byte {
 }
 
 // lcKey is a call's key for matching its copies: its id without surrounding white space.
-func lcKey(pt *part) (string, bool) {
+func lcKey(ps *parser, pt *part) (string, bool) {
 	if pt.kind != partCall || !pt.hasID {
 		return "", false
 	}
-	return strings.TrimSpace(pt.id), true
+	return strings.TrimSpace(ps.id(pt)), true
 }

@@ -10,8 +10,8 @@ var openAIChatSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
 	},
-	synth: func(c *part, text string) []byte {
-		return objectBuilder(nil).str("role", "tool").raw("tool_call_id", c.idRaw).str("content", text).done()
+	synth: func(c *part, id []byte, text string) []byte {
+		return objectBuilder(nil).str("role", "tool").raw("tool_call_id", id).str("content", text).done()
 	},
 }
 
@@ -39,7 +39,7 @@ func parseOpenAIChat(m *message, ps *parser) error {
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
 			if !o.has(keyFunction) {
-				p.malformed = "function missing"
+				p.malformed = malNoFunction
 			}
 		})
 	case "tool":

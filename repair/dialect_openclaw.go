@@ -23,8 +23,8 @@ var openClawSpec = &spec{
 	blockSignal: func(o obj, typ []byte) bool {
 		return isString(typ, "toolCall") || isString(typ, "toolUse") || isString(typ, "functionCall")
 	},
-	synth: func(c *part, text string) []byte {
-		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", c.idRaw).str("toolName", c.name).
+	synth: func(c *part, id []byte, text string) []byte {
+		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", id).str("toolName", c.name).
 			raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
 	},
 
@@ -111,7 +111,7 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	ak := argsKey(o, legacyArgKeys...)
 	callShape(p, o, idPath, o, o, ak, false)
-	if p.malformed != "" {
+	if p.malformed != wellFormed {
 		return
 	}
 	args := o.get(ak)
@@ -122,7 +122,7 @@ func parseLegacyCall(p *part, o obj) {
 			o.ps.doubtful("a legacy call's string arguments hold a lone surrogate, which has no exact JSON text")
 			return
 		case !json.Valid([]byte(s)):
-			p.malformed = "arguments are a string that is not JSON"
+			p.malformed = malArgsNotJSON
 			return
 		case depthOf([]byte(s)) > legacyArgsDepth:
 			o.ps.doubtful(fmt.Sprintf("a legacy call's string arguments nest deeper than %d levels", legacyArgsDepth))
@@ -131,7 +131,7 @@ func parseLegacyCall(p *part, o obj) {
 		args = []byte(s)
 	}
 	var b objectBuilder
-	b = b.str("type", "toolCall").raw("id", p.idRaw).raw("name", o.get(keyName)).raw("arguments", args)
+	b = b.str("type", "toolCall").raw("id", o.ps.idText(p)).raw("name", o.get(keyName)).raw("arguments", args)
 	for _, m := range o.ms {
 		switch m.code {
 		case keyType, keyID, keyName, keyInput, keyArguments, idPath[0]:
@@ -139,7 +139,8 @@ func parseLegacyCall(p *part, o obj) {
 		}
 		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
-	p.canonical = b.done()
+	o.ps.canonicals = append(o.ps.canonicals, b.done())
+	p.canonical = int32(len(o.ps.canonicals))
 }
 
 // legacyArgsDepth bounds the nesting of arguments parsed out of a string, so that the

@@ -19,32 +19,33 @@ var responsesSpec = &spec{
 		_, call := responsesCalls[string(f.typ)]
 		return call || responsesOutputs[string(f.typ)] || string(f.typ) == "reasoning"
 	},
-	synth: func(c *part, text string) []byte {
+	synth: func(c *part, id []byte, text string) []byte {
 		typ := "function_call_output" // also for local_shell_call, as Codex answers them
 		switch c.callType {
-		case "custom_tool_call":
+		case callCustomTool:
 			typ = "custom_tool_call_output"
-		case "tool_search_call":
+		case callToolSearch:
 			// Codex's own stand-in: no tools found. The item has no member for a text, so
 			// it cannot carry tmend's; an empty one is read as synthetic (parseResponses).
-			return objectBuilder(nil).str("type", "tool_search_output").raw("call_id", c.idRaw).
+			return objectBuilder(nil).str("type", "tool_search_output").raw("call_id", id).
 				str("status", "completed").str("execution", "client").raw("tools", []byte("[]")).done()
 		}
-		return objectBuilder(nil).str("type", typ).raw("call_id", c.idRaw).str("output", text).done()
+		return objectBuilder(nil).str("type", typ).raw("call_id", id).str("output", text).done()
 	},
 }
 
-// responsesCalls maps each Responses call item type to its arguments member and the
-// fallback tool name for items that carry none.
+// responsesCalls maps each Responses call item type to its arguments member, the
+// fallback tool name for items that carry none, and its callType.
 var responsesCalls = map[string]struct {
 	args keyCode
 	name string
+	typ  callType
 }{
-	"function_call":    {keyArguments, ""},
-	"custom_tool_call": {keyInput, ""},
-	"local_shell_call": {keyAction, "local_shell"},
-	"computer_call":    {keyAction, "computer"},
-	"tool_search_call": {keyArguments, "tool_search"},
+	"function_call":    {keyArguments, "", callPlain},
+	"custom_tool_call": {keyInput, "", callCustomTool},
+	"local_shell_call": {keyAction, "local_shell", callPlain},
+	"computer_call":    {keyAction, "computer", callComputer},
+	"tool_search_call": {keyArguments, "tool_search", callToolSearch},
 }
 
 var responsesOutputs = map[string]bool{
@@ -86,12 +87,12 @@ func parseResponses(m *message, ps *parser) error {
 	if c, ok := responsesCalls[string(typ)]; ok {
 		m.known = true
 		m.kind = msgCall
-		p := part{raw: m.raw, callType: string(typ)}
+		p := part{raw: m.raw, callType: c.typ}
 		callShape(&p, o, pathCallID, o, o, c.args, false)
 		if c.name != "" && p.name == "" {
 			p.name = c.name
-			if p.malformed == "missing or blank name" {
-				p.malformed = ""
+			if p.malformed == malNoName {
+				p.malformed = wellFormed
 			}
 		}
 		m.parts = ps.one(p)

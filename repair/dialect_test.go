@@ -20,3 +20,13 @@ func TestPlainFactsSignalNothing(t *testing.T) {
 		}
 	}
 }
+
+// Every streaming state of a tool part has its reason: a part in it is malformed.
+func TestStreamingStatesHaveReasons(t *testing.T) {
+	t.Parallel()
+	for s, st := range toolStates {
+		if st == stateStreaming && streamingLeftover[s] == wellFormed {
+			t.Errorf("streaming state %q has no reason in streamingLeftover", s)
+		}
+	}
+}

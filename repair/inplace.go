@@ -38,6 +38,12 @@ var toolStates = map[string]toolState{
 	"result":             stateAnswered,
 }
 
+// streamingLeftover is why a part in each streaming state of toolStates is malformed.
+var streamingLeftover = map[string]malformed{
+	"input-streaming": malInputStreaming,
+	"partial-call":    malPartialCall,
+}
+
 // uiPartTypes are the other part types of a UIMessage (and of Mastra's format 2), which
 // hold no tool call; data-* parts are the app's own. ai 7 adds reasoning-file and
 // steering-message (a user message steered into the run: text and file parts only).
@@ -67,7 +73,7 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 		inv := o.sub(keyToolInvocation)
 		if inv.raw == nil {
 			p.kind = partCall
-			p.malformed = "toolInvocation missing"
+			p.malformed = malNoInvocation
 			return true
 		}
 		invocationShape(p, inv, pathInvocationID)
@@ -109,8 +115,7 @@ func readCallID(p *part, o obj, key keyCode) {
 	if !ok || string(v) == "null" {
 		return
 	}
-	p.id, _ = idString(v)
-	p.idRaw = v
+	o.ps.setID(p, v)
 	p.hasID = true
 	if v[0] != '"' {
 		o.ps.doubtful("a tool part's toolCallId is a JSON " + kindOf(v[0]) + ", not a string")
@@ -126,14 +131,14 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 		o.ps.doubtful(fmt.Sprintf("a tool part's state %s is not one tmend knows", o.get(keyState)))
 	case state == stateStreaming:
 		p.streaming = true
-		p.malformed = "streaming leftover (state " + string(wordOf(o.get(keyState))) + ")"
-	case isBlank(p.id):
-		p.malformed = "missing or blank id"
+		p.malformed = streamingLeftover[string(wordOf(o.get(keyState)))]
+	case isBlank(o.ps.id(p)):
+		p.malformed = malNoID
 	case isBlank(p.name):
-		p.malformed = "missing or blank name"
+		p.malformed = malNoName
 	case !o.has(argsKey) && !(state == stateAnswered && o.has(keyRawInput)):
 		// (ai 5+ keeps input it could not parse as rawInput on an output-error part.)
-		p.malformed = "arguments missing"
+		p.malformed = malNoArgs
 	}
 	p.answered = state == stateAnswered
 	p.awaiting = isString(o.get(keyState), "approval-requested")
@@ -201,6 +206,8 @@ func approvedOf(approval []byte) []byte {
 // decideInPlace is decide for in-place dialects.
 func (p *plan) decideInPlace() {
 	p.prepareEdits()
+	calls, _, _ := p.countParts()
+	p.byKey.reset(calls)
 	// The last message, when it is the model's: its calls may still be running (within
 	// the quiet period), or wait for a person's approval (however old the session is).
 	last := -1
@@ -209,6 +216,9 @@ func (p *plan) decideInPlace() {
 	}
 	running := last >= 0 && p.quiet()
 	for i := range p.msgs {
+		if p.overMemory() {
+			return // refused (checkReport): no need to go on
+		}
 		m := &p.msgs[i]
 		for pi := range m.parts {
 			pt := &m.parts[pi]
@@ -218,17 +228,17 @@ func (p *plan) decideInPlace() {
 			if i == last && running && pt.streaming {
 				continue // still streaming
 			}
-			if pt.malformed != "" {
+			if pt.malformed != wellFormed {
 				p.removePart(i, pi, StageStripMalformedCalls)
-				p.act(StageStripMalformedCalls, ActionDrop, i, pt, pt.malformed)
-				p.issue(IssueMalformedCall, i, pt, pt.malformed)
+				p.act(StageStripMalformedCalls, ActionDrop, i, pt, pt.malformed.String())
+				p.issue(IssueMalformedCall, i, pt, pt.malformed.String())
 				continue
 			}
 			ci := int32(len(p.calls))
-			p.calls = append(p.calls, callRef{msg: i, part: pi, key: strings.TrimSpace(pt.id), kept: -1})
-			k, seen := p.byKey[p.calls[ci].key]
+			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), key: strings.TrimSpace(p.ps.id(pt)), kept: -1})
+			k, slot, seen := p.byKey.find(p.calls[ci].key, p.callKey)
 			if !seen {
-				p.byKey[p.calls[ci].key] = ci
+				p.byKey.set(slot, ci)
 				continue
 			}
 			first := &p.calls[k]
@@ -241,13 +251,13 @@ func (p *plan) decideInPlace() {
 			drop := &p.calls[ci]
 			if fp := p.part(first.msg, first.part); pt.answered && !pt.synthetic && (!fp.answered || fp.synthetic) {
 				drop = first
-				p.byKey[p.calls[ci].key] = ci
+				p.byKey.set(slot, ci)
 			}
 			drop.removed = true
 			dp := p.part(drop.msg, drop.part)
-			p.removePart(drop.msg, drop.part, StageDropDuplicateResults)
-			p.act(StageDropDuplicateResults, ActionDrop, drop.msg, dp, "part repeating the call of another part")
-			p.issue(IssueDuplicateCallID, drop.msg, dp, "")
+			p.removePart(int(drop.msg), int(drop.part), StageDropDuplicateResults)
+			p.act(StageDropDuplicateResults, ActionDrop, int(drop.msg), dp, "part repeating the call of another part")
+			p.issue(IssueDuplicateCallID, int(drop.msg), dp, "")
 		}
 	}
 	p.renumberInPlace()
@@ -256,20 +266,20 @@ func (p *plan) decideInPlace() {
 		pt := p.part(c.msg, c.part)
 		switch {
 		case c.removed || pt.answered:
-		case c.msg == last && (running || pt.awaiting && !p.opts.Force):
+		case int(c.msg) == last && (running || pt.awaiting && !p.opts.Force):
 			p.report.PendingCalls++
 		case pt.providerRun:
 			// The provider ran it and its result was lost; tmend cannot answer for the
 			// provider's own tool.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
-			p.act(StageSynthesizeMissingResults, ActionDrop, c.msg, pt, "provider-executed call without its result cannot be answered; call removed")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.removePart(int(c.msg), int(c.part), StageSynthesizeMissingResults)
+			p.act(StageSynthesizeMissingResults, ActionDrop, int(c.msg), pt, "provider-executed call without its result cannot be answered; call removed")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		default:
 			pt.raw = answerInPlace(pt.raw)
 			p.edits[c.msg].dirty = true
-			p.act(StageSynthesizeMissingResults, ActionRewrite, c.msg, pt, "answered in place with a synthetic error result")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.act(StageSynthesizeMissingResults, ActionRewrite, int(c.msg), pt, "answered in place with a synthetic error result")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		}
 	}
 	p.dropBareMarkers()
@@ -298,6 +308,9 @@ func callInput(raw []byte) []byte {
 	return nil
 }
 
+// callKey is the key of call ci.
+func (p *plan) callKey(ci int32) string { return p.calls[ci].key }
+
 // renumberInPlace gives each call that reuses an earlier call's id for another call
 // (renew) a new id, as uniqueIDs does for other dialects.
 func (p *plan) renumberInPlace() {
@@ -313,13 +326,13 @@ func (p *plan) renumberInPlace() {
 // so that the message goes rather than stay as an empty step.
 func (p *plan) dropBareMarkers() {
 	for i := range p.msgs {
-		m, e := &p.msgs[i], &p.edits[i]
+		m, e, removed := &p.msgs[i], &p.edits[i], p.removedOf(i)
 		if !e.dirty || m.otherContent {
 			continue
 		}
 		bare := true
 		for pi := range m.parts {
-			if !e.removed[pi] && !isStepStart(m.parts[pi].raw) {
+			if !removed[pi] && !isStepStart(m.parts[pi].raw) {
 				bare = false
 				break
 			}
@@ -328,8 +341,8 @@ func (p *plan) dropBareMarkers() {
 			continue
 		}
 		for pi := range m.parts {
-			if !e.removed[pi] {
-				e.removed[pi] = true
+			if !removed[pi] {
+				removed[pi] = true
 				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage, Action: ActionDrop, MessageIndex: i,
 					Detail: "step-start part of a message left with nothing else"})
 			}
@@ -389,19 +402,19 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	start := len(ps.parts)
 	var invs [][]byte // the tool-invocation parts' invocations, which a mirror repeats
 	for _, blk := range blks {
-		ps.parts = append(ps.parts, part{raw: blk.raw})
+		ps.parts = append(ps.parts, part{raw: blk.raw()})
 		pt := &ps.parts[len(ps.parts)-1]
 		if blk.ms == nil {
 			m.known = false // a part that is not an object
 			continue
 		}
 		mark := len(ps.scratch)
-		if !parseUIPart(pt, obj{blk.raw, blk.ms, ps}, bare) {
+		if !parseUIPart(pt, obj{blk.raw(), blk.members(), ps}, bare) {
 			m.known = false
 		}
 		ps.scratch = ps.scratch[:mark]
-		if inv, ok := findCode(blk.ms, keyToolInvocation); ok && !bare {
-			invs = append(invs, inv.val(blk.raw))
+		if inv, ok := findCode(blk.members(), keyToolInvocation); ok && !bare {
+			invs = append(invs, inv.val(blk.raw()))
 		}
 	}
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]

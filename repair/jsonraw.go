@@ -587,15 +587,42 @@ func (m member) name(obj []byte) string {
 }
 
 // block is an element of a message's content, tool_calls or parts array, with its members
-// (offsets relative to raw) when it is an object.
+// (offsets relative to raw) when it is an object. It holds both as a pointer and a
+// length, not as slices (24 bytes, not 48): a transcript of many small blocks has a
+// record per block. raw and members make the slices again.
 type block struct {
-	raw []byte
-	ms  []member
+	start *byte   // raw's first byte
+	ms    *member // the first member; nil when the block is not an object
+	size  int32   // len(raw), within MaxSize
+	nms   int32   // len(members)
 }
+
+func newBlock(raw []byte, ms []member) block {
+	return block{start: unsafe.SliceData(raw), ms: unsafe.SliceData(ms), size: int32(len(raw)), nms: int32(len(ms))}
+}
+
+func (b block) raw() []byte { return unsafe.Slice(b.start, b.size) }
+
+func (b block) members() []member { return unsafe.Slice(b.ms, b.nms) }
 
 // blockArrays are the message members whose elements the engine looks into; their
 // blocks are collected while the message is validated, so they are scanned once.
 var blockArrays = [...]keyCode{keyContent, keyToolCalls, keyParts}
+
+// arrayBlocks holds the blocks of each blockArrays member of a message or fields object,
+// as a pointer and a length each (40 bytes, not three 24-byte slices): every message has
+// them. A member that is not an array, or whose blocks were not collected, has none (nil).
+type arrayBlocks struct {
+	first [len(blockArrays)]*block
+	n     [len(blockArrays)]int32
+}
+
+// of returns the blocks of blockArrays[k].
+func (a *arrayBlocks) of(k int) []block { return unsafe.Slice(a.first[k], a.n[k]) }
+
+func (a *arrayBlocks) set(k int, blks []block) {
+	a.first[k], a.n[k] = unsafe.SliceData(blks), int32(len(blks))
+}
 
 // scanner validates messages and keeps what it found in slabs that the whole transcript
 // shares, so a transcript costs a few allocations rather than a few per message.
@@ -621,13 +648,13 @@ func fieldsKey(code keyCode) bool { return code == keyData || code == keyKwargs 
 type fieldsObj struct {
 	key    keyCode
 	ms     []member
-	arrays [len(blockArrays)][]block
+	arrays arrayBlocks
 }
 
 // scanMessage validates the object at b[start] and returns its members, the blocks of
 // its blockArrays members (indexed like blockArrays), its first fields object (key
 // keyOther when it has none) and its end.
-func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(blockArrays)][]block, in fieldsObj, end int, err error) {
+func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays arrayBlocks, in fieldsObj, end int, err error) {
 	var base int
 	sc.members, base, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		if b[vstart] == '{' {
@@ -635,9 +662,8 @@ func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays [len(bl
 		}
 		for k, c := range blockArrays {
 			if code == c {
-				var vend int
-				var err error
-				arrays[k], vend, err = sc.scanBlocks(b, vstart, 3)
+				blks, vend, err := sc.scanBlocks(b, vstart, 3)
+				arrays.set(k, blks)
 				return vend, true, err
 			}
 		}
@@ -667,9 +693,8 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 		}
 		for k, key := range blockArrays {
 			if c == key {
-				var vend int
-				var err error
-				in.arrays[k], vend, err = sc.scanBlocks(b, vs, 4)
+				blks, vend, err := sc.scanBlocks(b, vs, 4)
+				in.arrays.set(k, blks)
 				return vend, true, err
 			}
 		}
@@ -685,7 +710,7 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 	base := len(sc.blocks)
 	end, err := scanElements(b, i, depth, func(j int) (int, error) {
-		blk := block{}
+		var ms []member
 		var end int
 		var err error
 		if b[j] == '{' {
@@ -693,11 +718,11 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 			if sc.blockMembers, mbase, end, err = scanMembersWith(b, j, depth+1, sc.blockMembers, nil); err != nil {
 				return end, err
 			}
-			blk.ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
+			ms = sc.blockMembers[mbase:len(sc.blockMembers):len(sc.blockMembers)]
 		} else if end, err = scanValue(b, j, depth); err != nil {
 			return end, err
 		}
-		blk.raw = b[j:end]
+		blk := newBlock(b[j:end], ms)
 		if len(sc.blocks) == cap(sc.blocks) {
 			// Also checked here, not only per message: one message may hold them all.
 			if err := sc.checkMemory(); err != nil {
@@ -707,7 +732,7 @@ func (sc *scanner) scanBlocks(b []byte, i, depth int) ([]block, int, error) {
 		}
 		sc.blocks = append(sc.blocks, blk)
 		sc.numBlocks++
-		sc.numMembers += len(blk.ms)
+		sc.numMembers += len(ms)
 		return end, nil
 	})
 	return sc.blocks[base:len(sc.blocks):len(sc.blocks)], end, err

@@ -173,7 +173,7 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 // records them as known, and refuses one that copies no call. It reports whether the
 // message has content besides the copies (so that it survives losing every call).
 func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
-	keyOf := func(pi int) (string, bool) { return lcKey(&m.parts[pi]) }
+	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
 			if copyOf(len(m.parts), keyOf, key, rank) < 0 {
@@ -234,7 +234,7 @@ func mayHold(v []byte, a, b string) bool {
 // content or output stays as an empty array (as LangChain writes them); an emptied
 // additional_kwargs.tool_calls goes, since ChatOpenAI would send it as an empty list,
 // which OpenAI rejects.
-func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
+func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	ps := &parser{}
 	var v lcView
 	lcRead(m, ps, &v)
@@ -271,8 +271,8 @@ func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
 			return raw // none at parse time either, or it would have been refused
 		case removed[pi]:
 			return nil
-		case m.parts[pi].id != id:
-			return setPath(raw, []keyCode{idKey}, m.parts[pi].idRaw)
+		case ids.id(&m.parts[pi]) != id:
+			return setPath(raw, []keyCode{idKey}, ids.idText(&m.parts[pi]))
 		}
 		return raw
 	}
@@ -345,7 +345,7 @@ func rebuildLangChain(m *message, removed []bool) ([]byte, bool) {
 		}
 		for _, name := range lcIDMaps {
 			if mp := kw.getName(name); len(mp) > 0 && mp[0] == '{' {
-				if e := editIDMap(mp, m.parts, removed, keyOf); e != nil {
+				if e := editIDMap(mp, m.parts, removed, keyOf, ids); e != nil {
 					kw.set(keyOther, name, e)
 				}
 			}
@@ -381,7 +381,7 @@ func sameBytes(a, b []byte) bool {
 // editIDMap rewrites a {call_id: item_id} map for the calls' fates: a key whose calls are
 // all removed goes; a key no kept call has any more is renamed to the new id of the
 // first kept call that had it. nil when nothing changes.
-func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (string, bool)) []byte {
+func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (string, bool), ids *parser) []byte {
 	ms, err := membersOf(mp)
 	if err != nil {
 		return nil
@@ -401,10 +401,10 @@ func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (stri
 			if removed[pi] {
 				continue
 			}
-			if parts[pi].id == mb.name(mp) {
+			if ids.id(&parts[pi]) == mb.name(mp) {
 				keep = true
 			} else if renamed == nil {
-				renamed = parts[pi].idRaw
+				renamed = ids.idText(&parts[pi])
 			}
 		}
 		switch {

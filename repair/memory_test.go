@@ -45,6 +45,60 @@ func denseMessages(n int) []byte {
 	return append(out, ']')
 }
 
+// unanswered is an Anthropic transcript of n calls in one assistant message, none of
+// them answered: each gives the report an action and an issue.
+func unanswered(n int) []byte {
+	out := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[`)
+	for i := range n {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, `{"type":"tool_use","id":"t%d","name":"f","input":{}}`, i)
+	}
+	return append(out, `]}]`...)
+}
+
+// Ids read from the input are kept as offsets into it, not copied: only escaped or
+// rewritten ones take room of their own.
+func TestInputIDsTakeNoRoom(t *testing.T) {
+	t.Parallel()
+	p, err := newPlan(denseBlocks(1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	if n := len(p.ps.idTexts) + len(p.ps.idStrs); n != 0 {
+		t.Fatalf("%d ids of the input kept apart from it, want 0", n)
+	}
+}
+
+// The report counts toward MaxMemory: a transcript whose records fit the bound but
+// whose report of a fault per call does not is refused as too_large, unchanged.
+func TestReportCountsTowardMaxMemory(t *testing.T) {
+	t.Parallel()
+	in := unanswered(20_000)
+	p, err := newPlan(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := p.sc.workingSet()
+	p.release()
+
+	limit := records + records/4
+	res, err := Repair(in, Options{MaxMemory: limit})
+	var ue *UnrepairableError
+	if !errors.As(err, &ue) || res.Report.Status != StatusTooLarge {
+		t.Fatalf("records of %d bytes under a %d-byte bound, report over it: got %v, status %s; want too_large", records, limit, err, res.Report.Status)
+	}
+	if !bytes.Equal(res.Messages, in) || len(res.Report.Actions) != 0 || len(res.Report.Issues) != 0 {
+		t.Fatalf("refused transcript changed or reported: %d actions, %d issues", len(res.Report.Actions), len(res.Report.Issues))
+	}
+	t.Log(res.Report.Reason)
+	if res, err := Repair(in, Options{MaxMemory: 1 << 30}); err != nil || res.Report.Status != StatusRepaired {
+		t.Fatalf("under a large bound: %v, %s", err, res.Report.Status)
+	}
+}
+
 // A transcript over MaxMemory is refused as too_large and comes back unchanged; under
 // it, the repair is the same as without a bound.
 func TestMaxMemoryRefuses(t *testing.T) {

@@ -32,7 +32,7 @@ func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 		origins := make([]Origin, len(p.msgs))
 		for i := range p.msgs {
 			m := &p.msgs[i]
-			origins[i] = Origin{Input: i, Start: m.off, End: m.off + len(m.raw)}
+			origins[i] = Origin{Input: i, Start: int(m.off), End: int(m.off) + len(m.raw)}
 		}
 		return Result{Messages: msgs, Report: p.report}, origins, nil
 	}
@@ -78,7 +78,7 @@ func (p *plan) movedResults() map[*byte]int {
 	}
 	for ri := range p.results {
 		if raw := p.resPart(ri).raw; len(raw) > 0 {
-			m[&raw[0]] = p.results[ri].msg
+			m[&raw[0]] = int(p.results[ri].msg)
 		}
 	}
 	return m

@@ -113,18 +113,20 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 	return r, nil
 }
 
+// callRef, resultRef and turnRef hold indexes in 32 bits, as the engine's offsets are (MaxSize):
+// a transcript of many small blocks has one of them per block.
 type callRef struct {
-	msg, part int
+	msg, part int32
 	// key pairs calls and results: the id without surrounding white space, or for an
 	// id-less Gemini call its turn, name and rank among same-named calls.
 	key  string
-	turn int
+	turn int32
 	// firstRes and lastRes chain its results (resultRef.nextRes) in transcript order; -1
 	// when it has none. nextSame chains the calls that share its key.
 	firstRes, lastRes, nextSame int32
-	kept                        int  // the result it keeps, or -1
-	slotted                     bool // a result in its turn's slot is paired with it
-	answered                    bool // a real result is paired with it
+	kept                        int32 // the result it keeps, or -1
+	slotted                     bool  // a result in its turn's slot is paired with it
+	answered                    bool  // a real result is paired with it
 	removed                     bool
 	renew                       bool // in place: another call that reuses an earlier one's id
 }
@@ -141,19 +143,20 @@ type keyChain struct {
 	mixed bool
 }
 
+// resultRef keeps no key: pair finds its call as it goes, and later an orphan's key is
+// its trimmed id.
 type resultRef struct {
-	msg, part int
+	msg, part int32
 	nextRes   int32 // the next result of the same call, or -1
-	key       string
-	call      int  // -1: no call
-	slotted   bool // in the slot of its call's turn
-	inSlot    bool // slotted and, where the dialect needs it, ahead of other parts
+	call      int32 // -1: no call
+	slotted   bool  // in the slot of its call's turn
+	inSlot    bool  // slotted and, where the dialect needs it, ahead of other parts
 }
 
 type turnRef struct {
-	first, last int // message range (one message except for Responses item runs)
-	slotLast    int // whole dialects: last message of the result run after the turn, or last
-	slotMsg     int // block dialects: the user message taking the results, or -1
+	first, last int32 // message range (one message except for Responses item runs)
+	slotLast    int32 // whole dialects: last message of the result run after the turn, or last
+	slotMsg     int32 // block dialects: the user message taking the results, or -1
 	incoming    []incoming
 }
 
@@ -164,11 +167,13 @@ type incoming struct {
 }
 
 type edit struct {
-	drop    bool
-	stage   Stage  // why it was dropped, or last lost a part
-	removed []bool // per part
-	dirty   bool
-	merge   bool // merged into the message before it (see planMerges)
+	stage Stage // why it was dropped, or last lost a part
+	// removedAt is where the message's removed flags, one per part, start in
+	// plan.removed (removedOf): an index, not a slice, as every message has an edit.
+	removedAt int32
+	drop      bool
+	dirty     bool
+	merge     bool // merged into the message before it (see planMerges)
 }
 
 type plan struct {
@@ -180,8 +185,8 @@ type plan struct {
 	calls   []callRef
 	results []resultRef
 	turns   []turnRef
-	slotOf  []int32          // message index -> turn whose slot it is, or -1
-	byKey   map[string]int32 // key -> index in chains
+	slotOf  []int32   // message index -> turn whose slot it is, or -1
+	byKey   callIndex // key -> index in chains (calls in the in-place dialects)
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
@@ -211,7 +216,7 @@ type plan struct {
 }
 
 var plans = sync.Pool{New: func() any {
-	return &plan{byKey: map[string]int32{}, names: map[string]int{}, suspects: map[string]bool{}}
+	return &plan{names: map[string]int{}, suspects: map[string]bool{}}
 }}
 
 // newPlan analyses b. Plans are pooled, with their slabs, because repairing many
@@ -278,15 +283,21 @@ func (p *plan) analyze() error {
 	}
 	if p.spec.inPlace {
 		p.decideInPlace()
+		if err := p.checkReport(); err != nil {
+			return err
+		}
 		if p.opts.Target != "" {
 			p.retarget()
 		}
 		p.finish()
-		return nil
+		return p.checkReport()
 	}
 	p.findTurns()
 	p.pair()
 	p.decide()
+	if err := p.checkReport(); err != nil {
+		return err
+	}
 	if err := p.checkUnrecognized(); err != nil {
 		return err
 	}
@@ -300,7 +311,7 @@ func (p *plan) analyze() error {
 		p.retarget()
 	}
 	p.finish()
-	return nil
+	return p.checkReport()
 }
 
 // release empties the plan, keeping its slabs' capacity, and returns it to the pool.
@@ -308,7 +319,6 @@ func (p *plan) analyze() error {
 // is read, and the pool drops plans at each GC, so stale ones keep old input alive only
 // briefly (clearing them cost more than the rest of a small repair, in write barriers).
 func (p *plan) release() {
-	clear(p.byKey)
 	clear(p.names)
 	clear(p.suspects)
 	clear(p.idlessOpen)
@@ -318,7 +328,8 @@ func (p *plan) release() {
 		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
-		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0]},
+		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
+			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0]},
 	}
 	plans.Put(p)
 }
@@ -342,7 +353,7 @@ func (p *plan) fail(status Status, format string, args ...any) error {
 // scan validates the array of messages at b[i] while collecting each message's members
 // (one pass over the bytes), and returns the array's end.
 func (p *plan) scan(b []byte, i int) (int, error) {
-	p.src = b
+	p.src, p.ps.src = b, b
 	p.sc.maxMemory = p.opts.MaxMemory
 	end, err := scanElements(b, i, 1, func(j int) (int, error) {
 		n := len(p.msgs)
@@ -356,9 +367,12 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		if err != nil {
 			return end, p.messageFailed(n, err)
 		}
+		if len(p.msgs) == cap(p.msgs) {
+			p.msgs = slices.Grow(p.msgs, messagesRoom(len(p.msgs), end-i, len(b)-end))
+		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
-		m.raw, m.off, m.ms, m.arrays = b[j:end], j, ms, arrays
+		m.raw, m.off, m.ms, m.arrays = b[j:end], int32(j), ms, arrays
 		if in.key != keyOther {
 			p.sc.fields = append(p.sc.fields, in)
 			m.fieldsAt = int32(len(p.sc.fields))
@@ -370,6 +384,16 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 		err = p.fail(StatusUnparseable, "%v", err)
 	}
 	return end, err
+}
+
+// messagesRoom is how many more message records to make room for when n messages in
+// read bytes fill the slab and left bytes remain: as many as the bytes left hold at the
+// rate so far (an eighth more), between a quarter and 31 times n. Each outgrown slab
+// stays as garbage until a collection, which seldom runs while one transcript is read:
+// doubling left about as much again as the slab, growing by estimate a small share.
+func messagesRoom(n, read, left int) int {
+	est := int(int64(n) * int64(left) / int64(max(read, 1)))
+	return min(max(est+est/8+8, n/4), 31*max(n, 1))
 }
 
 // messageFailed is the error for message n, which could not be scanned: too large or
@@ -413,9 +437,13 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "unknown dialect %q", d)
 	}
 	p.report.Dialect = d
-	// Every part is a block or a whole message: size the slab once, as a large transcript
-	// would otherwise spend most of its time growing it.
-	p.ps.parts = slices.Grow(p.ps.parts[:0], p.sc.numBlocks+len(p.msgs))
+	// Every part is a block or a whole message (never in the block dialects): size the
+	// slab once, as a large transcript would otherwise spend most of its time growing it.
+	n := p.sc.numBlocks
+	if !p.spec.block {
+		n += len(p.msgs)
+	}
+	p.ps.parts = slices.Grow(p.ps.parts[:0], n)
 	for j := range p.msgs {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
@@ -464,10 +492,11 @@ func (p *plan) findTurns() {
 	p.slotOf = grow(p.slotOf, n)
 	// Sized once: grown by append, they left about four times their size as garbage on
 	// a transcript of a million blocks.
-	calls, results := p.countParts()
+	calls, results, callMsgs := p.countParts()
 	p.calls = slices.Grow(p.calls[:0], calls)
 	p.results = slices.Grow(p.results[:0], results)
 	p.chains = slices.Grow(p.chains[:0], calls)
+	p.turns = slices.Grow(p.turns[:0], callMsgs) // a turn starts at a message with a call
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
 	}
@@ -484,21 +513,21 @@ func (p *plan) findTurns() {
 		if !hasCall(m) {
 			continue
 		}
-		t := turnRef{first: i, last: i, slotMsg: -1}
+		t := turnRef{first: int32(i), last: int32(i), slotMsg: -1}
 		if m.kind == msgCall {
 			// A Responses turn is a run of call items, reasoning items between them included.
 			for j := i + 1; j < n && (p.msgs[j].kind == msgCall || p.msgs[j].reasoning); j++ {
 				if p.msgs[j].kind == msgCall {
-					t.last = j
+					t.last = int32(j)
 				}
 			}
 		}
 		ti := len(p.turns)
-		j := t.last + 1
+		j := int(t.last) + 1
 		if p.spec.block {
 			if j < n && p.msgs[j].kind == msgUser && p.msgs[j].partsKey != keyOther &&
 				(p.spec.anyUserSlot || hasResult(&p.msgs[j])) {
-				t.slotMsg = j
+				t.slotMsg = int32(j)
 				p.slotOf[j] = int32(ti)
 				for p.spec.slotRun && j+1 < n && p.msgs[j+1].kind == msgUser && p.msgs[j+1].partsKey != keyOther {
 					j++
@@ -511,7 +540,7 @@ func (p *plan) findTurns() {
 				p.slotOf[j] = int32(ti)
 				j++
 			}
-			t.slotLast = j - 1
+			t.slotLast = int32(j - 1)
 		}
 		clear(p.names)
 		for k := t.first; k <= t.last; k++ {
@@ -520,7 +549,7 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: k, part: pi, turn: ti, key: strings.TrimSpace(pt.id), kept: -1,
+				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(p.ps.id(pt)), kept: -1,
 					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
 					c.key = idlessKey(ti, pt.name, p.names[pt.name])
@@ -530,13 +559,14 @@ func (p *plan) findTurns() {
 			}
 		}
 		p.turns = append(p.turns, t)
-		i = t.last
+		i = int(t.last)
 	}
 }
 
-// countParts counts the calls and results of all messages.
-func (p *plan) countParts() (calls, results int) {
+// countParts counts the calls and results of all messages, and the messages with a call.
+func (p *plan) countParts() (calls, results, callMsgs int) {
 	for i := range p.msgs {
+		had := calls
 		for pi := range p.msgs[i].parts {
 			switch p.msgs[i].parts[pi].kind {
 			case partCall:
@@ -545,8 +575,11 @@ func (p *plan) countParts() (calls, results int) {
 				results++
 			}
 		}
+		if calls > had {
+			callMsgs++
+		}
 	}
-	return calls, results
+	return calls, results, callMsgs
 }
 
 // idlessKey pairs id-less Gemini calls and responses by turn, name and order.
@@ -563,7 +596,7 @@ func hasResult(m *message) bool {
 	return false
 }
 
-func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
+func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it. Ids match when
@@ -575,18 +608,19 @@ func (p *plan) part(msg, pi int) *part { return &p.msgs[msg].parts[pi] }
 func (p *plan) pair() {
 	p.ambiguous = -1
 	var blanks []int32 // results with a blank id in a slot, unpaired
+	p.byKey.reset(len(p.calls))
 	for ci := range p.calls {
 		c := &p.calls[ci]
-		if p.part(c.msg, c.part).malformed != "" {
+		if p.part(c.msg, c.part).malformed != wellFormed {
 			continue
 		}
-		if k, ok := p.byKey[c.key]; ok {
+		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
 			ch := &p.chains[k]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
-			ch.mixed = ch.mixed || p.part(c.msg, c.part).id != p.part(p.calls[ch.head].msg, p.calls[ch.head].part).id
+			ch.mixed = ch.mixed || p.ps.id(p.part(c.msg, c.part)) != p.ps.id(p.part(p.calls[ch.head].msg, p.calls[ch.head].part))
 		} else {
-			p.byKey[c.key] = int32(len(p.chains))
+			p.byKey.set(slot, int32(len(p.chains)))
 			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
 		}
 	}
@@ -600,10 +634,11 @@ func (p *plan) pair() {
 				lead = false
 				continue
 			}
-			r := resultRef{msg: mi, part: pi, call: -1, nextRes: -1, key: strings.TrimSpace(pt.id)}
+			r := resultRef{msg: int32(mi), part: int32(pi), call: -1, nextRes: -1}
+			key := strings.TrimSpace(p.ps.id(pt))
 			ti, inSlot := int(p.slotOf[mi]), p.slotOf[mi] >= 0
 			if !pt.hasID {
-				r.key = ""
+				key = ""
 				if inSlot {
 					k := [2]int{ti, mi}
 					if slotNames == nil {
@@ -612,21 +647,21 @@ func (p *plan) pair() {
 					if slotNames[k] == nil {
 						slotNames[k] = map[string]int{}
 					}
-					r.key = idlessKey(ti, pt.name, slotNames[k][pt.name])
+					key = idlessKey(ti, pt.name, slotNames[k][pt.name])
 					slotNames[k][pt.name]++
 				}
 			}
-			if k, ok := p.byKey[r.key]; ok {
+			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
 				ch := &p.chains[k]
 				if inSlot {
-					r.call = p.slotCall(ch, ti, pt.id)
+					r.call = int32(p.slotCall(ch, ti, p.ps.id(pt)))
 					r.slotted = r.call >= 0
 				}
 				if r.call < 0 {
-					r.call = p.latestBefore(ch, mi, pt.id)
+					r.call = int32(p.latestBefore(ch, mi, p.ps.id(pt)))
 				}
 			} else if !pt.hasID && !inSlot {
-				r.call = p.strayCall(len(p.results), mi, pt.name)
+				r.call = int32(p.strayCall(len(p.results), mi, pt.name))
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
@@ -634,7 +669,7 @@ func (p *plan) pair() {
 			switch {
 			case r.call >= 0:
 				p.link(ri)
-			case inSlot && !p.spec.block && pt.hasID && isBlank(pt.id):
+			case inSlot && !p.spec.block && pt.hasID && isBlank(p.ps.id(pt)):
 				blanks = append(blanks, ri)
 			}
 		}
@@ -646,11 +681,14 @@ func (p *plan) pair() {
 		}
 		r := &p.results[ri]
 		if ci := p.onlyOpenCall(int(ti)); ci >= 0 && p.mayName(r, ci) {
-			r.call, r.slotted, r.inSlot = ci, true, true
+			r.call, r.slotted, r.inSlot = int32(ci), true, true
 			p.link(ri)
 		}
 	}
 }
+
+// chainKey is the key of chain k.
+func (p *plan) chainKey(k int32) string { return p.calls[p.chains[k].head].key }
 
 // link adds result ri to the results of its call.
 func (p *plan) link(ri int32) {
@@ -664,8 +702,8 @@ func (p *plan) link(ri int32) {
 	c.lastRes = ri
 	c.slotted = c.slotted || r.slotted
 	if !p.part(r.msg, r.part).synthetic && !c.answered {
-		if r.call < p.idlessSeen {
-			p.countOpen(r.call, -1)
+		if int(r.call) < p.idlessSeen {
+			p.countOpen(int(r.call), -1)
 		}
 		c.answered = true
 	}
@@ -681,10 +719,10 @@ func (p *plan) mayName(r *resultRef, ci int) bool {
 // onlyOpenCall returns the one well-formed call of turn ti without a result, or -1 when
 // there are none or several.
 func (p *plan) onlyOpenCall(ti int) int {
-	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(c.turn, t) })
+	first, _ := slices.BinarySearchFunc(p.calls, ti, func(c callRef, t int) int { return cmp.Compare(int(c.turn), t) })
 	open := -1
-	for ci := first; ci < len(p.calls) && p.calls[ci].turn == ti; ci++ {
-		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == "" {
+	for ci := first; ci < len(p.calls) && int(p.calls[ci].turn) == ti; ci++ {
+		if c := &p.calls[ci]; c.firstRes < 0 && p.part(c.msg, c.part).malformed == wellFormed {
 			if open >= 0 {
 				return -1
 			}
@@ -705,7 +743,7 @@ func (p *plan) strayCall(ri, mi int, name string) int {
 	if p.idlessOpen == nil {
 		p.idlessOpen = map[string]openCalls{} // kept with the plan, as byKey
 	}
-	for ; p.idlessSeen < len(p.calls) && p.calls[p.idlessSeen].msg < mi; p.idlessSeen++ {
+	for ; p.idlessSeen < len(p.calls) && int(p.calls[p.idlessSeen].msg) < mi; p.idlessSeen++ {
 		if !p.calls[p.idlessSeen].answered {
 			p.countOpen(p.idlessSeen, 1)
 		}
@@ -734,7 +772,7 @@ type openCalls struct{ n, sum [2]int }
 func (p *plan) countOpen(ci, delta int) {
 	c := &p.calls[ci]
 	pt := p.part(c.msg, c.part)
-	if pt.hasID || pt.malformed != "" {
+	if pt.hasID || pt.malformed != wellFormed {
 		return
 	}
 	k := 0
@@ -751,13 +789,13 @@ func (p *plan) countOpen(ci, delta int) {
 // id) answers: the first without a slotted result yet, else the first; in a mixed chain,
 // one whose id is id exactly first. -1 when the turn has none.
 func (p *plan) slotCall(ch *keyChain, ti int, id string) int {
-	for ch.inTurn >= 0 && p.calls[ch.inTurn].turn < ti {
+	for ch.inTurn >= 0 && int(p.calls[ch.inTurn].turn) < ti {
 		ch.inTurn = p.calls[ch.inTurn].nextSame
 	}
 	first, free, exact := -1, -1, -1
-	for ci := ch.inTurn; ci >= 0 && p.calls[ci].turn == ti; ci = p.calls[ci].nextSame {
+	for ci := ch.inTurn; ci >= 0 && int(p.calls[ci].turn) == ti; ci = p.calls[ci].nextSame {
 		c := &p.calls[ci]
-		same := ch.mixed && p.part(c.msg, c.part).id == id
+		same := ch.mixed && p.ps.id(p.part(c.msg, c.part)) == id
 		switch {
 		case !c.slotted && (same || !ch.mixed):
 			return int(ci)
@@ -786,14 +824,14 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 	if ch.before >= 0 {
 		next = p.calls[ch.before].nextSame
 	}
-	for next >= 0 && p.calls[next].msg < mi {
+	for next >= 0 && int(p.calls[next].msg) < mi {
 		ch.before, next = next, p.calls[next].nextSame
 	}
 	if ch.mixed {
 		// Rare (padded ids), so a walk from the head is fine here.
 		exact := -1
-		for ci := ch.head; ci >= 0 && p.calls[ci].msg < mi; ci = p.calls[ci].nextSame {
-			if c := &p.calls[ci]; p.part(c.msg, c.part).id == id {
+		for ci := ch.head; ci >= 0 && int(p.calls[ci].msg) < mi; ci = p.calls[ci].nextSame {
+			if c := &p.calls[ci]; p.ps.id(p.part(c.msg, c.part)) == id {
 				exact = int(ci)
 			}
 		}
@@ -809,12 +847,12 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
 	p.report.Actions = append(p.report.Actions, Action{Stage: st, Action: kind, MessageIndex: msg,
-		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 	p.report.Issues = append(p.report.Issues, Issue{Code: code, MessageIndex: msg,
-		CallID: strings.Clone(pt.id), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
 }
 
 // prepareEdits sizes the edits, one per message with a removed flag per part.
@@ -825,15 +863,18 @@ func (p *plan) prepareEdits() {
 	for i := range p.msgs {
 		n += len(p.msgs[i].parts)
 	}
-	// Sized once: the edits hold slices of it, which would keep every array append
-	// outgrew alive.
 	p.removed = grow(p.removed, n)
 	start := 0
 	for i := range p.msgs {
-		end := start + len(p.msgs[i].parts)
-		p.edits[i].removed = p.removed[start:end:end]
-		start = end
+		p.edits[i].removedAt = int32(start)
+		start += len(p.msgs[i].parts)
 	}
+}
+
+// removedOf is message i's removed flags, one per part.
+func (p *plan) removedOf(i int) []bool {
+	at, n := int(p.edits[i].removedAt), len(p.msgs[i].parts)
+	return p.removed[at : at+n : at+n]
 }
 
 // quiet reports whether the session changed within the quiet period. A change dated
@@ -866,14 +907,14 @@ func (p *plan) updatedInFuture() bool {
 func (p *plan) openTurn() int {
 	last := -1
 	for ci := range p.calls {
-		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == "" {
-			last = c.turn
+		if c := &p.calls[ci]; p.part(c.msg, c.part).malformed == wellFormed {
+			last = int(c.turn)
 		}
 	}
 	if last < 0 {
 		return -1
 	}
-	for j := p.turns[last].last + 1; j < len(p.msgs); j++ {
+	for j := int(p.turns[last].last) + 1; j < len(p.msgs); j++ {
 		m := &p.msgs[j]
 		if m.kind == msgResult {
 			continue
@@ -902,13 +943,16 @@ func (p *plan) decide() {
 
 	// Stage order matters only for attribution: every stage acts on the same pairing.
 	for ci := range p.calls {
+		if p.overMemory() {
+			return // refused (checkReport): no need to go on
+		}
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if pt.malformed != "" {
+		if pt.malformed != wellFormed {
 			c.removed = true
-			p.removePart(c.msg, c.part, StageStripMalformedCalls)
-			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, pt.malformed)
-			p.issue(IssueMalformedCall, c.msg, pt, pt.malformed)
+			p.removePart(int(c.msg), int(c.part), StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, pt.malformed.String())
+			p.issue(IssueMalformedCall, int(c.msg), pt, pt.malformed.String())
 			continue
 		}
 		real := 0
@@ -922,42 +966,42 @@ func (p *plan) decide() {
 			// it (JS ChatOpenAI beside valid calls, ChatAnthropic without its tool_use
 			// copy); removing it, with its copies, suits every client.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageStripMalformedCalls)
-			p.act(StageStripMalformedCalls, ActionDrop, c.msg, pt, "invalid tool call (arguments that did not parse) without a result")
-			p.issue(IssueMalformedCall, c.msg, pt, "invalid tool call without a result")
+			p.removePart(int(c.msg), int(c.part), StageStripMalformedCalls)
+			p.act(StageStripMalformedCalls, ActionDrop, int(c.msg), pt, "invalid tool call (arguments that did not parse) without a result")
+			p.issue(IssueMalformedCall, int(c.msg), pt, "invalid tool call without a result")
 			continue
 		}
 		if p.msgs[c.msg].failed && (real == 0 || p.opts.FailedTurns == FailedTurnsStrip) {
 			c.removed = true
-			p.removePart(c.msg, c.part, StageFailedTurnCalls)
+			p.removePart(int(c.msg), int(c.part), StageFailedTurnCalls)
 			if real == 0 {
-				p.act(StageFailedTurnCalls, ActionDrop, c.msg, pt, "call of a failed or aborted turn without a result")
-				p.issue(IssueCallWithoutResult, c.msg, pt, "turn ended in error or abort")
+				p.act(StageFailedTurnCalls, ActionDrop, int(c.msg), pt, "call of a failed or aborted turn without a result")
+				p.issue(IssueCallWithoutResult, int(c.msg), pt, "turn ended in error or abort")
 			} else {
-				p.act(StageFailedTurnCalls, ActionDrop, c.msg, pt, "call of a failed or aborted turn (--failed-turns strip)")
-				p.issue(IssueFailedTurnCall, c.msg, pt, "")
+				p.act(StageFailedTurnCalls, ActionDrop, int(c.msg), pt, "call of a failed or aborted turn (--failed-turns strip)")
+				p.issue(IssueFailedTurnCall, int(c.msg), pt, "")
 			}
 			for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
 				r := &p.results[ri]
-				p.removePart(r.msg, r.part, StageFailedTurnCalls)
-				p.act(StageFailedTurnCalls, ActionDrop, r.msg, p.resPart(int(ri)), "result of a removed call of a failed turn")
+				p.removePart(int(r.msg), int(r.part), StageFailedTurnCalls)
+				p.act(StageFailedTurnCalls, ActionDrop, int(r.msg), p.resPart(int(ri)), "result of a removed call of a failed turn")
 			}
 			continue
 		}
-		if pt.canonical != nil {
-			p.act(StageNormalizeCallBlocks, ActionRewrite, c.msg, pt, "call block rewritten to the canonical toolCall shape")
-			p.issue(IssueNoncanonicalCall, c.msg, pt, "")
-			pt.raw, pt.idPath = pt.canonical, pathOf(pathID)
+		if pt.canonical > 0 {
+			p.act(StageNormalizeCallBlocks, ActionRewrite, int(c.msg), pt, "call block rewritten to the canonical toolCall shape")
+			p.issue(IssueNoncanonicalCall, int(c.msg), pt, "")
+			pt.raw, pt.idPath = p.ps.canonicals[pt.canonical-1], pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
-		c.kept = kept
-		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.resPart(kept).id) {
+		c.kept = int32(kept)
+		if kept >= 0 && p.resPart(kept).hasID && isBlank(p.ps.id(p.resPart(kept))) {
 			// Paired by position (pair): it takes its call's id, as providers pair by id.
 			r, rp := &p.results[kept], p.resPart(kept)
-			p.issue(IssueResultWithoutCall, r.msg, rp, "blank id")
-			p.setPartID(r.msg, rp, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp,
+			p.issue(IssueResultWithoutCall, int(r.msg), rp, "blank id")
+			p.setPartID(int(r.msg), rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp,
 				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
 		}
 		for r32 := c.firstRes; r32 >= 0; r32 = p.results[r32].nextRes {
@@ -966,51 +1010,54 @@ func (p *plan) decide() {
 				continue
 			}
 			r := &p.results[ri]
-			p.removePart(r.msg, r.part, StageDropDuplicateResults)
+			p.removePart(int(r.msg), int(r.part), StageDropDuplicateResults)
 			detail := "later result for the same call"
 			if p.resPart(ri).synthetic && !p.resPart(kept).synthetic {
 				detail = "synthetic result superseded by a real one"
 			}
-			p.act(StageDropDuplicateResults, ActionDrop, r.msg, p.resPart(ri), detail)
-			p.issue(IssueDuplicateResult, r.msg, p.resPart(ri), "")
+			p.act(StageDropDuplicateResults, ActionDrop, int(r.msg), p.resPart(ri), detail)
+			p.issue(IssueDuplicateResult, int(r.msg), p.resPart(ri), "")
 		}
 		t := &p.turns[c.turn]
 		switch {
 		case kept >= 0 && p.results[kept].inSlot:
 		case kept >= 0:
 			r := &p.results[kept]
-			p.removePart(r.msg, r.part, StageMoveResults)
+			p.removePart(int(r.msg), int(r.part), StageMoveResults)
 			t.incoming = append(t.incoming, incoming{call: ci, result: kept})
-			p.act(StageMoveResults, ActionMove, r.msg, p.resPart(kept),
+			p.act(StageMoveResults, ActionMove, int(r.msg), p.resPart(kept),
 				fmt.Sprintf("to after message %d", t.last))
-			p.issue(IssueMisplacedResult, r.msg, p.resPart(kept), "")
-		case c.turn == open && !p.msgs[c.msg].failed:
+			p.issue(IssueMisplacedResult, int(r.msg), p.resPart(kept), "")
+		case int(c.turn) == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
-		case pt.awaiting && c.msg == len(p.msgs)-1 && !p.opts.Force:
+		case pt.awaiting && int(c.msg) == len(p.msgs)-1 && !p.opts.Force:
 			p.report.PendingCalls++ // a person has yet to approve it
-		case pt.callType == "computer_call":
+		case pt.callType == callComputer:
 			// A computer_call_output must carry a screenshot; none can be made up.
 			c.removed = true
-			p.removePart(c.msg, c.part, StageSynthesizeMissingResults)
-			p.act(StageSynthesizeMissingResults, ActionDrop, c.msg, pt, "computer call without output cannot be answered; call removed")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.removePart(int(c.msg), int(c.part), StageSynthesizeMissingResults)
+			p.act(StageSynthesizeMissingResults, ActionDrop, int(c.msg), pt, "computer call without output cannot be answered; call removed")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		default:
 			t.incoming = append(t.incoming, incoming{call: ci, result: -1})
-			p.act(StageSynthesizeMissingResults, ActionInsert, c.msg, pt, "synthetic error result")
-			p.issue(IssueCallWithoutResult, c.msg, pt, "")
+			p.act(StageSynthesizeMissingResults, ActionInsert, int(c.msg), pt, "synthetic error result")
+			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 			if pt.hasID {
 				p.suspects[c.key] = true
 			}
 		}
 	}
 	for ri := range p.results {
+		if p.overMemory() {
+			return
+		}
 		r := &p.results[ri]
 		if r.call < 0 {
-			p.removePart(r.msg, r.part, StageDropOrphanResults)
-			p.act(StageDropOrphanResults, ActionDrop, r.msg, p.resPart(ri), "no call with this id")
-			p.issue(IssueResultWithoutCall, r.msg, p.resPart(ri), "")
+			p.removePart(int(r.msg), int(r.part), StageDropOrphanResults)
+			p.act(StageDropOrphanResults, ActionDrop, int(r.msg), p.resPart(ri), "no call with this id")
+			p.issue(IssueResultWithoutCall, int(r.msg), p.resPart(ri), "")
 			if pt := p.resPart(ri); pt.hasID {
-				p.suspects[r.key] = true
+				p.suspects[strings.TrimSpace(p.ps.id(pt))] = true
 			} else if p.unsureOrphan < 0 && p.mayHideID(pt) {
 				p.unsureOrphan = ri // its id may be in a member tmend does not read
 			}
@@ -1053,7 +1100,7 @@ func (p *plan) pickKept(c *callRef) int {
 
 func (p *plan) removePart(msg, pi int, st Stage) {
 	e := &p.edits[msg]
-	e.removed[pi] = true
+	p.removedOf(msg)[pi] = true
 	e.dirty = true
 	e.stage = st
 	if p.msgs[msg].whole() {
@@ -1072,16 +1119,16 @@ const idKeys = 1<<keyID | 1<<keyCallID | 1<<keyToolCallID | 1<<keyToolUseIDCamel
 // tool output. The next platform's shapes are refused, not guessed.
 func (p *plan) checkUnrecognized() error {
 	if p.unsureOrphan >= 0 {
-		return p.refuse(p.results[p.unsureOrphan].msg, "", "a result without an id tmend knows has an id-like member",
+		return p.refuse(int(p.results[p.unsureOrphan].msg), "", "a result without an id tmend knows has an id-like member",
 			"so which call it answers is unclear")
 	}
 	if ri := p.ambiguous; ri >= 0 {
-		return p.refuse(p.results[ri].msg, "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
+		return p.refuse(int(p.results[ri].msg), "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
 			p.ambiguousN, p.resPart(ri).name), "so which call it answers is unclear")
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
-		return p.refuse(p.results[ri].msg, p.resPart(ri).id, fmt.Sprintf(
+		return p.refuse(int(p.results[ri].msg), p.ps.id(p.resPart(ri)), fmt.Sprintf(
 			"a result tmend would drop as an orphan may answer the unanswered call of message %d (%s)", c.msg, p.mayAnswerWhy(ri, ci)),
 			"so which call it answers is unclear")
 	}
@@ -1091,24 +1138,24 @@ func (p *plan) checkUnrecognized() error {
 	defer func() { p.skip = nil }()
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		p.skip = m.knownValues
-		if !m.whole() || shapeless(&m.parts[0]) {
+		p.skip = p.ps.knownValues[m.knownFrom:m.knownTo]
+		if !m.whole() || shapeless(&p.ps, &m.parts[0]) {
 			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
 			}
 		}
-		for k, blks := range m.arrays {
-			own := blockArrays[k] == m.partsKey
+		for k := range blockArrays {
+			blks, own := m.arrays.of(k), blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&m.parts[bi]) || p.skipped(blk.raw) {
+				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw()) {
 					continue
 				}
 				var key, id string
 				var ok bool
 				if blk.ms != nil {
-					key, id, ok = p.carriesSuspect(blk.raw, blk.ms, MaxDepth, false)
-				} else if blk.raw[0] == '[' { // an array in the array: look at its objects
-					key, id, ok = p.containerCarries(blk.raw, MaxDepth)
+					key, id, ok = p.carriesSuspect(blk.raw(), blk.members(), MaxDepth, false)
+				} else if blk.raw()[0] == '[' { // an array in the array: look at its objects
+					key, id, ok = p.containerCarries(blk.raw(), MaxDepth)
 				}
 				if ok {
 					return p.refuseUnrecognized(i, key, id)
@@ -1122,7 +1169,9 @@ func (p *plan) checkUnrecognized() error {
 // shapeless reports a malformed call without a usable id: its shape was not understood
 // (a toolUse that is an array, a Responses call with only its item id), so it is searched
 // like an unrecognised block.
-func shapeless(pt *part) bool { return pt.kind == partCall && pt.malformed != "" && !usableID(pt) }
+func shapeless(ps *parser, pt *part) bool {
+	return pt.kind == partCall && pt.malformed != wellFormed && !usableID(ps, pt)
+}
 
 // orphanMayAnswer finds a real result about to be dropped as an orphan that may still be
 // the result of a call left without one: one of the two has no usable id and their tool
@@ -1137,9 +1186,9 @@ func (p *plan) orphanMayAnswer() (int, int) {
 	odd := false   // one of them has no usable id, or a lone surrogate in it
 	for ci := range p.calls {
 		c := &p.calls[ci]
-		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == "" {
+		if pt := p.part(c.msg, c.part); c.kept < 0 && pt.malformed == wellFormed {
 			open = append(open, ci)
-			odd = odd || !usableID(pt) || !utf8.ValidString(pt.id)
+			odd = odd || !usableID(&p.ps, pt) || !utf8.ValidString(p.ps.id(pt))
 		}
 	}
 	if open == nil {
@@ -1147,7 +1196,7 @@ func (p *plan) orphanMayAnswer() (int, int) {
 	}
 	for ri := range p.results {
 		r, rp := &p.results[ri], p.resPart(ri)
-		if r.call >= 0 || rp.synthetic || usableID(rp) && !odd && utf8.ValidString(rp.id) {
+		if r.call >= 0 || rp.synthetic || usableID(&p.ps, rp) && !odd && utf8.ValidString(p.ps.id(rp)) {
 			continue // paired, or an orphan no open call can be confused with
 		}
 		for _, ci := range open {
@@ -1164,8 +1213,8 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rp, cp := p.resPart(ri), p.part(p.calls[ci].msg, p.calls[ci].part)
 	rn, cn := strings.TrimSpace(rp.name), strings.TrimSpace(cp.name)
 	switch {
-	case usableID(rp) && usableID(cp):
-		if looseID(p.results[ri].key) == looseID(p.calls[ci].key) {
+	case usableID(&p.ps, rp) && usableID(&p.ps, cp):
+		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
 	case !rp.hasID && !cp.hasID && rp.name == cp.name:
@@ -1179,7 +1228,7 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 }
 
 // usableID reports whether part pt has an id that is not blank.
-func usableID(pt *part) bool { return pt.hasID && !isBlank(pt.id) }
+func usableID(ps *parser, pt *part) bool { return pt.hasID && !isBlank(ps.id(pt)) }
 
 // looseID is id with each lone surrogate (kept by idString as its 3-byte form) read as
 // U+FFFD.
@@ -1327,7 +1376,7 @@ func (p *plan) uniqueIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.byKey[c.key]].head == int32(ci) {
+		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.chainOf(c.key)].head == int32(ci) {
 			continue // alone with its key
 		}
 		if seen == nil {
@@ -1339,6 +1388,12 @@ func (p *plan) uniqueIDs() {
 		}
 		used = p.renewCallID(c, used)
 	}
+}
+
+// chainOf is the chain of a key that has one.
+func (p *plan) chainOf(key string) int32 {
+	k, _, _ := p.byKey.find(key, p.chainKey)
+	return k
 }
 
 // renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
@@ -1354,8 +1409,8 @@ func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
 		rule = ruleLike(c.key)
 	}
 	id := rule.freshID(c.key, used)
-	p.issue(IssueDuplicateCallID, c.msg, pt, "")
-	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", pt.id, id))
+	p.issue(IssueDuplicateCallID, int(c.msg), pt, "")
+	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", p.ps.id(pt), id))
 	return used
 }
 
@@ -1365,19 +1420,19 @@ func (p *plan) alignPaddedIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || c.kept < 0 || !pt.hasID || p.resPart(c.kept).id == pt.id {
+		if c.removed || c.kept < 0 || !pt.hasID || p.ps.id(p.resPart(int(c.kept))) == p.ps.id(pt) {
 			continue
 		}
-		if pt.id != c.key {
-			p.issue(IssuePaddedCallID, c.msg, pt, "")
-			p.setPartID(c.msg, pt, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, c.msg, pt, "white space around the id removed")
+		if p.ps.id(pt) != c.key {
+			p.issue(IssuePaddedCallID, int(c.msg), pt, "")
+			p.setPartID(int(c.msg), pt, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(c.msg), pt, "white space around the id removed")
 		}
-		if rp := p.resPart(c.kept); rp.id != c.key {
+		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != c.key {
 			r := &p.results[c.kept]
-			p.issue(IssuePaddedCallID, r.msg, rp, "")
-			p.setPartID(r.msg, rp, c.key)
-			p.act(StageNormalizeCallIDs, ActionRewrite, r.msg, rp, "white space around the id removed")
+			p.issue(IssuePaddedCallID, int(r.msg), rp, "")
+			p.setPartID(int(r.msg), rp, c.key)
+			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp, "white space around the id removed")
 		}
 	}
 }
@@ -1388,8 +1443,8 @@ func (p *plan) usedIDs() map[string]bool {
 	for i := range p.msgs {
 		for pi := range p.msgs[i].parts {
 			if pt := &p.msgs[i].parts[pi]; pt.hasID {
-				used[pt.id] = true
-				used[strings.TrimSpace(pt.id)] = true
+				used[p.ps.id(pt)] = true
+				used[strings.TrimSpace(p.ps.id(pt))] = true
 			}
 		}
 	}
@@ -1399,21 +1454,20 @@ func (p *plan) usedIDs() map[string]bool {
 // rewriteCallID gives call c the id id, and the result it keeps too.
 func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 	pt := p.part(c.msg, c.part)
-	p.act(st, ActionRewrite, c.msg, pt, detail)
-	p.setPartID(c.msg, pt, id)
+	p.act(st, ActionRewrite, int(c.msg), pt, detail)
+	p.setPartID(int(c.msg), pt, id)
 	c.key = id
 	if c.kept >= 0 {
 		r := &p.results[c.kept]
-		rp := p.resPart(c.kept)
-		p.setPartID(r.msg, rp, id)
-		p.act(st, ActionRewrite, r.msg, rp, "result follows its call's new id")
+		rp := p.resPart(int(c.kept))
+		p.setPartID(int(r.msg), rp, id)
+		p.act(st, ActionRewrite, int(r.msg), rp, "result follows its call's new id")
 	}
 }
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
-	pt.idRaw = encodeID(id)
-	pt.raw = setPath(pt.raw, pt.idPath.keys(), pt.idRaw)
-	pt.id = id
+	p.ps.rewriteID(pt, id)
+	pt.raw = setPath(pt.raw, pt.idPath.keys(), p.ps.idText(pt))
 	p.edits[msg].dirty = true
 }
 
@@ -1432,9 +1486,9 @@ func (p *plan) finish() {
 			} else {
 				c := &p.calls[in.call]
 				if p.spec.synthFor != nil {
-					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), SyntheticResultText))
+					raws = append(raws, p.spec.synthFor(&p.msgs[c.msg], p.part(c.msg, c.part), p.ps.idText(p.part(c.msg, c.part)), SyntheticResultText))
 				} else {
-					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), SyntheticResultText))
+					raws = append(raws, p.spec.synth(p.part(c.msg, c.part), p.ps.idText(p.part(c.msg, c.part)), SyntheticResultText))
 				}
 			}
 		}
@@ -1543,8 +1597,8 @@ func (p *plan) gone(i int) bool {
 	if !e.dirty || m.whole() || m.otherContent || p.spec.block && p.turnSlotMsg(i) >= 0 && len(p.after[i]) > 0 {
 		return false
 	}
-	for pi := range m.parts {
-		if !e.removed[pi] {
+	for _, removed := range p.removedOf(i) {
+		if !removed {
 			return false
 		}
 	}
@@ -1562,7 +1616,7 @@ func (p *plan) planMerges() {
 	if rule == nil {
 		return
 	}
-	var prev outMsg
+	var prev, cur outMsg // declared once: the rule's pointers make them escape
 	have, gap, gapAt := false, false, 0
 	prevLost := -1 // prev (or one merged into it) lost a part: its index
 	for i := range p.msgs {
@@ -1570,7 +1624,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur := outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
+			cur = outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
 			lost := -1
 			if p.lostPart(i) {
 				lost = i
@@ -1602,13 +1656,13 @@ func (p *plan) planMerges() {
 
 // lostPart reports whether message i loses a part and keeps others.
 func (p *plan) lostPart(i int) bool {
-	return p.edits[i].dirty && slices.Contains(p.edits[i].removed, true)
+	return p.edits[i].dirty && slices.Contains(p.removedOf(i), true)
 }
 
 // keepsCall reports whether message i keeps a call part.
 func (p *plan) keepsCall(i int) bool {
 	for pi := range p.msgs[i].parts {
-		if p.msgs[i].parts[pi].kind == partCall && !p.edits[i].removed[pi] {
+		if p.msgs[i].parts[pi].kind == partCall && !p.removedOf(i)[pi] {
 			return true
 		}
 	}
@@ -1706,7 +1760,13 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 // assemble builds the repaired message list, in a slice of the plan's: it lives until
 // release. p.from then tells which of them are input messages left as they were.
 func (p *plan) assemble() [][]byte {
-	out, from, origin := p.out[:0], p.from[:0], p.origin[:0]
+	// Sized once, for every message and every result placed after one: grown by append,
+	// they left about four times their size as garbage on a transcript of a million blocks.
+	n := len(p.msgs)
+	for i := range p.after {
+		n += len(p.after[i])
+	}
+	out, from, origin := slices.Grow(p.out[:0], n), slices.Grow(p.from[:0], n), slices.Grow(p.origin[:0], n)
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
@@ -1730,7 +1790,7 @@ func (p *plan) assemble() [][]byte {
 			origin = append(origin, int32(i))
 			// Unchanged when it is the very bytes the message was scanned from.
 			if len(raw) == len(m.raw) && &raw[0] == &m.raw[0] {
-				from = append(from, int32(m.off))
+				from = append(from, m.off)
 			} else {
 				from = append(from, -1)
 			}
@@ -1748,7 +1808,7 @@ func (p *plan) assemble() [][]byte {
 
 // turnSlotMsg returns i when message i is a block slot receiving parts, else -1.
 func (p *plan) turnSlotMsg(i int) int {
-	if ti := p.slotOf[i]; ti >= 0 && p.turns[ti].slotMsg == i {
+	if ti := p.slotOf[i]; ti >= 0 && int(p.turns[ti].slotMsg) == i {
 		return i
 	}
 	return -1
@@ -1759,9 +1819,9 @@ func (p *plan) turnSlotMsg(i int) int {
 // message is left.
 func (p *plan) rebuild(i int) ([]byte, bool) {
 	m := &p.msgs[i]
-	e := &p.edits[i]
+	removed := p.removedOf(i)
 	if p.spec.rebuild != nil {
-		return p.spec.rebuild(m, e.removed)
+		return p.spec.rebuild(m, removed, &p.ps)
 	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
@@ -1771,7 +1831,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	lead := true
 	for pi := range m.parts {
 		pt := &m.parts[pi]
-		if e.removed[pi] {
+		if removed[pi] {
 			continue
 		}
 		if lead && pt.kind != partResult {

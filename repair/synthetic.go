@@ -79,11 +79,12 @@ func textValue(v []byte, blks []block) []byte {
 		if len(blks) != 1 {
 			return nil
 		}
-		if blks[0].ms == nil {
-			return blks[0].raw
+		blk := blks[0]
+		if blk.ms == nil {
+			return blk.raw()
 		}
-		if m, ok := findMember(blks[0].raw, blks[0].ms, "text"); ok {
-			return m.val(blks[0].raw)
+		if m, ok := findMember(blk.raw(), blk.members(), "text"); ok {
+			return m.val(blk.raw())
 		}
 	case '{':
 		ms, err := membersOf(v)
@@ -104,11 +105,11 @@ func textValue(v []byte, blks []block) []byte {
 func parseBlockList(v []byte) []block {
 	var out []block
 	eachElement(v, func(e []byte) bool {
-		blk := block{raw: e}
+		var ms []member
 		if e[0] == '{' {
-			blk.ms, _ = membersOf(e)
+			ms, _ = membersOf(e)
 		}
-		out = append(out, blk)
+		out = append(out, newBlock(e, ms))
 		return true
 	})
 	return out

@@ -144,15 +144,15 @@ func (p *plan) retarget() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || rule.valid(pt.id) {
+		if c.removed || !pt.hasID || rule.valid(p.ps.id(pt)) {
 			continue
 		}
 		if used == nil {
 			used = p.usedIDs()
 		}
-		old := pt.id
+		old := p.ps.id(pt)
 		id := rule.freshID(old, used)
-		p.issue(IssueInvalidCallID, c.msg, pt, rule.mustMatch)
+		p.issue(IssueInvalidCallID, int(c.msg), pt, rule.mustMatch)
 		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
 	}
 }
@@ -165,15 +165,15 @@ func (p *plan) fillResultNames() {
 		if c.removed || c.kept < 0 {
 			continue
 		}
-		r, rp, cp := &p.results[c.kept], p.resPart(c.kept), p.part(c.msg, c.part)
+		r, rp, cp := &p.results[c.kept], p.resPart(int(c.kept)), p.part(c.msg, c.part)
 		if !isBlank(rp.name) || isBlank(cp.name) {
 			continue
 		}
-		p.issue(IssueMissingToolName, r.msg, rp, "")
+		p.issue(IssueMissingToolName, int(r.msg), rp, "")
 		rp.raw = setOrAddMember(rp.raw, keyNames[p.spec.resultName], jsonString(cp.name))
 		rp.name = cp.name
 		p.edits[r.msg].dirty = true
-		p.act(StageRewriteCallIDs, ActionRewrite, r.msg, rp, "tool name filled in from its call (Gemini needs it)")
+		p.act(StageRewriteCallIDs, ActionRewrite, int(r.msg), rp, "tool name filled in from its call (Gemini needs it)")
 	}
 }
 
