@@ -196,14 +196,20 @@ func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs: %w", err)
 	}
+	return dead, endOwnedRuns(ctx, tx, dead)
+}
+
+// endOwnedRuns ends as abandoned the runs dead, which deadOwnedRunsSQL found (and
+// locked) in tx.
+func endOwnedRuns(ctx context.Context, tx pgx.Tx, dead []int64) error {
 	for _, id := range dead {
 		spec, err := runSpec(ctx, tx, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		total, err := committedTotals(ctx, tx, id, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f := model.Finish{RunID: id, Status: model.RunAbandoned, Counts: total.Counts, Error: endOwnerDied,
 			Source: spec.Source, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
@@ -214,10 +220,10 @@ func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 			f.Summary, f.ScannedThrough = model.Summary{}, time.Time{}
 		}
 		if err := finishRun(ctx, tx, f); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return dead, nil
+	return nil
 }
 
 // AbandonDeadRuns ends as abandoned the runs of a single session or a rollback whose

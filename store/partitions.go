@@ -121,28 +121,28 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 	if err != nil {
 		return out, fmt.Errorf("encode run options: %w", err)
 	}
-	lock := func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+n.Source)); err != nil {
-			return fmt.Errorf("lock runs of %q: %w", n.Source, err)
-		}
-		return nil
-	}
 	// Dead runs end in a transaction of their own, so that they stay ended when the
-	// source turns out busy with a live one.
+	// source turns out busy with a live one; when there are none (the usual case), the
+	// run is recorded in the transaction that looked.
 	var abandoned []int64
+	recorded := false
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		abandoned, out.ID, out.TakenOver = nil, 0, false
-		if err := lock(tx); err != nil {
-			return err
-		}
-		if _, err := abandonOwnedRuns(ctx, tx); err != nil {
-			return err
-		}
-		dead, err := deadRuns(ctx, tx, n.Source)
+		abandoned, out.ID, out.TakenOver, recorded = nil, 0, false, false
+		found, err := lockRuns(ctx, tx, n.Source, true)
 		if err != nil {
 			return err
 		}
-		for _, id := range dead {
+		if len(found.owned) == 0 && len(found.dead) == 0 {
+			if found.busy {
+				return model.ErrBusy
+			}
+			recorded = true
+			return s.recordRun(ctx, tx, n, opts, jobs, &out)
+		}
+		if err := endOwnedRuns(ctx, tx, found.owned); err != nil {
+			return err
+		}
+		for _, id := range found.dead {
 			if !out.TakenOver {
 				if out.Partitions, out.TakenOver, err = s.takeOver(ctx, tx, id, n, opts, jobs); err != nil {
 					return err
@@ -160,57 +160,98 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 		return nil
 	})
 	out.Abandoned = abandoned
-	if err != nil || out.TakenOver {
+	if err != nil || out.TakenOver || recorded {
 		return out, err
 	}
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lock(tx); err != nil {
+		found, err := lockRuns(ctx, tx, n.Source, false)
+		if err != nil {
 			return err
 		}
-		var busy bool
-		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
-			model.RunRunning, n.Source, model.ModeIncremental, model.ModeFull).Scan(&busy)
-		if err != nil {
-			return fmt.Errorf("look for running scans: %w", err)
-		}
-		if busy {
+		if found.busy {
 			return model.ErrBusy
 		}
-		bounds, err := s.splitPoints(ctx, tx, n.Partitions)
-		if err != nil {
-			return err
+		return s.recordRun(ctx, tx, n, opts, jobs, &out)
+	})
+	return out, err
+}
+
+// runsFound is what lockRuns found: the dead runs of one process (deadOwnedRunsSQL),
+// the source's dead scans (abandonedRunsSQL), and whether a scan of the source is
+// recorded as running.
+type runsFound struct {
+	owned, dead []int64
+	busy        bool
+}
+
+// lockRuns takes the lock of the source's runs for tx and looks for running scans, and
+// for dead runs too when withDead is set, in one round trip: each look is a statement
+// after the lock, so that it sees what committed before the lock was granted.
+func lockRuns(ctx context.Context, tx pgx.Tx, source string, withDead bool) (runsFound, error) {
+	var found runsFound
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+source))
+	if withDead {
+		b.Queue(deadOwnedRunsSQL, model.RunRunning)
+		b.Queue(abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
+	}
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
+		model.RunRunning, source, model.ModeIncremental, model.ModeFull)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return found, fmt.Errorf("lock runs of %q: %w", source, err)
+	}
+	if withDead {
+		for _, ids := range []*[]int64{&found.owned, &found.dead} {
+			rows, err := br.Query()
+			if err == nil {
+				*ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			}
+			if err != nil {
+				return found, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
+			}
 		}
-		n.Partitions = len(bounds) + 1
-		// The window ends when the run is recorded: scanned_through is its start time.
-		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
+	}
+	if err := br.QueryRow().Scan(&found.busy); err != nil {
+		return found, fmt.Errorf("look for running scans: %w", err)
+	}
+	return found, br.Close()
+}
+
+// recordRun records the scan n asks for, with its partitions and their jobs, in tx,
+// once lockRuns found the source free, and sets out's ID, StartedAt and Partitions.
+func (s *Store) recordRun(ctx context.Context, tx pgx.Tx, n model.NewRun, opts []byte, jobs RunJobs, out *CreatedRun) error {
+	bounds, err := s.splitPoints(ctx, tx, n.Partitions)
+	if err != nil {
+		return err
+	}
+	n.Partitions = len(bounds) + 1
+	// The window ends when the run is recorded: scanned_through is its start time.
+	err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
   scanned_from, scanned_through, actor, tmend_version, host, owner, order_mark)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), nullif($12, ''), `+s.orderMarkSQL()+`)
 RETURNING id, started_at`,
-			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
-			n.Actor, s.origin.Version, s.origin.Host, n.Owner).Scan(&out.ID, &out.StartedAt)
-		if err != nil {
-			return fmt.Errorf("start run: %w", err)
-		}
-		id := out.ID
-		// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
-		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id)
-SELECT $1, i, ($2::text[])[i], ($2::text[])[i + 1] FROM generate_series(0, $3 - 1) AS i`,
-			id, bounds, n.Partitions); err != nil {
-			return fmt.Errorf("record partitions of run %d: %w", id, err)
-		}
-		out.Partitions = n.Partitions
-		ids, err := jobs.Enqueue(ctx, tx, id, seq(n.Partitions))
-		if err != nil {
-			return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE run_partitions p SET job_id = j.id
-FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p.partition = j.i - 1`, id, ids)
-		if err != nil {
-			return fmt.Errorf("record jobs of run %d: %w", id, err)
-		}
-		return nil
-	})
-	return out, err
+		n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
+		n.Actor, s.origin.Version, s.origin.Host, n.Owner).Scan(&out.ID, &out.StartedAt)
+	if err != nil {
+		return fmt.Errorf("start run: %w", err)
+	}
+	id := out.ID
+	out.Partitions = n.Partitions
+	// Jobs first, so that each partition row goes in once, with its job: none can be
+	// worked before this transaction commits.
+	ids, err := jobs.Enqueue(ctx, tx, id, seq(n.Partitions))
+	if err != nil {
+		return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
+	}
+	// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
+	if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id, job_id)
+SELECT $1, j.i - 1, ($2::text[])[j.i - 1], ($2::text[])[j.i] FROM unnest($3::bigint[]) WITH ORDINALITY AS j (id, i)`,
+		id, bounds, ids); err != nil {
+		return fmt.Errorf("record partitions of run %d: %w", id, err)
+	}
+	return nil
 }
 
 // splitSample is about how many ids a run's partition bounds are taken from.
