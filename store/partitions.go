@@ -247,7 +247,7 @@ RETURNING id, started_at`,
 	}
 	// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
 	if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id, job_id)
-SELECT $1, j.i - 1, ($2::text[])[j.i - 1], ($2::text[])[j.i] FROM unnest($3::bigint[]) WITH ORDINALITY AS j (id, i)`,
+SELECT $1, j.i - 1, ($2::text[])[j.i - 1], ($2::text[])[j.i], j.id FROM unnest($3::bigint[]) WITH ORDINALITY AS j (id, i)`,
 		id, bounds, ids); err != nil {
 		return fmt.Errorf("record partitions of run %d: %w", id, err)
 	}
