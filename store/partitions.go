@@ -453,11 +453,18 @@ func scanPartition(row pgx.CollectableRow) (partitionRow, error) {
 func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) (model.Claim, error) {
 	c := model.Claim{Partition: partition}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		// Waits for the writes of the attempt before, which hold the lease.
-		if err := lockPartitions(ctx, tx, runID, []int{partition}); err != nil {
-			return err
+		// One round trip: the lease, which waits for the writes of the attempt before, then
+		// the partition and its run.
+		b := &pgx.Batch{}
+		b.Queue(lockPartitionsSQL, runID, []int{partition})
+		b.Queue(partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
+		b.Queue(runSelect+" WHERE id = $1", runID)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock the partitions of run %d: %w", runID, err)
 		}
-		rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
+		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
@@ -468,8 +475,11 @@ func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) 
 		if err != nil {
 			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
-		if c.Run, err = runSpec(ctx, tx, runID); err != nil {
+		if c.Run, err = readRunSpec(br.Query, runID); err != nil {
 			return err
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
 		if c.Run.Status != model.RunRunning || p.status != model.PartitionPending && p.status != model.PartitionRunning {
 			c.Done = true
@@ -483,8 +493,13 @@ WHERE run_id = $1 AND partition = $2 RETURNING attempt`, runID, partition).Scan(
 }
 
 func runSpec(ctx context.Context, q querier, runID int64) (model.RunSpec, error) {
+	return readRunSpec(func() (pgx.Rows, error) { return q.Query(ctx, runSelect+" WHERE id = $1", runID) }, runID)
+}
+
+// readRunSpec reads run runID's spec from the rows of runSelect query gives.
+func readRunSpec(query func() (pgx.Rows, error), runID int64) (model.RunSpec, error) {
 	var spec model.RunSpec
-	rows, err := q.Query(ctx, runSelect+" WHERE id = $1", runID)
+	rows, err := query()
 	if err != nil {
 		return spec, fmt.Errorf("read run %d: %w", runID, err)
 	}
@@ -510,10 +525,20 @@ func runSpec(ctx context.Context, q querier, runID int64) (model.RunSpec, error)
 // claimed the partition since, or the run was cancelled.
 func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, cp.RunID); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(lockRunSQL, cp.RunID)
+		if err := queueCheckpoint(b, cp, model.PartitionRunning, ""); err != nil {
 			return err
 		}
-		return checkpoint(ctx, tx, cp, model.PartitionRunning, "")
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if err := lockedRun(br, cp.RunID); err != nil {
+			return err
+		}
+		if err := checkpointed(br, cp, model.PartitionRunning); err != nil {
+			return err
+		}
+		return br.Close()
 	})
 }
 
@@ -523,13 +548,26 @@ func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 // holds its partition's lease (partitionLockKey), which the holder of this lock may be
 // waiting for: FOR UPDATE would deadlock with it.
 func lockRun(ctx context.Context, tx pgx.Tx, runID int64) error {
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE", runID); err != nil {
+	if _, err := tx.Exec(ctx, lockRunSQL, runID); err != nil {
 		return fmt.Errorf("lock run %d: %w", runID, err)
 	}
 	return nil
 }
 
-func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status model.PartitionStatus, errMsg string) error {
+const lockRunSQL = "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE"
+
+// lockedRun reads the result of lockRunSQL in a batch.
+func lockedRun(br pgx.BatchResults, runID int64) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("lock run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// queueCheckpoint queues in b the statements that record a partition's progress (and its
+// end, for a status other than running) and bring its run's counts up to date;
+// checkpointed reads their results. Queued after lockRunSQL.
+func queueCheckpoint(b *pgx.Batch, cp model.Checkpoint, status model.PartitionStatus, errMsg string) error {
 	c := cp.SoFar.Counts
 	summary, err := json.Marshal(cp.SoFar.Summary())
 	if err != nil {
@@ -538,33 +576,45 @@ func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status mode
 	// A checkpoint leaves the lease as it is; ending the partition ends it, once the
 	// writes that hold it are done.
 	if status != model.PartitionRunning {
-		if err := lockPartitions(ctx, tx, cp.RunID, []int{cp.Partition}); err != nil {
-			return err
-		}
+		b.Queue(lockPartitionsSQL, cp.RunID, []int{cp.Partition})
 	}
 	var afterID *string
 	var afterPos *time.Time
 	if cp.After.Started {
 		afterID, afterPos = &cp.After.ID, nullTime(cp.After.Position)
 	}
-	tag, err := tx.Exec(ctx, `UPDATE run_partitions SET status = $4, after_id = $5, after_position = $6,
+	b.Queue(`UPDATE run_partitions SET status = $4, after_id = $5, after_position = $6,
   num_scanned = $7, num_clean = $8, num_repaired = $9, num_pending = $10, num_conflict = $11, num_skipped = $12,
   num_failed = $13, summary = $14, error = nullif($15, ''), updated_at = now()
 WHERE run_id = $1 AND partition = $2 AND status = 'running' AND (attempt = $3 OR $3 = 0)`,
 		cp.RunID, cp.Partition, cp.Attempt, status, afterID, afterPos,
 		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, errMsg)
-	if err != nil {
-		return fmt.Errorf("checkpoint partition %d of run %d: %w", cp.Partition, cp.RunID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return model.ErrLeaseLost
-	}
-	_, err = tx.Exec(ctx, `UPDATE repair_runs r SET (num_scanned, num_clean, num_repaired, num_pending, num_conflict,
+	b.Queue(`UPDATE repair_runs r SET (num_scanned, num_clean, num_repaired, num_pending, num_conflict,
   num_skipped, num_failed) = (SELECT sum(num_scanned), sum(num_clean), sum(num_repaired), sum(num_pending),
   sum(num_conflict), sum(num_skipped), sum(num_failed) FROM run_partitions WHERE run_id = r.id)
 WHERE id = $1`, cp.RunID)
+	return nil
+}
+
+// checkpointed reads the results of queueCheckpoint: model.ErrLeaseLost when another
+// attempt claimed the partition since, or the run was cancelled. The run's counts were
+// updated all the same: the caller rolls back.
+func checkpointed(br pgx.BatchResults, cp model.Checkpoint, status model.PartitionStatus) error {
+	if status != model.PartitionRunning {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock the partitions of run %d: %w", cp.RunID, err)
+		}
+	}
+	tag, err := br.Exec()
 	if err != nil {
+		return fmt.Errorf("checkpoint partition %d of run %d: %w", cp.Partition, cp.RunID, err)
+	}
+	leaseLost := tag.RowsAffected() == 0
+	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("count run %d: %w", cp.RunID, err)
+	}
+	if leaseLost {
+		return model.ErrLeaseLost
 	}
 	return nil
 }
@@ -574,16 +624,55 @@ WHERE id = $1`, cp.RunID)
 // unless the run was a dry run or limited), else failed or cancelled. ended reports that.
 func (s *Store) EndPartition(ctx context.Context, e model.PartitionEnd) (ended bool, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, e.RunID); err != nil {
+		// One round trip: the run's lock, the partition's end, and the run and its
+		// partitions as they are now.
+		runID := e.RunID
+		b := &pgx.Batch{}
+		b.Queue(lockRunSQL, runID)
+		if err := queueCheckpoint(b, e.Checkpoint, e.Status, e.Error); err != nil {
 			return err
 		}
-		if err := checkpoint(ctx, tx, e.Checkpoint, e.Status, e.Error); err != nil {
+		b.Queue(runSelect+" WHERE id = $1", runID)
+		b.Queue(partitionsSQL, runID)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if err := lockedRun(br, runID); err != nil {
 			return err
 		}
-		ended, err = endRunIfDone(ctx, tx, e.RunID, "")
+		if err := checkpointed(br, e.Checkpoint, e.Status); err != nil {
+			return err
+		}
+		spec, err := readRunSpec(br.Query, runID)
+		if err != nil {
+			return err
+		}
+		parts, err := readPartitions(br.Query, runID)
+		if err == nil {
+			err = br.Close()
+		}
+		if err != nil {
+			return err
+		}
+		ended, err = endRun(ctx, tx, spec, parts, "")
 		return err
 	})
 	return ended, err
+}
+
+// partitionsSQL reads run $1's partitions.
+var partitionsSQL = partitionSelect + " WHERE run_id = $1 ORDER BY partition"
+
+// readPartitions reads run runID's partitions from the rows of partitionsSQL query gives.
+func readPartitions(query func() (pgx.Rows, error), runID int64) ([]partitionRow, error) {
+	rows, err := query()
+	if err != nil {
+		return nil, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	parts, err := pgx.CollectRows(rows, scanPartition)
+	if err != nil {
+		return nil, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	return parts, nil
 }
 
 // endRunIfDone ends a running run whose partitions have all ended, with the totals of
@@ -594,14 +683,19 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, why string) (bool
 	if err != nil || spec.Status != model.RunRunning {
 		return false, err
 	}
-	rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 ORDER BY partition", runID)
+	parts, err := readPartitions(func() (pgx.Rows, error) { return tx.Query(ctx, partitionsSQL, runID) }, runID)
 	if err != nil {
-		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+		return false, err
 	}
-	parts, err := pgx.CollectRows(rows, scanPartition)
-	if err != nil {
-		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	return endRun(ctx, tx, spec, parts, why)
+}
+
+// endRun is endRunIfDone with the run spec and its partitions parts read.
+func endRun(ctx context.Context, tx pgx.Tx, spec model.RunSpec, parts []partitionRow, why string) (bool, error) {
+	if spec.Status != model.RunRunning {
+		return false, nil
 	}
+	runID := spec.ID
 	status := model.RunCompleted
 	var errs []string
 	for i, p := range parts {
