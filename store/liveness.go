@@ -84,12 +84,12 @@ func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) 
 		return nil, classify(fmt.Errorf("connect for the liveness lock: %w", err))
 	}
 	var ok bool
-	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+fmt.Sprintf(clientLockKey, "$1")+")", clientID).Scan(&ok)
+	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+fmt.Sprintf(clientLockKey, "$1")+")", once, clientID).Scan(&ok)
 	if err == nil && !ok {
 		err = fmt.Errorf("River client id %q is held by another live process", clientID)
 	}
 	if err == nil && worker {
-		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", s.key)
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", once, s.key)
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx)) // closing the connection drops any lock taken

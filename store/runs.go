@@ -119,7 +119,7 @@ func nullTime(t time.Time) *time.Time {
 // no run has completed yet.
 func (s *Store) ScanPosition(ctx context.Context, source string) (time.Time, bool, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT scanned_through FROM scan_state WHERE source = $1", source).Scan(&t)
+	err := s.pool.QueryRow(ctx, "SELECT scanned_through FROM scan_state WHERE source = $1", once, source).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

@@ -326,7 +326,7 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 	}
 	cols := map[string]column{}
 	exists := false
-	rows, err := q.Query(ctx, sourceColumnsSQL, t.ident, s.IDColumn, s.MessagesColumn)
+	rows, err := q.Query(ctx, sourceColumnsSQL, once, t.ident, s.IDColumn, s.MessagesColumn)
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
