@@ -290,20 +290,6 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	}
 }
 
-// deadRuns returns the source's scans recorded as running that no live process works
-// or will work (abandonedRunsSQL).
-func deadRuns(ctx context.Context, tx pgx.Tx, source string) ([]int64, error) {
-	rows, err := tx.Query(ctx, abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
-	if err != nil {
-		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
-	}
-	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
-	}
-	return dead, nil
-}
-
 // abandonRun ends a dead run as abandoned and cancels its River jobs (a job still
 // marked running, whose client died, is left to River's rescuer, which finds it
 // cancelled).
