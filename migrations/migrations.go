@@ -105,14 +105,16 @@ func Force(ctx context.Context, pool *pgxpool.Pool, schema string, version int) 
 func Version(ctx context.Context, pool *pgxpool.Pool, schema string) (version uint, dirty bool, err error) {
 	const tableSQL = `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL`
 	var exists bool
-	if err := pool.QueryRow(ctx, tableSQL, schema, migrationsTable).Scan(&exists); err != nil {
+	// Each statement here runs once a process: sent without preparing it first, one
+	// round trip instead of two.
+	if err := pool.QueryRow(ctx, tableSQL, pgx.QueryExecModeExec, schema, migrationsTable).Scan(&exists); err != nil {
 		return 0, false, fmt.Errorf("look up migrations table in schema %q: %w", schema, err)
 	}
 	if !exists {
 		return 0, false, nil
 	}
 	var v int64
-	err = pool.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{schema, migrationsTable}.Sanitize()+" LIMIT 1").Scan(&v, &dirty)
+	err = pool.QueryRow(ctx, "SELECT version, dirty FROM "+pgx.Identifier{schema, migrationsTable}.Sanitize()+" LIMIT 1", pgx.QueryExecModeExec).Scan(&v, &dirty)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil

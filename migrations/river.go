@@ -61,7 +61,8 @@ func riverDown(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 func RiverVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int, error) {
 	const tableSQL = `SELECT to_regclass(format('%I.river_migration', $1::text)) IS NOT NULL`
 	var exists bool
-	if err := pool.QueryRow(ctx, tableSQL, schema).Scan(&exists); err != nil {
+	// Run once a process, as Version's: not prepared first.
+	if err := pool.QueryRow(ctx, tableSQL, pgx.QueryExecModeExec, schema).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("look up River's migrations table in schema %q: %w", schema, err)
 	}
 	if !exists {
@@ -69,7 +70,7 @@ func RiverVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (int, 
 	}
 	var v int
 	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+pgx.Identifier{schema, "river_migration"}.Sanitize()+
-		" WHERE line = 'main'").Scan(&v)
+		" WHERE line = 'main'", pgx.QueryExecModeExec).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("read River's schema version in %q: %w", schema, err)
 	}

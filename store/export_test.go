@@ -8,6 +8,15 @@ func CheckSourceForTest(ctx context.Context, q querier, s Source, readOnly bool)
 	return checkSource(ctx, q, s, readOnly)
 }
 
+// CheckMessageSourceForTest runs the messages layout's checks on a given connection.
+func CheckMessageSourceForTest(ctx context.Context, q querier, s Source, readOnly bool) error {
+	t, err := checkMessageSource(ctx, q, s)
+	if err != nil {
+		return err
+	}
+	return checkMessagePrivileges(ctx, q, s, t, readOnly)
+}
+
 // UUID6ForTest, LangGraphSessionIDForTest and ParseLangGraphSessionIDForTest make
 // LangGraph checkpoint ids and thread session ids.
 var (

@@ -86,7 +86,7 @@ func estimateRows(ctx context.Context, q querier, sql string, args ...any) (floa
 			Rows float64 `json:"Plan Rows"`
 		}
 	}
-	err := q.QueryRow(ctx, sql, args...).Scan(&plan)
+	err := q.QueryRow(ctx, sql, append([]any{once}, args...)...).Scan(&plan) // once a run: see once
 	if err == nil && len(plan) == 0 {
 		err = errors.New("EXPLAIN gave no plan")
 	}

@@ -115,12 +115,12 @@ func (s *Store) HoldLiveness(ctx context.Context, clientID string, worker bool) 
 		return nil, classify(fmt.Errorf("connect for the liveness lock: %w", err))
 	}
 	var ok bool
-	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+fmt.Sprintf(clientLockKey, "$1")+")", clientID).Scan(&ok)
+	err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+fmt.Sprintf(clientLockKey, "$1")+")", once, clientID).Scan(&ok)
 	if err == nil && !ok {
 		err = fmt.Errorf("River client id %q is held by another live process", clientID)
 	}
 	if err == nil && worker {
-		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", s.key)
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock_shared("+fmt.Sprintf(workersLockKey, "$1")+")", once, s.key)
 	}
 	if err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx)) // closing the connection drops any lock taken
@@ -244,20 +244,30 @@ func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs: %w", err)
 	}
-	type deadRun struct {
-		id     int64
-		legacy bool
-	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (r deadRun, err error) {
-		return r, row.Scan(&r.id, &r.legacy)
-	})
+	runs, err := pgx.CollectRows(rows, scanDeadRun)
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs: %w", err)
 	}
-	dead := make([]int64, 0, len(runs))
-	for _, r := range runs {
+	return endOwnedRuns(ctx, tx, runs)
+}
+
+// deadRun is a row of deadOwnedRunsSQL: legacy when the run has no owner.
+type deadRun struct {
+	id     int64
+	legacy bool
+}
+
+func scanDeadRun(row pgx.CollectableRow) (r deadRun, err error) {
+	return r, row.Scan(&r.id, &r.legacy)
+}
+
+// endOwnedRuns ends as abandoned the runs dead, which deadOwnedRunsSQL found (and
+// locked) in tx, and returns their ids.
+func endOwnedRuns(ctx context.Context, tx pgx.Tx, dead []deadRun) ([]int64, error) {
+	ids := make([]int64, 0, len(dead))
+	for _, r := range dead {
 		id := r.id
-		dead = append(dead, id)
+		ids = append(ids, id)
 		spec, err := runSpec(ctx, tx, id)
 		if err != nil {
 			return nil, err
@@ -281,7 +291,7 @@ func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 			return nil, err
 		}
 	}
-	return dead, nil
+	return ids, nil
 }
 
 // AbandonDeadRuns ends as abandoned the runs of a single session or a rollback whose

@@ -268,24 +268,27 @@ func checkMessagePrivileges(ctx context.Context, q querier, s Source, t messageT
 	if !readOnly {
 		need = append(need, "INSERT", "UPDATE", "DELETE")
 	}
-	for _, p := range need {
-		var ok bool
-		if err := q.QueryRow(ctx, "SELECT has_table_privilege($1::regclass, $2)", t.ident, p).Scan(&ok); err != nil {
-			return fmt.Errorf("check privileges on %q: %w", s.Table, err)
-		}
-		if !ok {
-			return fmt.Errorf("%w: this role may not %s on %q (GRANT %s ON %s TO ...)", ErrSource, p, s.Table, p, t.ident)
-		}
+	seq := t.ordSeq
+	if readOnly {
+		seq = ""
 	}
-	if !readOnly && t.ordSeq != "" {
-		var ok bool
-		if err := q.QueryRow(ctx, "SELECT has_sequence_privilege($1, 'USAGE')", t.ordSeq).Scan(&ok); err != nil {
-			return fmt.Errorf("check privileges on %q: %w", t.ordSeq, err)
-		}
-		if !ok {
-			return fmt.Errorf("%w: this role may not use the sequence %s of %q's order column (GRANT USAGE ON SEQUENCE %s TO ...)",
-				ErrSource, t.ordSeq, s.Table, t.ordSeq)
-		}
+	// One round trip: the first privilege on the table this role lacks, and whether it
+	// may use the order column's sequence.
+	var missing string
+	var seqOK bool
+	err := q.QueryRow(ctx, `SELECT coalesce((SELECT p FROM unnest($2::text[]) WITH ORDINALITY AS u (p, i)
+  WHERE NOT has_table_privilege($1::regclass, p) ORDER BY i LIMIT 1), ''),
+  CASE WHEN $3 = '' THEN true ELSE has_sequence_privilege($3, 'USAGE') END`,
+		t.ident, need, seq).Scan(&missing, &seqOK)
+	if err != nil {
+		return fmt.Errorf("check privileges on %q: %w", s.Table, err)
+	}
+	if missing != "" {
+		return fmt.Errorf("%w: this role may not %s on %q (GRANT %s ON %s TO ...)", ErrSource, missing, s.Table, missing, t.ident)
+	}
+	if !seqOK {
+		return fmt.Errorf("%w: this role may not use the sequence %s of %q's order column (GRANT USAGE ON SEQUENCE %s TO ...)",
+			ErrSource, t.ordSeq, s.Table, t.ordSeq)
 	}
 	return nil
 }

@@ -121,28 +121,28 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 	if err != nil {
 		return out, fmt.Errorf("encode run options: %w", err)
 	}
-	lock := func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+n.Source)); err != nil {
-			return fmt.Errorf("lock runs of %q: %w", n.Source, err)
-		}
-		return nil
-	}
 	// Dead runs end in a transaction of their own, so that they stay ended when the
-	// source turns out busy with a live one.
+	// source turns out busy with a live one; when there are none (the usual case), the
+	// run is recorded in the transaction that looked.
 	var abandoned []int64
+	recorded := false
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		abandoned, out.ID, out.TakenOver = nil, 0, false
-		if err := lock(tx); err != nil {
-			return err
-		}
-		if _, err := abandonOwnedRuns(ctx, tx); err != nil {
-			return err
-		}
-		dead, err := deadRuns(ctx, tx, n.Source)
+		abandoned, out.ID, out.TakenOver, recorded = nil, 0, false, false
+		found, err := lockRuns(ctx, tx, n.Source, true)
 		if err != nil {
 			return err
 		}
-		for _, id := range dead {
+		if len(found.owned) == 0 && len(found.dead) == 0 {
+			if found.busy {
+				return model.ErrBusy
+			}
+			recorded = true
+			return s.recordRun(ctx, tx, n, opts, jobs, &out)
+		}
+		if _, err := endOwnedRuns(ctx, tx, found.owned); err != nil {
+			return err
+		}
+		for _, id := range found.dead {
 			if !out.TakenOver {
 				if out.Partitions, out.TakenOver, err = s.takeOver(ctx, tx, id, n, opts, jobs); err != nil {
 					return err
@@ -160,57 +160,103 @@ func (s *Store) CreateRun(ctx context.Context, n model.NewRun, jobs RunJobs) (Cr
 		return nil
 	})
 	out.Abandoned = abandoned
-	if err != nil || out.TakenOver {
+	if err != nil || out.TakenOver || recorded {
 		return out, err
 	}
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lock(tx); err != nil {
+		found, err := lockRuns(ctx, tx, n.Source, false)
+		if err != nil {
 			return err
 		}
-		var busy bool
-		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
-			model.RunRunning, n.Source, model.ModeIncremental, model.ModeFull).Scan(&busy)
-		if err != nil {
-			return fmt.Errorf("look for running scans: %w", err)
-		}
-		if busy {
+		if found.busy {
 			return model.ErrBusy
 		}
-		bounds, err := s.splitPoints(ctx, tx, n.Partitions)
-		if err != nil {
-			return err
+		return s.recordRun(ctx, tx, n, opts, jobs, &out)
+	})
+	return out, err
+}
+
+// runsFound is what lockRuns found: the dead runs of one process (deadOwnedRunsSQL),
+// the source's dead scans (abandonedRunsSQL), and whether a scan of the source is
+// recorded as running.
+type runsFound struct {
+	owned []deadRun
+	dead  []int64
+	busy  bool
+}
+
+// lockRuns takes the lock of the source's runs for tx and looks for running scans, and
+// for dead runs too when withDead is set, in one round trip: each look is a statement
+// after the lock, so that it sees what committed before the lock was granted.
+func lockRuns(ctx context.Context, tx pgx.Tx, source string, withDead bool) (runsFound, error) {
+	var found runsFound
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1)", lockKey("runs:"+source))
+	if withDead {
+		b.Queue(deadOwnedRunsSQL, model.RunRunning, model.ModeSession, model.ModeRollback)
+		b.Queue(abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
+	}
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM repair_runs WHERE status = $1 AND source = $2 AND mode IN ($3, $4))`,
+		model.RunRunning, source, model.ModeIncremental, model.ModeFull)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return found, fmt.Errorf("lock runs of %q: %w", source, err)
+	}
+	if withDead {
+		rows, err := br.Query()
+		if err == nil {
+			found.owned, err = pgx.CollectRows(rows, scanDeadRun)
 		}
-		n.Partitions = len(bounds) + 1
-		// The window ends when the run is recorded: scanned_through is its start time.
-		err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
+		if err == nil {
+			rows, err = br.Query()
+		}
+		if err == nil {
+			found.dead, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+		if err != nil {
+			return found, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
+		}
+	}
+	if err := br.QueryRow().Scan(&found.busy); err != nil {
+		return found, fmt.Errorf("look for running scans: %w", err)
+	}
+	return found, br.Close()
+}
+
+// recordRun records the scan n asks for, with its partitions and their jobs, in tx,
+// once lockRuns found the source free, and sets out's ID, StartedAt and Partitions.
+func (s *Store) recordRun(ctx context.Context, tx pgx.Tx, n model.NewRun, opts []byte, jobs RunJobs, out *CreatedRun) error {
+	bounds, err := s.splitPoints(ctx, tx, n.Partitions)
+	if err != nil {
+		return err
+	}
+	n.Partitions = len(bounds) + 1
+	// The window ends when the run is recorded: scanned_through is its start time.
+	err = tx.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, dry_run, source, options, source_key, partitions,
   scanned_from, scanned_through, actor, tmend_version, host, owner, order_mark)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), nullif($9, ''), nullif($10, ''), nullif($11, ''), nullif($12, ''), `+s.orderMarkSQL()+`)
 RETURNING id, started_at`,
-			n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
-			n.Actor, s.origin.Version, s.origin.Host, n.Owner).Scan(&out.ID, &out.StartedAt)
-		if err != nil {
-			return fmt.Errorf("start run: %w", err)
-		}
-		id := out.ID
-		// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
-		if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id)
-SELECT $1, i, ($2::text[])[i], ($2::text[])[i + 1] FROM generate_series(0, $3 - 1) AS i`,
-			id, bounds, n.Partitions); err != nil {
-			return fmt.Errorf("record partitions of run %d: %w", id, err)
-		}
-		out.Partitions = n.Partitions
-		ids, err := jobs.Enqueue(ctx, tx, id, seq(n.Partitions))
-		if err != nil {
-			return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE run_partitions p SET job_id = j.id
-FROM unnest($2::bigint[]) WITH ORDINALITY AS j (id, i) WHERE p.run_id = $1 AND p.partition = j.i - 1`, id, ids)
-		if err != nil {
-			return fmt.Errorf("record jobs of run %d: %w", id, err)
-		}
-		return nil
-	})
-	return out, err
+		n.Trigger, n.Mode, n.DryRun, n.Source, opts, s.key, n.Partitions, nullTime(n.ScannedFrom),
+		n.Actor, s.origin.Version, s.origin.Host, n.Owner).Scan(&out.ID, &out.StartedAt)
+	if err != nil {
+		return fmt.Errorf("start run: %w", err)
+	}
+	id := out.ID
+	out.Partitions = n.Partitions
+	// Jobs first, so that each partition row goes in once, with its job: none can be
+	// worked before this transaction commits.
+	ids, err := jobs.Enqueue(ctx, tx, id, seq(n.Partitions))
+	if err != nil {
+		return fmt.Errorf("enqueue partitions of run %d: %w", id, err)
+	}
+	// Partition i is the range (bounds[i-1], bounds[i]]; the first and last are open.
+	if _, err := tx.Exec(ctx, `INSERT INTO run_partitions (run_id, partition, lower_id, upper_id, job_id)
+SELECT $1, j.i - 1, ($2::text[])[j.i - 1], ($2::text[])[j.i], j.id FROM unnest($3::bigint[]) WITH ORDINALITY AS j (id, i)`,
+		id, bounds, ids); err != nil {
+		return fmt.Errorf("record partitions of run %d: %w", id, err)
+	}
+	return nil
 }
 
 // splitSample is about how many ids a run's partition bounds are taken from.
@@ -247,20 +293,6 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 		}
 		percent = 100
 	}
-}
-
-// deadRuns returns the source's scans recorded as running that no live process works
-// or will work (abandonedRunsSQL).
-func deadRuns(ctx context.Context, tx pgx.Tx, source string) ([]int64, error) {
-	rows, err := tx.Query(ctx, abandonedRunsSQL, model.RunRunning, source, model.ModeIncremental, model.ModeFull, queuedJobStates)
-	if err != nil {
-		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
-	}
-	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("look for abandoned runs of %q: %w", source, err)
-	}
-	return dead, nil
 }
 
 // abandonRun ends a dead run as abandoned and cancels its River jobs (a job still
@@ -412,11 +444,18 @@ func scanPartition(row pgx.CollectableRow) (partitionRow, error) {
 func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) (model.Claim, error) {
 	c := model.Claim{Partition: partition}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		// Waits for the writes of the attempt before, which hold the lease.
-		if err := lockPartitions(ctx, tx, runID, []int{partition}); err != nil {
-			return err
+		// One round trip: the lease, which waits for the writes of the attempt before, then
+		// the partition and its run.
+		b := &pgx.Batch{}
+		b.Queue(lockPartitionsSQL, runID, []int{partition})
+		b.Queue(partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
+		b.Queue(runSelect+" WHERE id = $1", runID)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock the partitions of run %d: %w", runID, err)
 		}
-		rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 AND partition = $2 FOR UPDATE", runID, partition)
+		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
@@ -427,8 +466,11 @@ func (s *Store) ClaimPartition(ctx context.Context, runID int64, partition int) 
 		if err != nil {
 			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
-		if c.Run, err = runSpec(ctx, tx, runID); err != nil {
+		if c.Run, err = readRunSpec(br.Query, runID); err != nil {
 			return err
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("claim partition %d of run %d: %w", partition, runID, err)
 		}
 		if c.Run.Status != model.RunRunning || p.status != model.PartitionPending && p.status != model.PartitionRunning {
 			c.Done = true
@@ -442,8 +484,13 @@ WHERE run_id = $1 AND partition = $2 RETURNING attempt`, runID, partition).Scan(
 }
 
 func runSpec(ctx context.Context, q querier, runID int64) (model.RunSpec, error) {
+	return readRunSpec(func() (pgx.Rows, error) { return q.Query(ctx, runSelect+" WHERE id = $1", runID) }, runID)
+}
+
+// readRunSpec reads run runID's spec from the rows of runSelect query gives.
+func readRunSpec(query func() (pgx.Rows, error), runID int64) (model.RunSpec, error) {
 	var spec model.RunSpec
-	rows, err := q.Query(ctx, runSelect+" WHERE id = $1", runID)
+	rows, err := query()
 	if err != nil {
 		return spec, fmt.Errorf("read run %d: %w", runID, err)
 	}
@@ -469,10 +516,20 @@ func runSpec(ctx context.Context, q querier, runID int64) (model.RunSpec, error)
 // claimed the partition since, or the run was cancelled.
 func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, cp.RunID); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(lockRunSQL, cp.RunID)
+		if err := queueCheckpoint(b, cp, model.PartitionRunning, ""); err != nil {
 			return err
 		}
-		return checkpoint(ctx, tx, cp, model.PartitionRunning, "")
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if err := lockedRun(br, cp.RunID); err != nil {
+			return err
+		}
+		if err := checkpointed(br, cp, model.PartitionRunning); err != nil {
+			return err
+		}
+		return br.Close()
 	})
 }
 
@@ -482,13 +539,26 @@ func (s *Store) Checkpoint(ctx context.Context, cp model.Checkpoint) error {
 // holds its partition's lease (partitionLockKey), which the holder of this lock may be
 // waiting for: FOR UPDATE would deadlock with it.
 func lockRun(ctx context.Context, tx pgx.Tx, runID int64) error {
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE", runID); err != nil {
+	if _, err := tx.Exec(ctx, lockRunSQL, runID); err != nil {
 		return fmt.Errorf("lock run %d: %w", runID, err)
 	}
 	return nil
 }
 
-func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status model.PartitionStatus, errMsg string) error {
+const lockRunSQL = "SELECT 1 FROM repair_runs WHERE id = $1 FOR NO KEY UPDATE"
+
+// lockedRun reads the result of lockRunSQL in a batch.
+func lockedRun(br pgx.BatchResults, runID int64) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("lock run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// queueCheckpoint queues in b the statements that record a partition's progress (and its
+// end, for a status other than running) and bring its run's counts up to date;
+// checkpointed reads their results. Queued after lockRunSQL.
+func queueCheckpoint(b *pgx.Batch, cp model.Checkpoint, status model.PartitionStatus, errMsg string) error {
 	c := cp.SoFar.Counts
 	summary, err := json.Marshal(cp.SoFar.Summary())
 	if err != nil {
@@ -497,33 +567,45 @@ func checkpoint(ctx context.Context, tx pgx.Tx, cp model.Checkpoint, status mode
 	// A checkpoint leaves the lease as it is; ending the partition ends it, once the
 	// writes that hold it are done.
 	if status != model.PartitionRunning {
-		if err := lockPartitions(ctx, tx, cp.RunID, []int{cp.Partition}); err != nil {
-			return err
-		}
+		b.Queue(lockPartitionsSQL, cp.RunID, []int{cp.Partition})
 	}
 	var afterID *string
 	var afterPos *time.Time
 	if cp.After.Started {
 		afterID, afterPos = &cp.After.ID, nullTime(cp.After.Position)
 	}
-	tag, err := tx.Exec(ctx, `UPDATE run_partitions SET status = $4, after_id = $5, after_position = $6,
+	b.Queue(`UPDATE run_partitions SET status = $4, after_id = $5, after_position = $6,
   num_scanned = $7, num_clean = $8, num_repaired = $9, num_pending = $10, num_conflict = $11, num_skipped = $12,
   num_failed = $13, summary = $14, error = nullif($15, ''), updated_at = now()
 WHERE run_id = $1 AND partition = $2 AND status = 'running' AND (attempt = $3 OR $3 = 0)`,
 		cp.RunID, cp.Partition, cp.Attempt, status, afterID, afterPos,
 		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, errMsg)
-	if err != nil {
-		return fmt.Errorf("checkpoint partition %d of run %d: %w", cp.Partition, cp.RunID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return model.ErrLeaseLost
-	}
-	_, err = tx.Exec(ctx, `UPDATE repair_runs r SET (num_scanned, num_clean, num_repaired, num_pending, num_conflict,
+	b.Queue(`UPDATE repair_runs r SET (num_scanned, num_clean, num_repaired, num_pending, num_conflict,
   num_skipped, num_failed) = (SELECT sum(num_scanned), sum(num_clean), sum(num_repaired), sum(num_pending),
   sum(num_conflict), sum(num_skipped), sum(num_failed) FROM run_partitions WHERE run_id = r.id)
 WHERE id = $1`, cp.RunID)
+	return nil
+}
+
+// checkpointed reads the results of queueCheckpoint: model.ErrLeaseLost when another
+// attempt claimed the partition since, or the run was cancelled. The run's counts were
+// updated all the same: the caller rolls back.
+func checkpointed(br pgx.BatchResults, cp model.Checkpoint, status model.PartitionStatus) error {
+	if status != model.PartitionRunning {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock the partitions of run %d: %w", cp.RunID, err)
+		}
+	}
+	tag, err := br.Exec()
 	if err != nil {
+		return fmt.Errorf("checkpoint partition %d of run %d: %w", cp.Partition, cp.RunID, err)
+	}
+	leaseLost := tag.RowsAffected() == 0
+	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("count run %d: %w", cp.RunID, err)
+	}
+	if leaseLost {
+		return model.ErrLeaseLost
 	}
 	return nil
 }
@@ -533,16 +615,55 @@ WHERE id = $1`, cp.RunID)
 // unless the run was a dry run or limited), else failed or cancelled. ended reports that.
 func (s *Store) EndPartition(ctx context.Context, e model.PartitionEnd) (ended bool, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, e.RunID); err != nil {
+		// One round trip: the run's lock, the partition's end, and the run and its
+		// partitions as they are now.
+		runID := e.RunID
+		b := &pgx.Batch{}
+		b.Queue(lockRunSQL, runID)
+		if err := queueCheckpoint(b, e.Checkpoint, e.Status, e.Error); err != nil {
 			return err
 		}
-		if err := checkpoint(ctx, tx, e.Checkpoint, e.Status, e.Error); err != nil {
+		b.Queue(runSelect+" WHERE id = $1", runID)
+		b.Queue(partitionsSQL, runID)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if err := lockedRun(br, runID); err != nil {
 			return err
 		}
-		ended, err = endRunIfDone(ctx, tx, e.RunID, "")
+		if err := checkpointed(br, e.Checkpoint, e.Status); err != nil {
+			return err
+		}
+		spec, err := readRunSpec(br.Query, runID)
+		if err != nil {
+			return err
+		}
+		parts, err := readPartitions(br.Query, runID)
+		if err == nil {
+			err = br.Close()
+		}
+		if err != nil {
+			return err
+		}
+		ended, err = endRun(ctx, tx, spec, parts, "")
 		return err
 	})
 	return ended, err
+}
+
+// partitionsSQL reads run $1's partitions.
+var partitionsSQL = partitionSelect + " WHERE run_id = $1 ORDER BY partition"
+
+// readPartitions reads run runID's partitions from the rows of partitionsSQL query gives.
+func readPartitions(query func() (pgx.Rows, error), runID int64) ([]partitionRow, error) {
+	rows, err := query()
+	if err != nil {
+		return nil, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	parts, err := pgx.CollectRows(rows, scanPartition)
+	if err != nil {
+		return nil, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	}
+	return parts, nil
 }
 
 // endRunIfDone ends a running run whose partitions have all ended, with the totals of
@@ -553,14 +674,19 @@ func endRunIfDone(ctx context.Context, tx pgx.Tx, runID int64, why string) (bool
 	if err != nil || spec.Status != model.RunRunning {
 		return false, err
 	}
-	rows, err := tx.Query(ctx, partitionSelect+" WHERE run_id = $1 ORDER BY partition", runID)
+	parts, err := readPartitions(func() (pgx.Rows, error) { return tx.Query(ctx, partitionsSQL, runID) }, runID)
 	if err != nil {
-		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+		return false, err
 	}
-	parts, err := pgx.CollectRows(rows, scanPartition)
-	if err != nil {
-		return false, fmt.Errorf("read partitions of run %d: %w", runID, err)
+	return endRun(ctx, tx, spec, parts, why)
+}
+
+// endRun is endRunIfDone with the run spec and its partitions parts read.
+func endRun(ctx context.Context, tx pgx.Tx, spec model.RunSpec, parts []partitionRow, why string) (bool, error) {
+	if spec.Status != model.RunRunning {
+		return false, nil
 	}
+	runID := spec.ID
 	status := model.RunCompleted
 	var errs []string
 	for i, p := range parts {

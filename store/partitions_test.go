@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -257,4 +259,66 @@ func TestAnOldAttemptNeverWritesAPartitionTakenOver(t *testing.T) {
 	var reports int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM repair_reports WHERE run_id = $1`, runID).Scan(&reports))
 	require.Equal(t, 2, reports, "a's repair and b's report of the second attempt")
+}
+
+// beginCounter counts the transactions begun on the connections it traces.
+type beginCounter struct{ n atomic.Int32 }
+
+func (c *beginCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.EqualFold(d.SQL, "begin") {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *beginCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// With no dead run to end, a scan is recorded, or refused as busy, in the one transaction
+// that looked; a dead run ends in a transaction of its own first.
+func TestCreateRunIsOneTransactionWhenNoRunIsDead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	cfg := b.pool.Config()
+	begins := &beginCounter{}
+	cfg.ConnConfig.Tracer = begins
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := store.Open(ctx, pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	src := store.DefaultSource.Name()
+	scan := model.NewRun{Run: model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: src}, Partitions: 1}
+
+	begins.n.Store(0)
+	created, err := st.CreateRun(ctx, scan, store.RunJobs{Enqueue: noJobs})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, begins.n.Load(), "recorded")
+	run, err := st.Run(ctx, created.ID)
+	require.NoError(t, err)
+	require.Equal(t, model.RunRunning, run.Status)
+	require.Equal(t, 1, run.Partitions)
+
+	// Nothing works it: the next scan that asks for another ends it first, in a
+	// transaction of its own.
+	begins.n.Store(0)
+	incr := scan
+	incr.Mode = model.ModeIncremental
+	next, err := st.CreateRun(ctx, incr, store.RunJobs{Enqueue: noJobs})
+	require.NoError(t, err)
+	require.Equal(t, []int64{created.ID}, next.Abandoned)
+	require.EqualValues(t, 2, begins.n.Load(), "abandoned, then recorded")
+
+	// A scan one process works alone is alive while its process is: busy.
+	other := store.Source{Table: "sessions", IDColumn: "id", MessagesColumn: "messages"}
+	ost, err := store.Open(ctx, pool, other, false)
+	require.NoError(t, err)
+	_, _, err = ost.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: other.Name()})
+	require.NoError(t, err)
+	busy := scan
+	busy.Source = other.Name()
+	begins.n.Store(0)
+	_, err = ost.CreateRun(ctx, busy, store.RunJobs{Enqueue: noJobs})
+	require.ErrorIs(t, err, model.ErrBusy)
+	require.EqualValues(t, 1, begins.n.Load(), "busy")
 }

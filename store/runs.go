@@ -82,24 +82,30 @@ func finishRun(ctx context.Context, tx pgx.Tx, f model.Finish) error {
 	if err != nil {
 		return fmt.Errorf("encode run summary: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE repair_runs SET status = $2, finished_at = now(),
+	// One round trip: the run's row and, when asked, the source's position.
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE repair_runs SET status = $2, finished_at = now(),
   scanned_from = $3, scanned_through = $4, error = nullif($5, ''),
   num_scanned = $6, num_clean = $7, num_repaired = $8, num_pending = $9, num_conflict = $10,
   num_skipped = $11, num_failed = $12, summary = $13, num_restored = $14, num_refused = $15
 WHERE id = $1`, f.RunID, f.Status, nullTime(f.ScannedFrom), nullTime(f.ScannedThrough), f.Error,
 		c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed, summary, c.Restored, c.Refused)
-	if err != nil {
+	if f.AdvanceScanState {
+		b.Queue(`INSERT INTO scan_state (source, last_run_id, scanned_through) VALUES ($1, $2, $3)
+ON CONFLICT (source) DO UPDATE SET last_run_id = excluded.last_run_id,
+  scanned_through = excluded.scanned_through, updated_at = now()`, f.Source, f.RunID, f.ScannedThrough)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("finish run %d: %w", f.RunID, err)
 	}
 	if f.AdvanceScanState {
-		_, err = tx.Exec(ctx, `INSERT INTO scan_state (source, last_run_id, scanned_through) VALUES ($1, $2, $3)
-ON CONFLICT (source) DO UPDATE SET last_run_id = excluded.last_run_id,
-  scanned_through = excluded.scanned_through, updated_at = now()`, f.Source, f.RunID, f.ScannedThrough)
-		if err != nil {
+		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("advance scan state of %q: %w", f.Source, err)
 		}
 	}
-	return nil
+	return br.Close()
 }
 
 func nullTime(t time.Time) *time.Time {
@@ -113,7 +119,7 @@ func nullTime(t time.Time) *time.Time {
 // no run has completed yet.
 func (s *Store) ScanPosition(ctx context.Context, source string) (time.Time, bool, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT scanned_through FROM scan_state WHERE source = $1", source).Scan(&t)
+	err := s.pool.QueryRow(ctx, "SELECT scanned_through FROM scan_state WHERE source = $1", once, source).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

@@ -282,11 +282,8 @@ func (s Source) normalize() (Source, error) {
 // lookupTable checks the write settings every layout shares, quotes s's table name and
 // finds the table's oid.
 func lookupTable(ctx context.Context, q querier, s Source) (ident string, oid uint32, err error) {
-	switch {
-	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
-		return "", 0, fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
-	case len(s.NotifyChannel) > maxChannelBytes:
-		return "", 0, fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
+	if err := checkWriteSettings(s); err != nil {
+		return "", 0, err
 	}
 	ident = s.identifier().Sanitize()
 	var found *uint32
@@ -294,10 +291,38 @@ func lookupTable(ctx context.Context, q querier, s Source) (ident string, oid ui
 		return ident, 0, fmt.Errorf("look up table %q: %w", s.Table, err)
 	}
 	if found == nil {
-		return ident, 0, fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+		return ident, 0, errNoTable(s)
 	}
 	return ident, *found, nil
 }
+
+// checkWriteSettings checks the write settings every layout shares.
+func checkWriteSettings(s Source) error {
+	switch {
+	case s.TouchUpdatedAt && s.UpdatedAtColumn == "":
+		return fmt.Errorf("%w: touching the updated-at column needs one", ErrSource)
+	case len(s.NotifyChannel) > maxChannelBytes:
+		return fmt.Errorf("%w: notify channel %q is longer than %d bytes", ErrSource, s.NotifyChannel, maxChannelBytes)
+	}
+	return nil
+}
+
+func errNoTable(s Source) error {
+	return fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+}
+
+// sourceColumnsSQL reads what checkSource checks in one round trip: whether table $1
+// exists, its key ($2, $3 the id and messages columns), and its columns, each with its
+// type and whether this role may select and update it. A table that does not exist is
+// one row of NULLs but the first.
+const sourceColumnsSQL = `SELECT r.oid IS NOT NULL,
+  CASE WHEN c.oid IS NOT NULL THEN format('%I.%I(%I,%I)', n.nspname, c.relname, $2::text, $3::text) END,
+  a.attname, t.typname, has_column_privilege(r.oid, a.attnum, 'SELECT'), has_column_privilege(r.oid, a.attnum, 'UPDATE')
+FROM (SELECT to_regclass($1)::oid AS oid) r
+LEFT JOIN pg_class c ON c.oid = r.oid
+LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_type t ON t.oid = a.atttypid`
 
 // checkSource verifies that the table and columns exist with usable types and that this
 // role may read (and, unless readOnly, update) the table.
@@ -307,42 +332,46 @@ func checkSource(ctx context.Context, q querier, s Source, readOnly bool) (sourc
 	case s.Table == "" || s.IDColumn == "" || s.MessagesColumn == "":
 		return t, fmt.Errorf("%w: table, id column and messages column are required", ErrSource)
 	}
-	var oid uint32
-	var err error
-	if t.ident, oid, err = lookupTable(ctx, q, s); err != nil {
+	if err := checkWriteSettings(s); err != nil {
 		return t, err
 	}
-	const columnsSQL = `SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
-	rows, err := q.Query(ctx, columnsSQL, oid)
+	t.ident = s.identifier().Sanitize()
+	type column struct {
+		typ                string
+		selectOK, updateOK bool
+	}
+	cols := map[string]column{}
+	exists := false
+	rows, err := q.Query(ctx, sourceColumnsSQL, once, t.ident, s.IDColumn, s.MessagesColumn)
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
-	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
-		var c [2]string
-		return c, r.Scan(&c[0], &c[1])
+	var key, name, typName *string
+	var sel, upd *bool
+	_, err = pgx.ForEachRow(rows, []any{&exists, &key, &name, &typName, &sel, &upd}, func() error {
+		if key != nil {
+			t.key = *key
+		}
+		if name != nil {
+			cols[*name] = column{typ: *typName, selectOK: *sel, updateOK: *upd}
+		}
+		return nil
 	})
 	if err != nil {
 		return t, fmt.Errorf("read columns of %q: %w", s.Table, err)
 	}
-	const keySQL = `SELECT format('%I.%I(%I,%I)', n.nspname, c.relname, $2::text, $3::text)
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
-	if err := q.QueryRow(ctx, keySQL, oid, s.IDColumn, s.MessagesColumn).Scan(&t.key); err != nil {
-		return t, fmt.Errorf("name table %q: %w", s.Table, err)
-	}
-	typeOf := map[string]string{}
-	for _, c := range cols {
-		typeOf[c[0]] = c[1]
+	if !exists {
+		return t, errNoTable(s)
 	}
 	col := func(name, role string, allowed func(string) bool, want string) (string, error) {
-		typ, ok := typeOf[name]
+		c, ok := cols[name]
 		if !ok {
 			return "", fmt.Errorf("%w: table %q has no %s column %q", ErrSource, s.Table, role, name)
 		}
-		if !allowed(typ) {
-			return "", fmt.Errorf("%w: %s column %q of %q is %s; want %s", ErrSource, role, name, s.Table, typ, want)
+		if !allowed(c.typ) {
+			return "", fmt.Errorf("%w: %s column %q of %q is %s; want %s", ErrSource, role, name, s.Table, c.typ, want)
 		}
-		return typ, nil
+		return c.typ, nil
 	}
 	typ, err := col(s.IDColumn, "id", func(t string) bool { return idTypes[t] != "" }, "text, uuid or an integer type")
 	if err != nil {
@@ -362,26 +391,25 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
 	}
 	// Column privileges, so a role granted only SELECT (id, messages, updated_at) and
 	// UPDATE (messages) passes: that is all tmend needs.
-	need := map[string][]string{s.IDColumn: {"SELECT"}, s.MessagesColumn: {"SELECT"}}
+	type need struct{ column, priv string }
+	needs := []need{{s.IDColumn, "SELECT"}, {s.MessagesColumn, "SELECT"}}
 	if s.UpdatedAtColumn != "" {
-		need[s.UpdatedAtColumn] = []string{"SELECT"}
+		needs = append(needs, need{s.UpdatedAtColumn, "SELECT"})
 	}
 	if !readOnly {
-		need[s.MessagesColumn] = append(need[s.MessagesColumn], "UPDATE")
+		needs = append(needs, need{s.MessagesColumn, "UPDATE"})
 		if s.TouchUpdatedAt {
-			need[s.UpdatedAtColumn] = append(need[s.UpdatedAtColumn], "UPDATE")
+			needs = append(needs, need{s.UpdatedAtColumn, "UPDATE"})
 		}
 	}
-	for column, privs := range need {
-		for _, p := range privs {
-			var ok bool
-			if err := q.QueryRow(ctx, "SELECT has_column_privilege($1::oid, $2, $3)", oid, column, p).Scan(&ok); err != nil {
-				return t, fmt.Errorf("check privileges on %q: %w", s.Table, err)
-			}
-			if !ok {
-				return t, fmt.Errorf("%w: this role may not %s column %q of %q (GRANT %s (%s) ON %s TO ...)",
-					ErrSource, p, column, s.Table, p, pgx.Identifier{column}.Sanitize(), t.ident)
-			}
+	for _, n := range needs {
+		ok := cols[n.column].selectOK
+		if n.priv == "UPDATE" {
+			ok = cols[n.column].updateOK
+		}
+		if !ok {
+			return t, fmt.Errorf("%w: this role may not %s column %q of %q (GRANT %s (%s) ON %s TO ...)",
+				ErrSource, n.priv, n.column, s.Table, n.priv, pgx.Identifier{n.column}.Sanitize(), t.ident)
 		}
 	}
 	return t, nil

@@ -17,6 +17,12 @@ import (
 )
 
 // querier is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
+// once sends a statement that a process runs once, or once a run, without preparing it
+// first: one round trip instead of two (pgx's default prepares and caches each statement
+// on its first use). Its arguments go as text, typed by the server as a prepared
+// statement's would be.
+const once = pgx.QueryExecModeExec
+
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

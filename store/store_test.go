@@ -40,7 +40,8 @@ func TestSourceChecks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	_, err := b.pool.Exec(ctx, `CREATE TABLE public.convs (conv_id uuid PRIMARY KEY, payload json, modified timestamptz, n int)`)
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.convs (conv_id uuid PRIMARY KEY, payload json, modified timestamptz, n int);
+CREATE TABLE public.bare ()`)
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -50,6 +51,7 @@ func TestSourceChecks(t *testing.T) {
 	}{
 		{"MissingTable", store.Source{Table: "nope", IDColumn: "id", MessagesColumn: "m"}, `table "nope" does not exist`},
 		{"MissingColumn", store.Source{Table: "public.convs", IDColumn: "id", MessagesColumn: "payload"}, `has no id column "id"`},
+		{"TableWithoutColumns", store.Source{Table: "public.bare", IDColumn: "id", MessagesColumn: "m"}, `has no id column "id"`},
 		{"WrongMessagesType", store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "n"}, `is int4; want jsonb, json or text`},
 		{"WrongUpdatedAtType", store.Source{Table: "public.convs", IDColumn: "conv_id", MessagesColumn: "payload", UpdatedAtColumn: "n"}, "want timestamptz or timestamp"},
 		{"InjectionIsJustAName", store.Source{Table: `convs"; DROP TABLE sessions; --`, IDColumn: "id", MessagesColumn: "m"}, "does not exist"},
@@ -85,6 +87,46 @@ func TestSourceChecks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.CheckSourceForTest(ctx, conn, store.DefaultSource, false)
 	require.NoError(t, err)
+	// Touching updated_at needs UPDATE on it too.
+	touch := store.DefaultSource
+	touch.TouchUpdatedAt = true
+	_, err = store.CheckSourceForTest(ctx, conn, touch, false)
+	require.ErrorContains(t, err, `may not UPDATE column "updated_at"`)
+}
+
+// The messages layout needs SELECT to read, and INSERT, UPDATE, DELETE and the order
+// column's sequence to write.
+func TestMessageSourcePrivileges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	role := fmt.Sprintf("tmend_msgs_%d", time.Now().UnixNano())
+	_, err := b.pool.Exec(ctx, `CREATE TABLE public.msgs (id bigserial PRIMARY KEY, sid text, ord bigserial, msg jsonb);
+CREATE ROLE `+role+`; GRANT USAGE ON SCHEMA tmend TO `+role+`; GRANT SELECT ON public.msgs TO `+role)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) }) //nolint:errcheck
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET ROLE "+role)
+	require.NoError(t, err)
+	defer conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+	src := store.Source{Table: "public.msgs", Layout: store.LayoutMessages, SessionColumn: "sid", OrderColumn: "ord", MessageColumn: "msg"}
+
+	require.NoError(t, store.CheckMessageSourceForTest(ctx, conn, src, true))
+	err = store.CheckMessageSourceForTest(ctx, conn, src, false)
+	require.ErrorIs(t, err, store.ErrSource)
+	require.ErrorContains(t, err, `may not INSERT on "public.msgs"`)
+	for _, grant := range []struct{ priv, next string }{{"INSERT", "may not UPDATE"}, {"UPDATE", "may not DELETE"}, {"DELETE", "may not use the sequence"}} {
+		_, err = b.pool.Exec(ctx, "GRANT "+grant.priv+" ON public.msgs TO "+role)
+		require.NoError(t, err)
+		err = store.CheckMessageSourceForTest(ctx, conn, src, false)
+		require.ErrorIs(t, err, store.ErrSource, grant.priv)
+		require.ErrorContains(t, err, grant.next, grant.priv)
+	}
+	_, err = b.pool.Exec(ctx, "GRANT USAGE ON SEQUENCE public.msgs_ord_seq TO "+role)
+	require.NoError(t, err)
+	require.NoError(t, store.CheckMessageSourceForTest(ctx, conn, src, false))
 }
 
 func TestPagesVisitEverySessionOnce(t *testing.T) {
