@@ -140,13 +140,27 @@ type interfering struct {
 	sessions    func() error
 }
 
-func (s *interfering) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
-	if s.beforeApply != nil {
-		if err := s.beforeApply(a.Session.ID); err != nil {
-			return model.Outcome{}, err
+// ApplyBatch calls beforeApply for each session; a session it fails is not written.
+func (s *interfering) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outcome, []error) {
+	outs, errs := make([]model.Outcome, len(as)), make([]error, len(as))
+	var pass []int
+	for i, a := range as {
+		if s.beforeApply != nil {
+			if errs[i] = s.beforeApply(a.Session.ID); errs[i] != nil {
+				continue
+			}
 		}
+		pass = append(pass, i)
 	}
-	return s.Store.Apply(ctx, a)
+	sub := make([]model.Apply, len(pass))
+	for j, i := range pass {
+		sub[j] = as[i]
+	}
+	os, es := s.Store.ApplyBatch(ctx, sub)
+	for j, i := range pass {
+		outs[i], errs[i] = os[j], es[j]
+	}
+	return outs, errs
 }
 
 func (s *interfering) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
