@@ -358,35 +358,41 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 			}
 		}()
 	}
-	// The writer takes whatever the workers queued (up to writeBatch sessions) and writes
-	// it with one store call: no timer, so a page's last sessions are written as soon as
+	// A writer takes whatever the workers queued (up to writeBatch sessions) and writes it
+	// with one store call: no timer, so a page's last sessions are written as soon as
 	// they come, and the page commits.
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for w := range writes {
-			batch := []write{w}
-		fill:
-			for len(batch) < writeBatch {
-				select {
-				case w, ok := <-writes:
-					if !ok {
+	var wwg sync.WaitGroup
+	for range writers {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for w := range writes {
+				batch := []write{w}
+			fill:
+				for len(batch) < writeBatch {
+					select {
+					case w, ok := <-writes:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, w)
+					default:
 						break fill
 					}
-					batch = append(batch, w)
-				default:
-					break fill
+				}
+				began := time.Now()
+				ds := s.write(ctx, res, batch, cancel)
+				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
+				for _, d := range ds {
+					outs <- d
+				}
+				for _, w := range batch {
+					bud.release(w.bytes)
 				}
 			}
-			for _, d := range s.write(ctx, res, batch, cancel) {
-				outs <- d
-			}
-			for _, w := range batch {
-				bud.release(w.bytes)
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(writes); <-written; close(outs) }()
+		}()
+	}
+	go func() { wg.Wait(); close(writes); wwg.Wait(); close(outs) }()
 
 	// Pages not yet committed: their counts so far, sessions handled, and end once read.
 	type pending struct {
@@ -472,8 +478,13 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 }
 
 // writeBatch bounds the sessions written together in one transaction; the budget
-// (MaxInflightBytes) bounds their bytes.
-const writeBatch = 64
+// (MaxInflightBytes) bounds their bytes. writers write batches at once: a batch's time
+// is mostly the database's work on the contents (versions, hashes), which a second
+// writer puts on another core while the first waits.
+const (
+	writeBatch = 64
+	writers    = 2
+)
 
 // write is a repaired session on its way to the writer: its write, and its outcome to
 // finish once written.
