@@ -4,7 +4,9 @@
 # with every build in turn (the order rotates each round), plus an incremental run that finds
 # nothing to do (a run's fixed cost) and the plain batched UPDATE writing the same contents.
 #   BINS="bin/tmend /tmp/tmend-variant" TMEND_DATABASE_URL=postgres://.../empty_db scripts/bench-repair-ab.sh
-# SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds.
+# SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds; a
+# build's are wall/repaired/run, run being the run row's own time (finished_at - started_at:
+# without the process's start and `scan`'s 250ms polls for the run's end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-20000} ROUNDS=${ROUNDS:-5}
@@ -44,7 +46,7 @@ for r in $(seq "$ROUNDS"); do
     if [ "$i" = "$n" ]; then
       sql -c "UPDATE tmend.sessions s SET messages = v.messages FROM bench_rep v WHERE v.id = s.id"; line="$line plain=$(since "$s")"
     else
-      out=$(${bins[$i]} scan --json); line="$line $(basename ${bins[$i]})=$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["repaired"])')"
+      out=$(${bins[$i]} scan --json); line="$line $(basename ${bins[$i]})=$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; from datetime import datetime as d; r=json.load(sys.stdin); t=lambda k: d.fromisoformat(r[k].replace("Z", "+00:00")); print("%d/%.3f" % (r["counts"]["repaired"], (t("finished_at") - t("started_at")).total_seconds()))')"
     fi
   done
   echo "$line"

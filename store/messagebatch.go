@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -14,13 +15,14 @@ import (
 // applyBatch is apply for several sessions at once (see batchLayout), in two round trips
 // as well, with apply's handling of the order: the new values of all the sessions are
 // taken first and the table's writers in flight waited for once (see apply), then the
-// sessions' rows are locked and checked; the writes are one statement of each kind for
-// all the sessions that match. A session that cannot be planned is left to apply, which
-// fails it with the reason.
+// sessions' rows are locked and checked, and the prior versions of those that match
+// saved, in one statement; the writes are one statement of each kind for all of them.
+// A session that cannot be planned is left to apply, which fails it with the reason.
 func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants []string, reports [][]any) ([]batchResult, error) {
 	res := make([]batchResult, len(as))
 	ps := make([]*prepared, len(as))
-	var ids []string
+	var ids, want, keys []string
+	var runs []*int64
 	places, fresh := false, 0
 	for i, a := range as {
 		p, err := l.prepare(a)
@@ -28,7 +30,16 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 			res[i].alone = true
 			continue
 		}
-		ps[i], ids = &p, append(ids, a.Session.ID)
+		k := make([]string, len(a.Session.Rows))
+		for j, r := range a.Session.Rows {
+			k[j] = r.Key
+		}
+		kj, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		ps[i], ids, want = &p, append(ids, a.Session.ID), append(want, wants[i])
+		keys, runs = append(keys, string(kj)), append(runs, nilIfZero(a.RunID))
 		places = places || p.plan.places()
 		fresh += p.plan.fresh
 	}
@@ -57,7 +68,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 	if lockTable {
 		b.Queue(lock)
 	}
-	b.Queue(l.sql.lockBatch, ids, l.t.key)
+	b.Queue(l.sql.lockBatch, ids, l.t.key, want, keys, runs)
 	lease := as[0].Report.Lease
 	if lease != nil {
 		queueLease(b, lease)
@@ -66,11 +77,10 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		b.Queue(l.sql.maxOrder)
 	}
 	type state struct {
-		keys             []string
-		transcript, rows string
-		whole            bool
-		last             int
-		lastHash         *string
+		whole, matched bool
+		last           int
+		lastHash       *string
+		rows           string // the hash of the rows' version
 	}
 	locked := make(map[string]state, len(ids))
 	var values []int64
@@ -96,7 +106,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		if rows, err = br.Query(); err == nil {
 			var id string
 			var st state
-			_, err = pgx.ForEachRow(rows, []any{&id, &st.keys, &st.transcript, &st.rows, &st.whole, &st.last, &st.lastHash}, func() error {
+			_, err = pgx.ForEachRow(rows, []any{&id, &st.whole, &st.matched, &st.last, &st.lastHash, &st.rows}, func() error {
 				locked[id] = st
 				return nil
 			})
@@ -120,11 +130,11 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 	}
 
 	var w struct {
-		ids, originals               []string
-		to, from, size, after, origN []int
-		runs, origRuns               []*int64
-		reports                      reportArrays
-		rows                         []*prepared
+		ids                   []string
+		to, from, size, after []int
+		runs                  []*int64
+		reports               reportArrays
+		rows                  []*prepared
 	}
 	for i, a := range as {
 		st, ok := locked[a.Session.ID]
@@ -134,7 +144,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		case !ok || !st.whole:
 			res[i].alone = true
 			continue
-		case st.transcript != wants[i] || !sameKeys(st.keys, a.Session.Rows):
+		case !st.matched:
 			res[i].conflict = &conflictError{"the session changed after it was read"}
 			continue
 		}
@@ -148,9 +158,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		out := &res[i].out
 		out.FromVersion = st.last
 		if st.lastHash == nil || *st.lastHash != st.rows {
-			out.FromVersion = st.last + 1
-			w.originals, w.origN = append(w.originals, a.Session.ID), append(w.origN, out.FromVersion)
-			w.origRuns = append(w.origRuns, nilIfZero(a.RunID))
+			out.FromVersion = st.last + 1 // saved by the check
 		}
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.to, w.runs = append(w.ids, a.Session.ID), append(w.to, out.ToVersion), append(w.runs, nilIfZero(a.RunID))
@@ -166,9 +174,6 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		counts = append(counts, n)
 	}
 	if len(w.ids) > 0 {
-		if len(w.originals) > 0 {
-			queue(int64(len(w.originals)), l.sql.saveOriginals, w.originals, l.t.key, w.origN, w.origRuns)
-		}
 		l.queueRows(queue, w.rows)
 		queue(int64(len(w.ids)), l.sql.saveRepairs, append([]any{w.ids, l.t.key, w.to, w.runs, w.from, w.size, w.after},
 			w.reports.args()...)...)

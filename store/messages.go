@@ -81,9 +81,9 @@ type messageSQL struct {
 	// incremental runs without an updated-at column; "" when times serve instead.
 	orderMark string
 
-	// ApplyBatch's (applyBatch): lockState, saveOriginal and saveRepaired for several
-	// sessions at once.
-	lockBatch, saveOriginals, saveRepairs string
+	// ApplyBatch's (applyBatch): lockState with saveOriginal, and saveRepaired, for
+	// several sessions at once.
+	lockBatch, saveRepairs string
 }
 
 // msgField is where one member of a message is kept: key "" is the whole message.
@@ -456,15 +456,28 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 	// transaction holds, locked in session and key order (concurrent batches never wait
 	// for each other), and lockState's columns of each session; whole is false when a row
 	// of the session was skipped (held, or deleted meanwhile), and the session is left to
-	// a transaction of its own.
-	s.lockBatch = fmt.Sprintf(`SELECT x.sid, x.keys, x.th, x.rh, x.n = (SELECT count(*) FROM %[6]s c WHERE c.%[7]s = x.kid),
-  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = x.sid),
-  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1)
-FROM (
-  SELECT %[1]s AS kid, %[1]s::text AS sid, array_agg(%[2]s::text ORDER BY %[3]s) AS keys, %[4]s AS th, %[5]s AS rh, count(*) AS n
+	// a transaction of its own. A session whose rows are whole and still those read ($3:
+	// the transcript's hash, $4: the keys in order as a JSON array) is matched, and its
+	// rows are saved as its prior version here, unless the latest version is them: the
+	// rows are made into a version's content once, for the hash and the version.
+	s.lockBatch = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $3::text[], $4::text[], $5::int8[]) AS v (sid, want, keys, run_id)
+), x AS (
+  SELECT %[1]s AS kid, %[1]s::text AS sid, array_agg(%[2]s::text ORDER BY %[3]s) AS keys, %[4]s AS th, %[5]s AS c, count(*) AS n
   FROM (SELECT * FROM %[6]s t WHERE %[1]s = ANY($1::text[]::%[8]s[]) ORDER BY %[1]s, %[2]s FOR UPDATE OF t SKIP LOCKED) t
   GROUP BY %[1]s
-) x`, sid, pk, order, sha(transcript), sha(rowsJSON), t.ident, q(src.SessionColumn), t.sid)
+), s AS (
+  SELECT x.*, %[9]s AS rh, x.n = (SELECT count(*) FROM %[6]s w WHERE w.%[7]s = x.kid) AS whole, v.want, v.keys AS want_keys, v.run_id,
+    (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = x.sid) AS last,
+    (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1) AS last_hash
+  FROM x JOIN v USING (sid)
+), m AS (
+  SELECT *, whole AND th = want AND to_jsonb(keys) = want_keys::jsonb AS matched FROM s
+), original AS (
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $2, sid, last + 1, 'original', c, rh, octet_length(c), run_id FROM m WHERE matched AND last_hash IS DISTINCT FROM rh
+)
+SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, order, sha(transcript), rowsJSON, t.ident, q(src.SessionColumn), t.sid, sha("x.c"))
 	// The versions of several sessions: v's rows are a session id, a version, a run.
 	saveVersions := func(unnest, kind, ret string) string {
 		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
@@ -472,7 +485,6 @@ SELECT $2, v.sid, v.n, %s, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), 
 FROM %s CROSS JOIN LATERAL (SELECT %s AS c FROM (SELECT * FROM %s t WHERE %s = v.sid::%s) t) x %s`,
 			kind, unnest, rowsJSON, t.ident, sid, t.sid, ret)
 	}
-	s.saveOriginals = saveVersions("unnest($1::text[], $3::int[], $4::int8[]) AS v (sid, n, run_id)", "'original'", "")
 	s.saveRepairs = fmt.Sprintf(`WITH v AS (
   SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], %[2]s)
     AS v (sid, n, run_id, from_v, size, after, %[3]s)
