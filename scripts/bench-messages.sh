@@ -7,11 +7,12 @@
 # that a loaded machine weighs on both alike; medians and ratios at the end.
 #   scripts/bench-messages.sh                    # a throwaway PostgreSQL (scripts/pg.sh)
 #   TMEND_DATABASE_URL=postgres://.../db scripts/bench-messages.sh   # an empty database of yours
-# TMEND_BIN=path skips the build.
+# TMEND_BIN=path skips the build; PARTS=read (or repair) runs one part only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-100000}
 ROUNDS=${ROUNDS:-5}
+PARTS=${PARTS:-read repair}
 if [ -z "${TMEND_DATABASE_URL:-}" ]; then
   . scripts/pg.sh
   trap pg_stop EXIT
@@ -42,16 +43,21 @@ sql -c "INSERT INTO $t (session_id, message) SELECT g.j->>'id', m.e FROM bench_g
 echo "table: $(sql -c "SELECT count(*) || ' rows, ' || pg_size_pretty(pg_total_relation_size('$t'))  FROM $t")"
 
 # Read: a dry run of every session against COPY of the same rows in the same order.
+# The repair part needs the reports of one dry run.
+[[ $PARTS == *read* ]] || { $tmend scan "${lc[@]}" --full --dry-run >/dev/null || [ $? = 3 ]; ROUNDS_READ=0; }
 copy_s=() dry_s=() read_r=()
 copy() { local s=$(now); sql -c "\\copy (SELECT session_id, id, message FROM $t ORDER BY session_id, id) TO '/dev/null'"; since "$s"; }
 dry() { local s=$(now); $tmend scan "${lc[@]}" --full --dry-run >/dev/null || [ $? = 3 ]; since "$s"; }
-for r in $(seq "$ROUNDS"); do
+for r in $(seq "${ROUNDS_READ:-$ROUNDS}"); do
   if [ $((r % 2)) = 1 ]; then c=$(copy); d=$(dry); else d=$(dry); c=$(copy); fi
   copy_s+=("$c") dry_s+=("$d") read_r+=("$(echo "scale=3; $d / $c" | bc)")
   echo "read round $r: COPY ${c}s, dry-run scan ${d}s, ratio ${read_r[-1]}"
 done
-c=$(printf '%s\n' "${copy_s[@]}" | median) d=$(printf '%s\n' "${dry_s[@]}" | median)
-echo "read, medians of $ROUNDS: COPY ${c}s, dry-run scan ${d}s; median of the rounds' ratios $(printf '%s\n' "${read_r[@]}" | median)"
+if [[ $PARTS == *read* ]]; then
+  c=$(printf '%s\n' "${copy_s[@]}" | median) d=$(printf '%s\n' "${dry_s[@]}" | median)
+  echo "read, medians of $ROUNDS: COPY ${c}s, dry-run scan ${d}s; median of the rounds' ratios $(printf '%s\n' "${read_r[@]}" | median)"
+fi
+[[ $PARTS == *repair* ]] || exit 0
 
 # Repair: the broken sessions, put back as generated with new ids (above the last run's
 # mark, so an incremental run reads exactly them), repaired by tmend; then the same rows put

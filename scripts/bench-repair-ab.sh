@@ -2,8 +2,8 @@
 # Where the row-per-session write path's time goes (BENCHMARKS.md): builds of tmend side by
 # side on one database, each round repairing the same broken sessions in an incremental run
 # with every build in turn (the order rotates each round), plus an incremental run that finds
-# nothing to do (a run's fixed cost) and the plain batched UPDATE writing the same contents
-# (from jsonb, and from text: plaintext).
+# nothing to do (a run's fixed cost; every build in turn) and the plain batched UPDATE
+# writing the same contents (from jsonb, and from text: plaintext).
 #   BINS="bin/tmend /tmp/tmend-variant" TMEND_DATABASE_URL=postgres://.../empty_db scripts/bench-repair-ab.sh
 # SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds; a
 # build's are wall/repaired/run, run being the run row's own time (finished_at - started_at:
@@ -39,9 +39,13 @@ for r in $(seq "$ROUNDS"); do
     i=$(( (k + r) % (n + 2) ))
     reset
     if [ "$i" = $((n + 1)) ]; then
-      # Nothing changed since the last run: what a run costs before its first session.
+      # Nothing changed since the last run: what a run costs before its first session,
+      # with every build in turn.
       sql -c "UPDATE tmend.sessions SET updated_at = now() - interval '1 day' WHERE updated_at > now() - interval '1 day'"
-      s=$(now); $first scan >/dev/null; line="$line empty=$(since "$s")"
+      for j in $(seq 0 $((n - 1))); do
+        b=${bins[$(( (j + r) % n ))]}
+        s=$(now); $b scan >/dev/null; line="$line empty:$(basename "$b")=$(since "$s")"
+      done
       continue
     fi
     s=$(now)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -224,6 +227,66 @@ func BenchmarkAuditQueries(b *testing.B) {
 			if err != nil || len(rows) != 50 {
 				b.Fatalf("%d rows, %v", len(rows), err)
 			}
+		}
+	})
+}
+
+// BenchmarkMessagePages reads a LangChain table of 20,000 sessions (about 230,000 rows,
+// interleaved as concurrent chats write them, with the (session_id, id) index) whole:
+// as a full run's pages (range scans), as the incremental runs' page statement gives
+// the same pages, and as COPY of the same rows in the same order, the floor.
+func BenchmarkMessagePages(b *testing.B) {
+	pool := storetest.NewDB(b)
+	ctx := context.Background()
+	ddl, err := os.ReadFile("testdata/langchain-postgres.sql")
+	require.NoError(b, err)
+	for _, sql := range []string{"BEGIN; SET LOCAL search_path = public; " + string(ddl) + "; COMMIT",
+		`INSERT INTO public.langchain_chat_histories (session_id, message)
+SELECT 's' || (g % 20000), jsonb_build_object('type', CASE WHEN g % 2 = 0 THEN 'human' ELSE 'ai' END, 'content', repeat('x', 40 + g % 200))
+FROM generate_series(1, 230000) g`,
+		`CREATE INDEX ON public.langchain_chat_histories (session_id, id)`,
+		`VACUUM ANALYZE public.langchain_chat_histories`} {
+		_, err := pool.Exec(ctx, sql)
+		require.NoError(b, err)
+	}
+	src, err := store.Preset("langchain-postgres")
+	require.NoError(b, err)
+	src.Table = "public." + src.Table
+	st, err := store.Open(ctx, pool, src, true)
+	require.NoError(b, err)
+	pages := func(b *testing.B, q model.Query) {
+		for {
+			page, err := st.Sessions(ctx, q)
+			require.NoError(b, err)
+			if len(page) < q.Limit {
+				return
+			}
+			q.After = model.Cursor{ID: page[len(page)-1].ID, Started: true}
+		}
+	}
+	q := model.Query{Limit: 500, MaxBytes: 64 << 20, PageBytes: 16 << 20}
+	b.Run("Full", func(b *testing.B) {
+		q := q
+		q.Mode = model.ModeFull
+		for b.Loop() {
+			pages(b, q)
+		}
+	})
+	b.Run("Incremental", func(b *testing.B) {
+		q := q
+		q.Mode, q.To = model.ModeIncremental, time.Now().Add(time.Hour)
+		for b.Loop() {
+			pages(b, q)
+		}
+	})
+	b.Run("Copy", func(b *testing.B) {
+		for b.Loop() {
+			conn, err := pool.Acquire(ctx)
+			require.NoError(b, err)
+			_, err = conn.Conn().PgConn().CopyTo(ctx, io.Discard,
+				`COPY (SELECT session_id, id, message FROM public.langchain_chat_histories ORDER BY session_id, id) TO STDOUT`)
+			conn.Release()
+			require.NoError(b, err)
 		}
 	})
 }

@@ -60,6 +60,37 @@ func (s *Store) QueueName() string {
 	return "tmend_" + hex.EncodeToString(sum[:8])
 }
 
+// oldQueueName is the River queue that every source's jobs shared before each source
+// had its own (QueueName). Only processes of a tmend before that work it.
+const oldQueueName = "tmend"
+
+// moveOldQueueJobsSQL moves the source's jobs still waiting in the old shared queue to
+// its own: its runs' partition jobs ($5 River's kind of them, whose args name the run)
+// and its scheduled scan's ($6, whose args name the source). $1 the source's queue, $2
+// the old one, $3 River's queued job states, $4 the source's key, $7 its name. It reads
+// the waiting jobs of the old queue by River's fetch index and each one's run by its
+// key. A running job stays where it is: its worker (a process of the old tmend) ends
+// it, and once snoozed or rescued it waits again and is moved then.
+const moveOldQueueJobsSQL = `UPDATE river_job j SET queue = $1
+WHERE j.queue = $2 AND j.state = ANY($3)
+  AND (j.kind = $5 AND EXISTS (SELECT 1 FROM repair_runs r WHERE r.id = (j.args->>'run_id')::bigint AND r.source_key = $4)
+    OR j.kind = $6 AND j.args->>'source' = $7)`
+
+// MoveOldQueueJobs moves the source's jobs that wait in the shared queue of a tmend
+// before a queue per source (its runs' partitions, of River kind partitionKind with a
+// run_id argument; its scheduled scan, of kind scheduledKind with a source argument) to
+// the source's queue, where its processes work them, and returns how many it moved. A
+// process that works the queue does it as it starts and on its progress tick, so that
+// an upgrade in the middle of a run loses none of it.
+func (s *Store) MoveOldQueueJobs(ctx context.Context, partitionKind, scheduledKind string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, moveOldQueueJobsSQL, s.QueueName(), oldQueueName, queuedJobStates, s.key,
+		partitionKind, scheduledKind, s.src.Name())
+	if err != nil {
+		return 0, classify(fmt.Errorf("move jobs out of the old shared queue: %w", err))
+	}
+	return tag.RowsAffected(), nil
+}
+
 // Liveness holds a process's liveness locks. Alive reports whether it still holds them.
 type Liveness struct {
 	mu     sync.Mutex
@@ -173,30 +204,60 @@ func ownerID() string {
 // deadOwnedRunsSQL finds the runs recorded as running, of any source, that one process
 // works alone (StartRun: a single session, a rollback; they have no partitions) and
 // whose process died: its liveness lock named after the run's owner is not held. $1
-// running.
+// running, $2 and $3 the modes of such runs (session, rollback).
+//
+// A single session or a rollback that a tmend before run liveness (migration 11) started
+// has no owner, and its process has no lock to lose. Every later tmend records an owner,
+// and an earlier one refuses to start on the newer schema, so such a run's process
+// started before the upgrade; it is taken for dead once it has written nothing for
+// legacyRunSilence: neither started nor committed a session's report since (such a run
+// writes one per session; its newest is read by the run's index of them). Ending it is
+// safe even if that process still lives: it held no lease, so it keeps writing, each
+// session whole, and its own FinishRun records the outcome over "abandoned". The second
+// column says which kind of run it is.
 var deadOwnedRunsSQL = heldLocksSQL + `
-SELECT r.id FROM repair_runs r
-WHERE r.status = $1 AND r.owner IS NOT NULL
+SELECT r.id, r.owner IS NULL FROM repair_runs r
+WHERE r.status = $1
   AND NOT EXISTS (SELECT 1 FROM run_partitions p WHERE p.run_id = r.id)
-  AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` NOT IN (SELECT key FROM held)
+  AND (r.owner IS NOT NULL AND ` + fmt.Sprintf(clientLockKey, "r.owner") + ` NOT IN (SELECT key FROM held)
+    OR r.owner IS NULL AND r.mode IN ($2, $3)
+      AND greatest(r.started_at, (SELECT created_at FROM repair_reports WHERE run_id = r.id ORDER BY id DESC LIMIT 1)) < now() - ` + legacyRunSilence + `)
 ORDER BY r.id FOR UPDATE OF r SKIP LOCKED`
 
-// endOwnerDied is the error a run whose process died ends with.
-const endOwnerDied = "abandoned: the process working it ended before it did; what it committed stays, each session whole"
+// legacyRunSilence is how long a single session or a rollback without an owner may go
+// without writing a report before it is taken for dead: far longer than one session's
+// transaction, the most such a run spends between two reports.
+const legacyRunSilence = "interval '1 hour'"
+
+// endOwnerDied is the error a run whose process died ends with; endLegacySilent that of
+// a run without an owner that went silent.
+const (
+	endOwnerDied    = "abandoned: the process working it ended before it did; what it committed stays, each session whole"
+	endLegacySilent = "abandoned: started by a tmend before run liveness (migration 11) and silent for an hour; what it committed stays, each session whole"
+)
 
 // abandonOwnedRuns ends as abandoned the runs deadOwnedRunsSQL finds, with the counts
 // of the reports they committed (each session is one transaction with its report: a
 // session without one was not written), and returns their ids.
 func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	rows, err := tx.Query(ctx, deadOwnedRunsSQL, model.RunRunning)
+	rows, err := tx.Query(ctx, deadOwnedRunsSQL, model.RunRunning, model.ModeSession, model.ModeRollback)
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs: %w", err)
 	}
-	dead, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	type deadRun struct {
+		id     int64
+		legacy bool
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (r deadRun, err error) {
+		return r, row.Scan(&r.id, &r.legacy)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("look for abandoned runs: %w", err)
 	}
-	for _, id := range dead {
+	dead := make([]int64, 0, len(runs))
+	for _, r := range runs {
+		id := r.id
+		dead = append(dead, id)
 		spec, err := runSpec(ctx, tx, id)
 		if err != nil {
 			return nil, err
@@ -207,6 +268,9 @@ func abandonOwnedRuns(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 		}
 		f := model.Finish{RunID: id, Status: model.RunAbandoned, Counts: total.Counts, Error: endOwnerDied,
 			Source: spec.Source, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
+		if r.legacy {
+			f.Error = endLegacySilent
+		}
 		if spec.Mode == model.ModeRollback {
 			// As Scanner.Rollback counts: sessions tried, restored, refused, failed.
 			f.Counts = model.RunCounts{Scanned: total.Counts.Scanned, Restored: total.ByStatus[model.StatusRolledBack],

@@ -91,3 +91,44 @@ func TestLiveSingleProcessScanBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, model.RunRunning, run.Status)
 }
+
+// A single session or a rollback that a tmend before run liveness started has no owner:
+// it ends abandoned once it has written nothing for an hour, not before, and a run with
+// an owner or a scan is not judged that way.
+func TestOwnerlessRunEndsWhenSilent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	src := store.DefaultSource.Name()
+	insert := func(mode model.Mode, owner *string, age string) int64 {
+		var id int64
+		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO repair_runs (trigger, mode, source, owner, started_at)
+VALUES ('cli', $1, $2, $3, now() - $4::interval) RETURNING id`, mode, src, owner, age).Scan(&id))
+		return id
+	}
+	silent := insert(model.ModeSession, nil, "2 hours")
+	silentRollback := insert(model.ModeRollback, nil, "3 days")
+	young := insert(model.ModeRollback, nil, "10 minutes")
+	writing := insert(model.ModeRollback, nil, "5 hours")
+	require.NoError(t, b.store.InsertReport(ctx, model.Report{RunID: writing, SessionID: "a", Status: model.StatusRolledBack,
+		Trigger: model.TriggerCLI}))
+	require.NoError(t, b.store.InsertReport(ctx, model.Report{RunID: silent, SessionID: "b", Status: model.StatusRepaired,
+		Trigger: model.TriggerCLI}))
+	_, err := b.pool.Exec(ctx, "UPDATE repair_reports SET created_at = now() - interval '90 minutes' WHERE run_id = $1", silent)
+	require.NoError(t, err)
+	scan := insert(model.ModeFull, nil, "2 hours") // a scan's liveness is its jobs' (CreateRun)
+
+	gone, err := b.store.AbandonDeadRuns(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{silent, silentRollback}, gone)
+	run, err := b.store.Run(ctx, silent)
+	require.NoError(t, err)
+	require.Equal(t, model.RunAbandoned, run.Status)
+	require.Contains(t, run.Error, "before run liveness")
+	require.Equal(t, model.RunCounts{Scanned: 1, Repaired: 1}, run.Counts, "the counts are its committed reports")
+	for _, id := range []int64{young, writing, scan} {
+		run, err := b.store.Run(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, model.RunRunning, run.Status, "run %d", id)
+	}
+}

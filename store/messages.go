@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -33,6 +34,9 @@ type messageLayout struct {
 	src  Source
 	t    messageTypes
 	sql  messageSQL
+	// meanRows is the mean rows per session of the pages read (1/1024ths), which sizes
+	// the range scans (see scanPage).
+	meanRows atomic.Int64
 }
 
 // messageTypes is what checkMessageSource found of the table.
@@ -55,7 +59,9 @@ type messageTypes struct {
 	// takes the key from it, else a random UUID (a uuid or text key without default).
 	pkExplicit bool
 	alsoType   string // the OrderAlsoColumn's type, when there is one
-	updatedAt  string
+	// newRow are the NewRowColumns' types (as format_type names them), in their order.
+	newRow    []string
+	updatedAt string
 	// columns are those an INSERT may set (not generated), in table order;
 	// overriding is set when one is an identity column GENERATED ALWAYS, which
 	// always lists.
@@ -67,16 +73,21 @@ type messageTypes struct {
 // messageSQL holds a messages table's statements, built once from quoted identifiers
 // and the types checkMessageSource found.
 type messageSQL struct {
-	full, fullAfter, incr, incrAfter [4]string
-	one, changed, split              string
-	lockState, lock, saveVersion     string
-	saveOriginal, saveRepaired       string
-	insert, delete, update           string
-	restoreDelete, restoreUpdate     string
-	restoreInsert                    string
-	transcriptHash                   string
-	nextValues, maxOrder             string
-	estimate                         string
+	incr, incrAfter [4]string
+	// scan and scanAfter read the rows of a range of sessions in order (the last
+	// argument is how many), alone the rows of one session; holds are a page's holds,
+	// anyHolds whether the source has any.
+	scan, scanAfter              [4]string
+	alone, holds, anyHolds       string
+	changed, split               string
+	lockState, lock, saveVersion string
+	saveOriginal, saveRepaired   string
+	insert, delete, update       string
+	restoreDelete, restoreUpdate string
+	restoreInsert                string
+	transcriptHash               string
+	nextValues, maxOrder         string
+	estimate                     string
 	// orderMark is a run's mark on a sequence order (the column's largest value), for
 	// incremental runs without an updated-at column; "" when times serve instead.
 	orderMark string
@@ -213,6 +224,18 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 		}
 		t.alsoType = c.typ
 	}
+	for _, v := range s.NewRowColumns {
+		c, ok := byName[v.Column]
+		switch {
+		case !ok:
+			return t, fmt.Errorf("%w: table %q has no column %q (a value for new rows)", ErrSource, s.Table, v.Column)
+		case c.generated || v.Column == t.pkColumn || v.Column == s.SessionColumn || v.Column == s.OrderColumn ||
+			v.Column == s.OrderAlsoColumn || v.Column == s.UpdatedAtColumn ||
+			slices.ContainsFunc(t.fields, func(f msgField) bool { return f.column == v.Column }):
+			return t, fmt.Errorf("%w: column %q of %q is one tmend sets or cannot set; it takes no value for new rows", ErrSource, v.Column, s.Table)
+		}
+		t.newRow = append(t.newRow, c.format)
+	}
 	if s.UpdatedAtColumn != "" {
 		c, ok := byName[s.UpdatedAtColumn]
 		if !ok {
@@ -344,14 +367,14 @@ func buildMessageSQL(src Source, t messageTypes) messageSQL {
 		return fmt.Sprintf("(SELECT * FROM %s t WHERE %s = %s%s) t", t.ident, sid, idParam(n), lock)
 	}
 
-	// A page is the rows of at most $3 sessions in session id order, and at most $4 bytes
-	// of their assembled content: a session is returned while the content before it is
-	// within $4; the one that crosses it comes without content (deferred), and ends the
-	// page. A session over $1 bytes, or with a NULL message, comes without content and
-	// counts nothing. Sessions without content come as one row. One window (its frame
-	// the whole session) gives the row numbers, sizes and latest change, and the running
-	// sum goes in the order of the columns themselves: fewer sorts and window passes,
-	// which took a third of a page's time over 1M rows.
+	// An incremental run's page is the rows of at most $3 sessions in session id order,
+	// and at most $4 bytes of their assembled content: a session is returned while the
+	// content before it is within $4; the one that crosses it comes without content
+	// (deferred), and ends the page. A session over $1 bytes, or with a NULL message,
+	// comes without content and counts nothing. Sessions without content come as one
+	// row. One window (its frame the whole session) gives the row numbers, sizes and
+	// latest change, and the running sum goes in the order of the columns themselves:
+	// fewer sorts and window passes, which took a third of a page's time over 1M rows.
 	page := func(where string) string {
 		return fmt.Sprintf(`WITH s AS (SELECT DISTINCT %[1]s AS kid FROM %[2]s t %[3]s ORDER BY 1 LIMIT $3),
 r AS (
@@ -385,10 +408,24 @@ ORDER BY p.kid, p.o_raw, p.k_raw`, sid, t.ident, where, pk, ordKey, ua, ord, msg
 		}
 		return conds
 	}
-	s := messageSQL{one: page(whereAll(fmt.Sprintf("%s = %s", sid, idParam(5))))}
+	// The ordered read of full runs (see scanPage): the session id, the key, the order
+	// value and the message of each row, and its latest change when there is one.
+	cols := fmt.Sprintf("%s::text, %s::text, %s, %s", sid, pk, ordKey, msg)
+	if src.UpdatedAtColumn != "" || t.ordTime {
+		cols += ", " + ua + "::timestamptz"
+	}
+	scan := func(conds []string, n int) string {
+		return fmt.Sprintf("SELECT %s FROM %s t %s ORDER BY %s, %s LIMIT $%d", cols, t.ident, whereAll(conds...), sid, order, n+1)
+	}
+	var s messageSQL
+	s.alone = fmt.Sprintf("SELECT %s FROM %s t WHERE %s = %s ORDER BY %s", cols, t.ident, sid, idParam(1), order)
+	s.holds = `SELECT session_id, content_hash FROM session_holds WHERE source_key = $1 AND session_id = ANY($2::text[])`
+	s.anyHolds = `SELECT EXISTS (SELECT FROM session_holds WHERE source_key = $1)`
 	for v := range 4 {
-		s.full[v] = page(whereAll(bounds(v, 4)...))
-		s.fullAfter[v] = page(whereAll(append([]string{fmt.Sprintf("%s > %s", sid, idParam(5))}, bounds(v, 5)...)...))
+		conds := bounds(v, 0)
+		s.scan[v] = scan(conds, len(conds))
+		conds = append([]string{fmt.Sprintf("%s > %s", sid, idParam(1))}, bounds(v, 1)...)
+		s.scanAfter[v] = scan(conds, len(conds))
 		if src.UpdatedAtColumn != "" || t.ordTime {
 			// The sessions with a row changed (or, by the order's time, added) in the
 			// window, in session id order.
@@ -504,7 +541,8 @@ FROM repaired r JOIN v ON v.sid = r.session_id`, saveVersions("v", "'repaired'",
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
-	// value and, when it must, the primary key. $n+i is field i's values (text).
+	// value, the NewRowColumns and, when it must, the primary key. $n+i is field i's
+	// values (text), then each NewRowColumn's value (text).
 	touch := ""
 	if src.TouchUpdatedAt && src.UpdatedAtColumn != "" {
 		touch = ", " + q(src.UpdatedAtColumn) + " = now()"
@@ -524,10 +562,13 @@ FROM repaired r JOIN v ON v.sid = r.session_id`, saveVersions("v", "'repaired'",
 	fieldOf := func(c string) int {
 		return slices.IndexFunc(t.fields, func(f msgField) bool { return f.column == c })
 	}
+	newRowOf := func(c string) int {
+		return slices.IndexFunc(src.NewRowColumns, func(v ColumnValue) bool { return v.Column == c })
+	}
 	var names, values []string
 	for _, c := range t.columns {
 		v := "s." + q(c)
-		switch i := fieldOf(c); {
+		switch i, j := fieldOf(c), newRowOf(c); {
 		case c == src.OrderColumn:
 			v = ordVal("v.o")
 		case c == t.pkColumn && t.pkExplicit:
@@ -541,6 +582,8 @@ FROM repaired r JOIN v ON v.sid = r.session_id`, saveVersions("v", "'repaired'",
 			v = also(ordVal("v.o"))
 		case c == src.UpdatedAtColumn && touch != "":
 			v = "now()"
+		case j >= 0:
+			v = fmt.Sprintf("$%d::text::%s", 3+len(t.fields)+j+1, t.newRow[j])
 		}
 		names, values = append(names, q(c)), append(values, v)
 	}
@@ -606,7 +649,9 @@ func markWindow(ord string) string {
   AND NOT r.dry_run AND r.order_mark IS NOT NULL AND r.started_at <= $5::timestamptz ORDER BY r.started_at DESC LIMIT 1), -9223372036854775808)`, ord)
 }
 
-// sessions reads a page: the rows of each session, assembled into its transcript.
+// sessions reads a page: the rows of each session, assembled into its transcript; an
+// incremental run's by the page statement, which picks sessions by their changed rows,
+// the others by range scans (scanPage).
 func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
 	pageBytes := int64(q.PageBytes)
 	if pageBytes <= 0 {
@@ -619,20 +664,20 @@ func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Se
 	var rows pgx.Rows
 	var err error
 	switch {
-	case q.Mode == model.ModeSession:
-		rows, err = l.pool.Query(ctx, l.sql.one, q.MaxBytes, l.t.key, 1, int64(math.MaxInt64), q.SessionID)
-	case q.Mode == model.ModeIncremental && l.marked() && !q.After.Started:
+	case q.Mode != model.ModeIncremental:
+		out, err := l.scanPage(ctx, q)
+		if err != nil {
+			return nil, classify(fmt.Errorf("read sessions: %w", err))
+		}
+		return out, nil
+	case l.marked() && !q.After.Started:
 		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From)
-	case q.Mode == model.ModeIncremental && l.marked():
+	case l.marked():
 		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.After.ID)
-	case q.Mode == model.ModeIncremental && !q.After.Started:
-		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To)
-	case q.Mode == model.ModeIncremental:
-		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To, q.After.ID)
 	case !q.After.Started:
-		rows, err = query(l.sql.full, q.MaxBytes, l.t.key, q.Limit, pageBytes)
+		rows, err = query(l.sql.incr, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To)
 	default:
-		rows, err = query(l.sql.fullAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.After.ID)
+		rows, err = query(l.sql.incrAfter, q.MaxBytes, l.t.key, q.Limit, pageBytes, q.From, q.To, q.After.ID)
 	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -915,7 +960,11 @@ func (l *messageLayout) queueRows(queue func(n int64, sql string, args ...any), 
 		ups = append(ups, p.updates...)
 	}
 	if len(tk) > 0 {
-		queue(int64(len(tk)), l.sql.insert, append([]any{tk, o, k}, l.fieldArrays(ins)...)...)
+		args := append([]any{tk, o, k}, l.fieldArrays(ins)...)
+		for _, v := range l.src.NewRowColumns {
+			args = append(args, v.Value)
+		}
+		queue(int64(len(tk)), l.sql.insert, args...)
 	}
 	if len(dels) > 0 {
 		queue(int64(len(dels)), l.sql.delete, dels)
@@ -939,7 +988,8 @@ func referenced(err error) error {
 
 // decompose splits a message into its fields' column values: the message itself for a
 // message column; for a map, each member's JSON text (a raw field) or, for a string,
-// the string. A member no field keeps is refused: writing the message would lose it.
+// the string. A member no field keeps is refused: writing the message would lose it
+// (a sessionError: the session fails).
 func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	if l.t.fields[0].key == "" {
 		m := string(msg)
@@ -947,7 +997,7 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(msg, &members); err != nil {
-		return nil, fmt.Errorf("a repaired message is not a JSON object: %w", err)
+		return nil, &sessionError{fmt.Errorf("a repaired message is not a JSON object: %w", err)}
 	}
 	out := make([]*string, len(l.t.fields))
 	for i, f := range l.t.fields {
@@ -959,13 +1009,13 @@ func (l *messageLayout) decompose(msg []byte) ([]*string, error) {
 		v := string(raw)
 		if !f.raw && raw[0] == '"' {
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, fmt.Errorf("member %q: %w", f.key, err)
+				return nil, &sessionError{fmt.Errorf("member %q: %w", f.key, err)}
 			}
 		}
 		out[i] = &v
 	}
 	for k := range members {
-		return nil, fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)
+		return nil, &sessionError{fmt.Errorf("a repaired message has a member %q that no column of the message map keeps", k)}
 	}
 	return out, nil
 }

@@ -428,6 +428,85 @@ func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
 	require.Equal(t, before, whole(), "every row back, every column")
 }
 
+// A row tmend inserts in the chatbot template's table holds a message of its own, with
+// no attachments: its "attachments" (json NOT NULL) is [], not the row before's.
+func TestChatbotInsertedRowHasNoAttachments(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
+	require.NoError(t, err)
+	const chat = "00000000-0000-4000-8000-000000000001"
+	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const picture = `[{"url":"https://example.com/cat.png","name":"cat.png","contentType":"image/png"}]`
+	for i, m := range [][2]string{{"user", `[{"type":"text","text":"What is this?"}]`}, {"assistant", `[{"type":"text","text":"A cat."}]`}} {
+		_, err := pool.Exec(t.Context(), `INSERT INTO "Message_v2" (id, "chatId", role, parts, attachments, "createdAt") VALUES ($1, $2, $3, $4, $5, $6)`,
+			fmt.Sprintf("00000000-0000-4000-9000-%012d", i), chat, m[0], m[1], picture, at.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+	}
+	src, err := store.Preset("ai-sdk-chatbot")
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), pool, src, false)
+	require.NoError(t, err)
+	sess := (&langchain{st: st}).read(t, chat)
+
+	// The transcript with a message appended that no row holds (Origin -1).
+	var msgs []json.RawMessage
+	require.NoError(t, json.Unmarshal(sess.Messages, &msgs))
+	msgs = append(msgs, json.RawMessage(`{"id":"00000000-0000-4000-9000-000000000009","role":"assistant","parts":[{"type":"text","text":"More?"}]}`))
+	out, origins := []byte("["), make([]repair.Origin, len(msgs))
+	for i, m := range msgs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		origins[i] = repair.Origin{Input: i, Start: len(out), End: len(out) + len(m)}
+		out = append(out, m...)
+	}
+	out = append(out, ']')
+	origins[len(msgs)-1].Input = -1
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: out,
+		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
+	require.NoError(t, err)
+
+	rows, err := pool.Query(t.Context(), `SELECT id::text, attachments::text FROM "Message_v2" ORDER BY "createdAt", id`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var v [2]string
+		return v, r.Scan(&v[0], &v[1])
+	})
+	require.NoError(t, err)
+	require.Equal(t, [][2]string{{"00000000-0000-4000-9000-000000000000", picture}, {"00000000-0000-4000-9000-000000000001", picture},
+		{"00000000-0000-4000-9000-000000000009", "[]"}}, got)
+}
+
+// A repaired message with a member no column of the map keeps is not written, and the
+// error is the session's, not the database's: the session fails with it (README), it is
+// not retried as an outage.
+func TestMessageMapMissingMemberFailsTheSession(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE public.chat (id bigserial PRIMARY KEY, conv text NOT NULL, role text NOT NULL, content jsonb)`)
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `INSERT INTO public.chat (conv, role, content) VALUES ('c', 'user', '"ls"')`)
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), pool, store.Source{Table: "public.chat", Layout: store.LayoutMessages, SessionColumn: "conv",
+		OrderColumn: "id", MessageMap: []store.MapField{{Key: "role", Column: "role"}, {Key: "content", Column: "content"}}}, false)
+	require.NoError(t, err)
+	sess := (&langchain{st: st}).read(t, "c")
+	out := `[{"role":"user","content":"ls"},{"role":"tool","content":"x","tool_call_id":"c1"}]`
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: []byte(out),
+		Origins: []repair.Origin{{Input: 0, Start: 1, End: 31}, {Input: -1, Start: 32, End: len(out) - 1}},
+		Report:  model.Report{Status: model.StatusRepaired}})
+	require.ErrorContains(t, err, `a repaired message has a member "tool_call_id" that no column of the message map keeps`)
+	require.NotErrorIs(t, err, model.ErrUnavailable)
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM public.chat`).Scan(&n))
+	require.Equal(t, 1, n, "nothing written")
+}
+
 // A row the repair would delete that another table refers to (a vote on a retried
 // answer) leaves the session as it was, with an error that says what to do.
 func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {

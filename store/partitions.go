@@ -615,30 +615,34 @@ func committedTotals(ctx context.Context, tx pgx.Tx, runID int64, parts []partit
 		// Compaction's bytes saved are not on the report rows: from the checkpoints too.
 		total.Compaction.Merge(p.soFar.Compaction)
 	}
-	queries := []struct {
-		sql string
-		add func(key string, n int)
-	}{
-		{`SELECT status, count(*) FROM repair_reports WHERE run_id = $1 GROUP BY 1`,
-			func(k string, n int) { total.AddStatus(model.SessionStatus(k), n) }},
-		{`SELECT dialect, count(*) FROM repair_reports WHERE run_id = $1 AND dialect IS NOT NULL GROUP BY 1`,
-			func(k string, n int) { total.ByDialect[k] += n }},
-		{`SELECT code, count(*) FROM repair_reports, unnest(issue_codes) AS code WHERE run_id = $1 GROUP BY 1`,
-			func(k string, n int) { total.ByIssue[k] += n }},
-		{`SELECT s.key, sum(s.value::int) FROM repair_reports, jsonb_each_text(stage_counts) AS s WHERE run_id = $1 GROUP BY 1`,
-			func(k string, n int) { total.ByStage[repair.Stage(k)] += n }},
+	// One read of the run's reports, in one round trip.
+	rows, err := tx.Query(ctx, `WITH r AS MATERIALIZED (
+  SELECT status, dialect, issue_codes, stage_counts FROM repair_reports WHERE run_id = $1)
+SELECT 0, status, count(*) FROM r GROUP BY 2
+UNION ALL SELECT 1, dialect, count(*) FROM r WHERE dialect IS NOT NULL GROUP BY 2
+UNION ALL SELECT 2, code, count(*) FROM r, unnest(issue_codes) AS code GROUP BY 2
+UNION ALL SELECT 3, s.key, sum(s.value::int) FROM r, jsonb_each_text(stage_counts) AS s GROUP BY 2`, runID)
+	if err != nil {
+		return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
 	}
-	for _, q := range queries {
-		rows, err := tx.Query(ctx, q.sql, runID)
-		if err != nil {
-			return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
+	var kind int
+	var k string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&kind, &k, &n}, func() error {
+		switch kind {
+		case 0:
+			total.AddStatus(model.SessionStatus(k), n)
+		case 1:
+			total.ByDialect[k] += n
+		case 2:
+			total.ByIssue[k] += n
+		case 3:
+			total.ByStage[repair.Stage(k)] += n
 		}
-		var k string
-		var n int
-		_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { q.add(k, n); return nil })
-		if err != nil {
-			return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return total, fmt.Errorf("count the reports of run %d: %w", runID, err)
 	}
 	return total, nil
 }

@@ -13,10 +13,11 @@ var presets = map[string]Source{
 	"langchain-postgres": {Table: "langchain_chat_histories", Layout: LayoutMessages,
 		SessionColumn: "session_id", OrderColumn: "id", MessageColumn: "message"},
 	// The Vercel AI chatbot template: a UIMessage {id, role, parts} a row, ordered by
-	// "createdAt", the row's uuid its id.
+	// "createdAt", the row's uuid its id; a message tmend inserts has no attachments.
 	"ai-sdk-chatbot": {Table: `"Message_v2"`, Layout: LayoutMessages,
 		SessionColumn: `"chatId"`, OrderColumn: `"createdAt"`,
-		MessageMap: []MapField{{Key: "id", Column: "id"}, {Key: "role", Column: "role"}, {Key: "parts", Column: "parts"}}},
+		MessageMap:    []MapField{{Key: "id", Column: "id"}, {Key: "role", Column: "role"}, {Key: "parts", Column: "parts"}},
+		NewRowColumns: []ColumnValue{{Column: "attachments", Value: "[]"}}},
 	// Mastra (@mastra/pg): a format-2 message a row, its content object as JSON text,
 	// ordered by "createdAt", which "createdAtZ" repeats as a timestamptz.
 	"mastra": {Table: "mastra_messages", Layout: LayoutMessages,

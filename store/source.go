@@ -32,6 +32,11 @@ type Source struct {
 	// (Mastra's "createdAtZ" beside "createdAt", a UTC wall clock): rows tmend places get
 	// it too.
 	OrderAlsoColumn string
+	// NewRowColumns give columns of the rows tmend inserts (a row per message) a value
+	// of their own, cast from text to the column's type, where they would otherwise
+	// copy the row before (the columns tmend does not set): a preset's, such as the
+	// chatbot's "attachments", [] on a message tmend writes, which has none.
+	NewRowColumns   []ColumnValue
 	UpdatedAtColumn string // optional; without it every run is a full run
 
 	// How tmend writes (both off by default, so a repair changes nothing but the
@@ -65,6 +70,9 @@ type MapField struct {
 	Key, Column string
 	JSON        bool
 }
+
+// ColumnValue is a value for a column, as text.
+type ColumnValue struct{ Column, Value string }
 
 // ParseMessageMap reads a column map written key=column,... (key=column:json for a
 // text column holding JSON), e.g. id=id,role=role,parts=parts. Keys are letters, digits,
@@ -260,6 +268,14 @@ func (s Source) normalize() (Source, error) {
 		}
 	}
 	s.MessageMap = fields
+	values := make([]ColumnValue, len(s.NewRowColumns))
+	for i, v := range s.NewRowColumns {
+		values[i] = v
+		if values[i].Column, err = column(v.Column); err != nil {
+			return s, fmt.Errorf("%w: %v", ErrSource, err)
+		}
+	}
+	s.NewRowColumns = values
 	return s, nil
 }
 

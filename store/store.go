@@ -88,11 +88,20 @@ func (s *Store) Key() string { return s.key }
 // Pool returns the pool, for the few callers that run their own statements (health checks).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// sessionError is a write refused for what the session holds, found before anything
+// was sent: the session fails with it and the run goes on, where an error of the
+// database is retried as an outage (classify).
+type sessionError struct{ err error }
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
+
 // classify wraps failures of the database itself in ErrUnavailable: errors the server
 // sends about the connection or its shutdown, and every error that is not the server's
-// answer at all (network, connect, closed connection).
+// answer at all (network, connect, closed connection) nor the session's (sessionError).
 func classify(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+	var se *sessionError
+	if err == nil || errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrSource) || errors.Is(err, model.ErrNotFound) ||
 		errors.Is(err, model.ErrBusy) || errors.Is(err, model.ErrLeaseLost) {
 		return err

@@ -51,7 +51,8 @@ func TestKillTrialsMessagesLayout(t *testing.T) {
 				b.count(t, "SELECT count(*) FROM repair_reports WHERE status = 'repaired'"))
 
 			next, nextOut := startTmend(t, b.env, args...)
-			require.NoError(t, next.Wait(), "the next scan: %s\nthe killed one: %s", nextOut.String(), tail(out.String(), 2000))
+			require.NoError(t, waitExit(t, next, nextOut, nextScanBound), "the next scan: %s\nthe killed one: %s",
+				nextOut.String(), tail(out.String(), 2000))
 
 			repaired := 0
 			for id, before := range orig {
@@ -76,6 +77,10 @@ func TestKillTrialsMessagesLayout(t *testing.T) {
 		})
 	}
 }
+
+// nextScanBound is far more than the next scan takes to finish a run on a loaded machine
+// (seconds): one that has not ended by then never will.
+const nextScanBound = 3 * time.Minute
 
 // msgKillSessions keeps these trials short: a session is several rows here.
 const msgKillSessions = 1500

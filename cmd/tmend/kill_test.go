@@ -131,7 +131,8 @@ func TestKillTrialsScan(t *testing.T) {
 				return b.count(t, "SELECT count(*) FROM repair_runs WHERE id > $1 OR id = $1 AND owner <> $2", dead, owner) == 1
 			})
 			started := time.Since(start)
-			require.NoError(t, next.Wait(), "the next scan: %s\nthe killed one: %s", nextOut.String(), tail(out.String(), 2000))
+			require.NoError(t, waitExit(t, next, nextOut, nextScanBound), "the next scan: %s\nthe killed one: %s",
+				nextOut.String(), tail(out.String(), 2000))
 			t.Logf("the next scan started its run in %s", started.Round(time.Millisecond))
 			require.Less(t, started, 15*time.Second, "the next scan starts within seconds")
 

@@ -198,6 +198,25 @@ func startTmend(t *testing.T, env map[string]string, args ...string) (*exec.Cmd,
 	return cmd, &out
 }
 
+// waitExit waits for cmd, started by startTmend with output out, to exit and returns its
+// error. One still running after d is killed and fails the test with the end of its
+// output: a run that never ends (its writes keep failing and River retries them) is a
+// failure to report, not a hang until the test binary's timeout.
+func waitExit(t *testing.T, cmd *exec.Cmd, out *storetest.Logs, d time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s still running after %s; its output ends: %s", strings.Join(cmd.Args, " "), d, tail(out.String(), 3000))
+		return nil
+	}
+}
+
 // checkNothingHalfWritten asserts that every session is either untouched (no versions)
 // or fully repaired (content equal to its repaired version, with a report).
 func checkNothingHalfWritten(t *testing.T, b *dbBundle) (repaired int) {

@@ -154,11 +154,11 @@ func (r *RunResult) Merge(o RunResult) {
 	r.Compaction.Merge(o.Compaction)
 }
 
-// Problems reports whether the run found sessions needing repair or failing (for a dry
-// run's exit code). Sessions held after a rollback are not problems.
+// Problems reports whether the dry run found sessions needing repair, compaction
+// (--compact) or failing (its exit code). Sessions held after a rollback are not problems.
 func (r *RunResult) Problems() bool {
 	c := r.Counts
-	return c.Repaired+c.Conflict+c.Failed+c.Skipped-r.ByStatus[StatusHeld] > 0
+	return c.Repaired+c.Conflict+c.Failed+c.Skipped-r.ByStatus[StatusHeld]+r.Compaction.Compacted > 0
 }
 
 // Summary is what the run row keeps of the result.

@@ -204,7 +204,8 @@ Exit codes:
   0  ok
   1  runtime error (also: rollback refused some session)
   2  usage or configuration error
-  3  problems found (check, scan --dry-run, repair --dry-run); sessions to compact (compact --dry-run)
+  3  problems found (check, scan --dry-run, repair --dry-run); sessions to compact (compact --dry-run,
+     scan and repair --compact --dry-run)
   4  sessions failed (scan, repair, rollback: the others were handled)
 
 Database settings: --database-url, else TMEND_DATABASE_URL, else DATABASE_URL, else

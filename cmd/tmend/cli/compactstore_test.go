@@ -77,3 +77,37 @@ func TestScanCompact(t *testing.T) {
 	}
 	require.Contains(t, r.stderr, "one row per session")
 }
+
+// A dry run with --compact that finds sessions to compact and none to repair exits 3,
+// as it does for sessions to repair; with nothing to do, 0.
+func TestDryRunExitsThreeForCompactionAlone(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	data := genJSONL(t, "--dialect", "anthropic", "--sessions", "2", "--messages", "600", "--workload", "coding", "--fault-rate", "0")
+	r := runCLI(t, data, b.env, "import", "-")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	r = runCLI(t, "", b.env, "scan", "--full", "--dry-run")
+	require.Equal(t, ExitOK, r.code, "nothing to repair: %s", r.stdout)
+	r = runCLI(t, "", b.env, "scan", "--full", "--compact=aggressive", "--dry-run", "--json")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	var dry struct {
+		Counts  map[string]int `json:"counts"`
+		Summary struct {
+			ByStatus map[string]int `json:"by_status"`
+		} `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dry), r.stdout)
+	require.Zero(t, dry.Counts["would_repair"])
+	require.Equal(t, 2, dry.Summary.ByStatus["would_compact"])
+
+	var id string
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT id FROM sessions LIMIT 1`).Scan(&id))
+	r = runCLI(t, "", b.env, "repair", "--session", id, "--compact=aggressive", "--dry-run")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+
+	r = runCLI(t, "", b.env, "scan", "--full", "--compact=aggressive")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = runCLI(t, "", b.env, "scan", "--full", "--compact=aggressive", "--dry-run")
+	require.Equal(t, ExitOK, r.code, "compacted already: %s", r.stdout)
+}

@@ -138,7 +138,8 @@ version and report per session; 'tmend rollback' undoes it, also after the agent
 turns; 'tmend report --session ID --cleared' shows what each stub replaced): profiles
 conservative, standard (a bare --compact) and aggressive, as 'tmend compact --help'
 describes; the idle gate reads the table's updated-at column. Tables kept one row per
-session only. A dry run reports the saving per session and for the run.
+session only. A dry run reports the saving per session and for the run, and exits 3
+when some session would be compacted, even with none to repair.
 
 --metrics-textfile writes, after the run, the metrics of every run recorded in the
 database (those 'tmend serve' exports at /metrics, read the same way) to a file,
@@ -274,9 +275,14 @@ func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scann
 			r.log.Warn().Err(err).Msg("stopping the queue")
 		}
 	}()
-	id, err := q.StartRun(ctx, ro, o.queue.partitions)
+	started, err := q.StartScan(ctx, ro, o.queue.partitions)
 	if err != nil {
 		return model.RunRow{}, err
+	}
+	id := started.ID
+	if started.TakenOver && o.queue.partitions > 0 && started.Partitions > 0 && started.Partitions != o.queue.partitions {
+		e.eprintf("tmend: run %d, whose processes died, is taken over: it goes on in its own %d partitions from their checkpoints; --partitions %d does not apply to it\n",
+			id, started.Partitions, o.queue.partitions)
 	}
 	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
 		return model.RunRow{}, err
@@ -353,8 +359,8 @@ func newRepairCmd(e *Env) *cobra.Command {
 and after. The prior content is kept as a version, so 'tmend rollback --session ID'
 undoes it. --dry-run shows the same without writing; --force also answers calls of the
 last turn that may still be running (the quiet period). Like 'scan --dry-run', a dry
-run exits 3 when the session needs repair (or cannot be handled); a session that failed
-(an error while writing it) exits 4.
+run exits 3 when the session needs repair (or cannot be handled) or, with --compact,
+compaction; a session that failed (an error while writing it) exits 4.
 
 --compact[=PROFILE] also compacts it after the repair, in the same write (profiles
 conservative, standard (a bare --compact) and aggressive, as 'tmend compact --help'

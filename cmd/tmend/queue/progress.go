@@ -19,9 +19,10 @@ type runSample struct {
 }
 
 // Watch reads the running runs every interval until ctx ends: a run of one session or
-// a rollback whose process died ends abandoned (store.AbandonDeadRuns), and each run
-// this process works a partition of gets an info line with its counts, its rate and,
-// for a full scan, the table's estimated size and the time left.
+// a rollback whose process died ends abandoned (store.AbandonDeadRuns), the source's
+// jobs left in an older tmend's shared queue move to its own (store.MoveOldQueueJobs),
+// and each run this process works a partition of gets an info line with its counts, its
+// rate and, for a full scan, the table's estimated size and the time left.
 func (q *Queue) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -47,6 +48,9 @@ func (q *Queue) progress(ctx context.Context, seen map[int64]runSample, now time
 	}
 	for _, id := range dead {
 		q.log.Warn().Int64("run_id", id).Msg("run abandoned: the process working it died; what it committed stays")
+	}
+	if err := q.moveOldQueueJobs(ctx); err != nil {
+		q.log.Debug().Err(err).Msg("moving jobs out of the old shared queue")
 	}
 	runs, err := q.store.ListRuns(ctx, model.RunFilter{Status: model.RunRunning, Limit: 1000})
 	if err != nil {

@@ -94,6 +94,12 @@ type Queue struct {
 	alive   *store.Liveness
 	watched context.CancelFunc
 	watchWG sync.WaitGroup
+	// ended is closed, and replaced, when a partition this process worked ended its run,
+	// so that Wait reads the run at once instead of at its next poll.
+	endedMu sync.Mutex
+	ended   chan struct{}
+	// poll is how often Wait reads a run that others may end.
+	poll time.Duration
 }
 
 type worked struct {
@@ -125,6 +131,8 @@ func New(st *store.Store, sc *scanner.Scanner, log zerolog.Logger, cfg Config) (
 	q := &Queue{store: st, sc: sc, log: log.With().Str("component", "queue").Logger(), cfg: cfg, stopping: make(chan struct{}),
 		name:     st.QueueName(),
 		worked:   map[int64]worked{},
+		ended:    make(chan struct{}),
+		poll:     250 * time.Millisecond,
 		riverLog: slog.New(zerolog.NewSlogHandler(log.With().Str("component", "river").Logger().Level(zerolog.WarnLevel)))}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &partitionWorker{q: q}); err != nil {
@@ -205,10 +213,23 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.holdLiveness(ctx); err != nil {
 		return err
 	}
+	if err := q.moveOldQueueJobs(ctx); err != nil {
+		return err
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
 	return nil
+}
+
+// moveOldQueueJobs moves the source's jobs that a tmend before a queue per source left
+// in the shared queue to this source's (store.MoveOldQueueJobs), where they are worked.
+func (q *Queue) moveOldQueueJobs(ctx context.Context) error {
+	n, err := q.store.MoveOldQueueJobs(ctx, PartitionArgs{}.Kind(), ScheduledArgs{}.Kind())
+	if n > 0 {
+		q.log.Info().Int64("num_jobs", n).Str("queue", q.name).Msg("jobs moved from the old shared queue to this source's")
+	}
+	return err
 }
 
 // Stop stops working: running partitions finish their sessions in hand, checkpoint and
@@ -306,19 +327,36 @@ func (q *Queue) releaseLiveness() {
 	}
 }
 
-// StartRun records a scan with options o in partitions partitions (0: chosen from the
+// Started is the scan StartScan started or took over.
+type Started struct {
+	ID int64
+	// TakenOver says that ID is a dead scan this one goes on with. It keeps its own
+	// partitions, Partitions of them, whatever count was asked for: each is a range of
+	// ids with a checkpoint, and split anew they would lose their progress.
+	TakenOver  bool
+	Partitions int
+}
+
+// StartRun is StartScan for a caller that needs only the run's id.
+func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
+	st, err := q.StartScan(ctx, o, partitions)
+	return st.ID, err
+}
+
+// StartScan records a scan with options o in partitions partitions (0: chosen from the
 // table's size) and enqueues them; model.ErrBusy when a scan of the source is running.
 // When the running scan of the source is dead (store.CreateRun) and is the one asked
-// for, it is taken over instead: its id is returned, and it goes on from its checkpoints.
-func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions int) (int64, error) {
+// for, it is taken over instead, with its own partitions, and goes on from their
+// checkpoints; a partition count asked for that differs is logged as not applied.
+func (q *Queue) StartScan(ctx context.Context, o scanner.RunOptions, partitions int) (Started, error) {
 	plan, err := q.sc.Plan(ctx, o, partitions)
 	if err != nil {
-		return 0, err
+		return Started{}, err
 	}
 	if q.cfg.Concurrency > 0 {
 		// Alive before the run exists, so that no other scan finds it ownerless.
 		if err := q.holdLiveness(ctx); err != nil {
-			return 0, err
+			return Started{}, err
 		}
 		if q.cfg.OwnsRuns {
 			plan.Owner = q.client.ID()
@@ -345,17 +383,30 @@ func (q *Queue) StartRun(ctx context.Context, o scanner.RunOptions, partitions i
 		q.log.Warn().Int64("run_id", id).Msg("run abandoned: no live process worked it, and this scan asks for another; this scan covers its sessions")
 	}
 	if err != nil {
-		return 0, err
+		return Started{}, err
 	}
-	if run.TakenOver {
-		q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-			Int("partitions", run.Partitions).
-			Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
-		return run.ID, nil
+	if !run.TakenOver {
+		q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+			Int("partitions", run.Partitions).Msg("run started")
+		return Started{ID: run.ID, Partitions: run.Partitions}, nil
 	}
-	q.log.Info().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
-		Int("partitions", run.Partitions).Msg("run started")
-	return run.ID, nil
+	q.log.Warn().Int64("run_id", run.ID).Str("mode", string(plan.Mode)).Bool("dry_run", plan.DryRun).
+		Int("partitions", run.Partitions).
+		Msg("run taken over: no live process worked it; this scan goes on with it from its partitions' checkpoints")
+	st := Started{ID: run.ID, TakenOver: true}
+	// run.Partitions counts the unfinished ones only; the run row has them all. The run
+	// is this scan's already: not reading it fails nothing but the notice.
+	row, err := q.store.Run(ctx, run.ID)
+	if err != nil {
+		q.log.Debug().Err(err).Int64("run_id", run.ID).Msg("reading the run taken over")
+		return st, nil
+	}
+	st.Partitions = row.Partitions
+	if partitions > 0 && partitions != st.Partitions {
+		q.log.Warn().Int64("run_id", run.ID).Int("partitions", st.Partitions).Int("partitions_asked", partitions).
+			Msg("the run taken over keeps its own partitions, each with its checkpoint; the count asked for does not apply to it")
+	}
+	return st, nil
 }
 
 // cancelJobs cancels River jobs in tx. A job still marked running stays so until its
@@ -374,11 +425,13 @@ func (q *Queue) Cancel(ctx context.Context, runID int64) (model.RunRow, error) {
 	return q.store.CancelRun(ctx, runID, q.cancelJobs)
 }
 
-// Wait polls a run until it ends and returns it; progress, if set, sees each poll.
+// Wait polls a run until it ends and returns it; progress, if set, sees each poll. A run
+// that ends in this process is read at once.
 func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRow)) (model.RunRow, error) {
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(q.poll)
 	defer t.Stop()
 	for {
+		ended := q.endedSignal() // before the read, so that an end after it wakes the select
 		run, err := q.store.Run(ctx, runID)
 		if err != nil && !errors.Is(err, model.ErrUnavailable) {
 			return run, err
@@ -395,8 +448,23 @@ func (q *Queue) Wait(ctx context.Context, runID int64, progress func(model.RunRo
 		case <-ctx.Done():
 			return run, ctx.Err()
 		case <-t.C:
+		case <-ended:
 		}
 	}
+}
+
+func (q *Queue) endedSignal() <-chan struct{} {
+	q.endedMu.Lock()
+	defer q.endedMu.Unlock()
+	return q.ended
+}
+
+// runEnded wakes every Wait.
+func (q *Queue) runEnded() {
+	q.endedMu.Lock()
+	defer q.endedMu.Unlock()
+	close(q.ended)
+	q.ended = make(chan struct{})
 }
 
 // working counts a partition of run runID in (+1) or out (-1) of this process's hands.
@@ -439,8 +507,11 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[PartitionArgs
 	if err != nil {
 		return err
 	}
-	if out == scanner.PartitionYielded {
+	switch out {
+	case scanner.PartitionYielded:
 		return river.JobSnooze(0) // back in the queue at once, for any worker; not an attempt
+	case scanner.RunEnded:
+		w.q.runEnded()
 	}
 	return nil
 }

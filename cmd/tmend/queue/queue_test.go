@@ -222,6 +222,29 @@ func (b *bundle) owner(t *testing.T) *queue.Queue {
 	return q
 }
 
+// tmend scan's Wait reads its run as soon as its own worker ends it, not at its next
+// poll: with the poll an hour away, it returns the completed run.
+func TestWaitWakesWhenItsWorkerEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	q := b.owner(t)
+	q.SetPoll(time.Hour)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	id, err := q.StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 2)
+	require.NoError(t, err)
+	polls := 0
+	run, err := q.Wait(ctx, id, func(model.RunRow) {
+		polls++
+		if polls == 1 { // nothing works the run before Wait has read it running
+			require.NoError(t, q.Start(context.WithoutCancel(ctx)))
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, model.RunCompleted, run.Status, run.Error)
+	require.Equal(t, 2, polls)
+}
+
 // A scan that no live process works or will work never blocks the next one, and River's
 // own record of who works each job decides it, not a clock: the next scan takes it over
 // when it asks for the same scan (TestDeadRunIsTakenOver); else it ends it as
@@ -549,4 +572,45 @@ INSERT INTO public.other SELECT id, messages FROM sessions`)
 			require.False(t, res.Changed(), "the other table is repaired")
 		}
 	}
+}
+
+// Jobs that a tmend before a queue per source left waiting in the shared queue are moved
+// to their source's queue when a worker of that source starts, and worked there: the
+// run they belong to completes under its id, and the scheduled tick runs. Another
+// source's job stays where it is.
+func TestOldQueueJobsAreMoved(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, sessions(t, 70), scanner.Config{})
+	id, err := b.queue(t, queue.Config{}).StartRun(ctx, scanner.RunOptions{Trigger: model.TriggerCron, Mode: model.ModeFull}, 2)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET queue = 'tmend' WHERE (args->>'run_id')::bigint = $1`, id)
+	require.NoError(t, err)
+	insertTick := func(source string) int64 {
+		var job int64
+		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO river_job (kind, args, max_attempts, queue)
+VALUES ('tmend_scheduled_scan', jsonb_build_object('source', $1::text, 'tick', now()), 10, 'tmend') RETURNING id`, source).Scan(&job))
+		return job
+	}
+	tick := insertTick(store.DefaultSource.Name())
+	otherTick := insertTick("public.other(id,m,updated_at)")
+	var otherPartition int64
+	require.NoError(t, b.pool.QueryRow(ctx, `WITH r AS (INSERT INTO repair_runs (trigger, mode, source, source_key)
+  VALUES ('cron', 'full', 'public.other(id,m,updated_at)', 'other') RETURNING id)
+INSERT INTO river_job (kind, args, max_attempts, queue) SELECT 'tmend_partition', jsonb_build_object('run_id', id, 'partition', 0), 10, 'tmend'
+FROM r RETURNING id`).Scan(&otherPartition))
+
+	w := b.queue(t, queue.Config{Concurrency: 2})
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM river_job WHERE queue = 'tmend' AND id <> ALL($1)`, []int64{otherTick, otherPartition}),
+		"the source's waiting jobs left the old queue")
+	done := wait(t, w, id)
+	require.Equal(t, model.RunCompleted, done.Status, done.Error)
+	require.Equal(t, 70, done.Counts.Scanned)
+	storetest.AllClean(t, b.pool)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'completed'`, tick) == 1
+	}, time.Minute, 20*time.Millisecond, "the scheduled tick is worked")
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM river_job WHERE id = ANY($1) AND queue = 'tmend' AND state = 'available'`,
+		[]int64{otherTick, otherPartition}), "another source's jobs are not this source's to move")
+	require.Contains(t, b.log.String(), "jobs moved from the old shared queue")
 }
