@@ -111,6 +111,7 @@ func (s *Store) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outco
 	return outs, errs
 }
 
+// sameLease reports whether two writes hold the same lease (or none).
 func sameLease(a, b *model.Lease) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
@@ -135,7 +136,7 @@ func (r *reportArrays) add(args []any) {
 	r.host = append(r.host, fmt.Sprint(args[18]))
 }
 
-// args are the arrays in the order reportColumnsSQL names them.
+// args are the arrays in the order reportColumns names them.
 func (r *reportArrays) args() []any {
 	return []any{r.status, r.trigger, r.dialect, r.reason, r.codes, r.stages, r.actions, r.actor, r.version, r.host}
 }
