@@ -24,7 +24,9 @@ import (
 // Store is what the scanner needs from the database.
 type Store interface {
 	Sessions(ctx context.Context, q model.Query) ([]model.Session, error)
-	Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
+	// ApplyBatch writes repaired sessions, each whole, and returns what became of each as
+	// one session's write would (outcome, or error).
+	ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outcome, []error)
 	InsertReport(ctx context.Context, r model.Report) error
 	StartRun(ctx context.Context, r model.Run) (int64, time.Time, error)
 	FinishRun(ctx context.Context, f model.Finish) error
@@ -51,8 +53,8 @@ type Store interface {
 // Config tunes every run of a Scanner.
 type Config struct {
 	Source  string // the source's name, for runs and scan state
-	Workers int    // sessions repaired and written at once; default twice GOMAXPROCS
-	// (writes wait on the database, so more workers than CPUs keep both busy)
+	Workers int    // sessions repaired at once; default twice GOMAXPROCS
+	// (a worker waits for the writer when it is behind, so more workers than CPUs keep both busy)
 	BatchSize int // sessions per page; default 500
 	MaxBytes  int // larger sessions are reported too_large and left alone; default 64 MiB (see repair.DefaultMaxMemory)
 	// MaxInflightBytes bounds the content read and not yet repaired and written, across
@@ -303,10 +305,11 @@ type committed struct {
 // checkpointEvery spaces a partition's checkpoints (each is a short transaction).
 const checkpointEvery = time.Second
 
-// stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines and
-// counts here, so reading, repairing and writing overlap. Pages are committed in order
-// once all their sessions are handled; a partition checkpoints them. res counts every
-// handled session; the returned progress only the committed pages.
+// stream reads pages in one goroutine, handles sessions on cfg.Workers goroutines,
+// writes the repaired ones on a writer goroutine and counts here, so reading, repairing
+// and writing overlap. Pages are committed in order once all their sessions are
+// handled; a partition checkpoints them. res counts every handled session; the returned
+// progress only the committed pages.
 func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions, start time.Time, log zerolog.Logger) (committed, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -314,6 +317,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 	// one, so the database keeps producing rows (its text output is the costly part).
 	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
 	outs := make(chan done, s.cfg.Workers*2)
+	writes := make(chan write, writeBatch)
 	pages := make(chan pageEnd, 4)
 	bud := newBudget(s.cfg.MaxInflightBytes)
 
@@ -334,12 +338,18 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 			for it := range work {
 				d := done{reported: it.reported, page: it.page}
 				if it.reported == nil {
+					var w *write
 					var err error
-					d.out, err = s.handle(ctx, res, o, it.sess)
+					d.out, w, err = s.handle(ctx, res, o, it.sess)
 					if err != nil {
 						bud.release(it.bytes)
 						cancel(err)
 						continue // drain work so the reader can stop
+					}
+					if w != nil { // the writer releases its bytes once written
+						w.out, w.page, w.bytes = d.out, it.page, it.bytes
+						writes <- *w
+						continue
 					}
 				}
 				it.sess = model.Session{}
@@ -348,7 +358,41 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(outs) }()
+	// A writer takes whatever the workers queued (up to writeBatch sessions) and writes it
+	// with one store call: no timer, so a page's last sessions are written as soon as
+	// they come, and the page commits.
+	var wwg sync.WaitGroup
+	for range writers {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for w := range writes {
+				batch := []write{w}
+			fill:
+				for len(batch) < writeBatch {
+					select {
+					case w, ok := <-writes:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, w)
+					default:
+						break fill
+					}
+				}
+				began := time.Now()
+				ds := s.write(ctx, res, batch, cancel)
+				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
+				for _, d := range ds {
+					outs <- d
+				}
+				for _, w := range batch {
+					bud.release(w.bytes)
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(writes); wwg.Wait(); close(outs) }()
 
 	// Pages not yet committed: their counts so far, sessions handled, and end once read.
 	type pending struct {
@@ -431,6 +475,66 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		return prog, readErr
 	}
 	return prog, ctx.Err()
+}
+
+// writeBatch bounds the sessions written together in one transaction; the budget
+// (MaxInflightBytes) bounds their bytes. writers write batches at once: a batch's time
+// is mostly the database's work on the contents (versions, hashes), which a second
+// writer puts on another core while the first waits.
+const (
+	writeBatch = 64
+	writers    = 2
+)
+
+// write is a repaired session on its way to the writer: its write, and its outcome to
+// finish once written.
+type write struct {
+	apply model.Apply
+	out   model.SessionOutcome
+	page  int
+	bytes int
+}
+
+// write writes a batch with one store call, retrying the sessions the database was
+// unavailable for, and finishes each session's outcome as handle would have. A session
+// whose write ends the run (a database that stays unavailable, a lease lost) cancels the
+// run with its error.
+func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc) []done {
+	outs, errs := make([]model.Outcome, len(batch)), make([]error, len(batch))
+	rest := make([]int, len(batch))
+	for i := range rest {
+		rest[i] = i
+	}
+	err := s.retry(ctx, "write sessions", func() error {
+		as := make([]model.Apply, len(rest))
+		for j, i := range rest {
+			as[j] = batch[i].apply
+		}
+		os, es := s.store.ApplyBatch(ctx, as)
+		var again []int
+		var unavailable error
+		for j, i := range rest {
+			outs[i], errs[i] = os[j], es[j]
+			if errors.Is(es[j], model.ErrUnavailable) {
+				again, unavailable = append(again, i), es[j]
+			}
+		}
+		rest = again
+		return unavailable
+	})
+	for _, i := range rest {
+		errs[i] = err // still unavailable, or ctx's end
+	}
+	ds := make([]done, 0, len(batch))
+	for i, w := range batch {
+		out, err := s.written(ctx, res, w, outs[i], errs[i])
+		if err != nil {
+			cancel(err)
+			continue
+		}
+		ds = append(ds, done{out: out, page: w.page})
+	}
+	return ds
 }
 
 // item is a session handed to a worker, with the bytes it holds of the budget and the
@@ -623,9 +727,10 @@ func (s *Scanner) readStopped(ctx context.Context, err error) error {
 
 var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
-// handle repairs one session and writes or reports the result. Its error is only ever
-// a database that stayed unavailable, which ends the run.
-func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, error) {
+// handle repairs one session and reports the result, or returns the write that the
+// writer finishes (written). Its error is only ever a database that stayed
+// unavailable, which ends the run.
+func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, *write, error) {
 	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size,
 		Lease: o.part.lease}
@@ -633,28 +738,28 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	case sess.Unreadable != "":
 		out.Status, out.Reason = model.StatusUnparseable, sess.Unreadable
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	case sess.InFlight != "":
 		out.Status, out.Reason = model.StatusPending, sess.InFlight
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	}
 	if sess.Null {
 		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	}
 	if sess.Messages == nil {
 		out.Status = model.StatusTooLarge
 		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	}
 	if sess.HoldHash != "" && o.Mode != model.ModeSession && model.ContentHash(sess.Messages) == sess.HoldHash {
 		// Rolled back and unchanged since: only an on-demand repair touches it again.
 		out.Status = model.StatusHeld
-		return out, nil
+		return out, nil, nil
 	}
 	opts := s.cfg.Repair
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
@@ -671,14 +776,14 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
 	report.IssueCodes, report.StageCounts, report.Actions = r.Report.IssueCodeSet(), r.Report.StageCounts, r.Report.Actions
 	if err != nil {
-		return out, s.record(ctx, report) // unparseable or unknown_dialect, left alone
+		return out, nil, s.record(ctx, report) // unparseable or unknown_dialect, left alone
 	}
 	clean := r.Report.Status == repair.StatusClean
 	switch {
 	case r.Report.Status == repair.StatusPending:
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	case clean && s.cfg.Compact == "":
-		return out, nil // counted on the run, no row of its own
+		return out, nil, nil // counted on the run, no row of its own
 	case clean:
 		r.Messages = sess.Messages
 	}
@@ -703,11 +808,11 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 			if clean {
 				out.Status, out.Reason = model.StatusCompactRejected, c.Report.Reason
 				report.Status, report.Reason = out.Status, out.Reason
-				return out, s.record(ctx, report)
+				return out, nil, s.record(ctx, report)
 			}
 		default:
 			if clean {
-				return out, nil
+				return out, nil, nil
 			}
 		}
 	}
@@ -718,15 +823,16 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 			out.Status, report.Status = model.StatusWouldCompact, model.StatusWouldCompact
 		}
 		report.AfterBytes = len(r.Messages)
-		return out, s.record(ctx, report)
+		return out, nil, s.record(ctx, report)
 	}
-	var oc model.Outcome
-	err = s.retry(ctx, "write session", func() error {
-		var err error
-		oc, err = s.store.Apply(ctx, model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
-			NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp})
-		return err
-	})
+	return out, &write{apply: model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
+		NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp}}, nil
+}
+
+// written finishes the outcome of a session the writer wrote, from its write's outcome
+// or error. Its error is only ever one that ends the run.
+func (s *Scanner) written(ctx context.Context, res *model.RunResult, w write, oc model.Outcome, err error) (model.SessionOutcome, error) {
+	out, report, sess := w.out, w.apply.Report, w.apply.Session
 	switch {
 	case errors.Is(err, model.ErrUnavailable) || errors.Is(err, model.ErrLeaseLost) || ctx.Err() != nil:
 		return out, err

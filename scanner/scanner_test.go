@@ -140,13 +140,27 @@ type interfering struct {
 	sessions    func() error
 }
 
-func (s *interfering) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
-	if s.beforeApply != nil {
-		if err := s.beforeApply(a.Session.ID); err != nil {
-			return model.Outcome{}, err
+// ApplyBatch calls beforeApply for each session; a session it fails is not written.
+func (s *interfering) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outcome, []error) {
+	outs, errs := make([]model.Outcome, len(as)), make([]error, len(as))
+	var pass []int
+	for i, a := range as {
+		if s.beforeApply != nil {
+			if errs[i] = s.beforeApply(a.Session.ID); errs[i] != nil {
+				continue
+			}
 		}
+		pass = append(pass, i)
 	}
-	return s.Store.Apply(ctx, a)
+	sub := make([]model.Apply, len(pass))
+	for j, i := range pass {
+		sub[j] = as[i]
+	}
+	os, es := s.Store.ApplyBatch(ctx, sub)
+	for j, i := range pass {
+		outs[i], errs[i] = os[j], es[j]
+	}
+	return outs, errs
 }
 
 func (s *interfering) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
@@ -617,4 +631,27 @@ func TestMissingSessionRecordsNoRun(t *testing.T) {
 	_, err := newScanner(b.store).Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeSession, SessionID: "nope"})
 	require.ErrorIs(t, err, model.ErrNotFound)
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM repair_runs"))
+}
+
+// A session whose write fails (a trigger of the table raises) is failed alone, with the
+// database's reason, in the run's counts and its report; the sessions written with it
+// are repaired.
+func TestASessionThatFailsItsWriteFailsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 140)
+	ctx := t.Context()
+	victim := slices.Sorted(maps.Keys(b.broken))[len(b.broken)/2]
+	_, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.id = '%s' THEN RAISE EXCEPTION 'this session is frozen'; END IF; RETURN NEW; END $$;
+CREATE TRIGGER refuse BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION refuse()`, strings.ReplaceAll(victim, "'", "''")))
+	require.NoError(t, err)
+	res, err := newScanner(b.store).Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Counts.Failed)
+	require.Equal(t, len(b.broken)-1, res.Counts.Repaired)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE session_id = $1 AND status = 'failed' AND reason LIKE '%this session is frozen%'`, victim))
+	require.Equal(t, len(b.broken)-1, count(t, b.pool, `SELECT count(*) FROM repair_reports WHERE status = 'repaired'`))
+	require.Equal(t, 2*(len(b.broken)-1), count(t, b.pool, `SELECT count(*) FROM session_versions`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM session_versions WHERE session_id = $1`, victim))
+	require.Equal(t, 1, count(t, b.pool, `SELECT num_failed FROM repair_runs WHERE id = $1`, res.RunID))
 }

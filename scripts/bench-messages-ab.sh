@@ -3,7 +3,8 @@
 # database scripts/bench-messages.sh left behind (its langchain_chat_histories and its
 # bench_broken and bench_orig tables): each round puts the broken sessions back as
 # generated and repairs them in an incremental run with every build in turn, the order
-# rotating each round. Times in seconds, with the sessions repaired.
+# rotating each round. Times in seconds: wall/repaired/run, run being the run row's own
+# time (finished_at - started_at: without the process's start and `scan`'s 250ms polls).
 #   BINS="/tmp/tmend-before bin/tmend" TMEND_DATABASE_URL=postgres://.../that_db scripts/bench-messages-ab.sh
 set -euo pipefail
 ROUNDS=${ROUNDS:-7}
@@ -23,7 +24,7 @@ one() {
   local s out
   s=$(now)
   out=$($1 scan --preset langchain-postgres --json)
-  echo "$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["repaired"])')"
+  echo "$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; from datetime import datetime as d; r=json.load(sys.stdin); t=lambda k: d.fromisoformat(r[k].replace("Z", "+00:00")); print("%d/%.3f" % (r["counts"]["repaired"], (t("finished_at") - t("started_at")).total_seconds()))')"
 }
 for r in $(seq "$ROUNDS"); do
   line="round $r:"

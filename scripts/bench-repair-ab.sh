@@ -3,9 +3,11 @@
 # side on one database, each round repairing the same broken sessions in an incremental run
 # with every build in turn (the order rotates each round), plus an incremental run that finds
 # nothing to do (a run's fixed cost; every build in turn) and the plain batched UPDATE
-# writing the same contents.
+# writing the same contents (from jsonb, and from text: plaintext).
 #   BINS="bin/tmend /tmp/tmend-variant" TMEND_DATABASE_URL=postgres://.../empty_db scripts/bench-repair-ab.sh
-# SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds.
+# SESSIONS (20000) sessions of ~45 messages, 2% broken; ROUNDS (5). Times in seconds; a
+# build's are wall/repaired/run, run being the run row's own time (finished_at - started_at:
+# without the process's start and `scan`'s 250ms polls for the run's end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-20000} ROUNDS=${ROUNDS:-5}
@@ -27,7 +29,8 @@ reset() {
       -c "VACUUM tmend.sessions" -c "CHECKPOINT"
 }
 reset; $first scan >/dev/null
-sql -c "CREATE TABLE bench_rep AS SELECT s.id, s.messages FROM tmend.sessions s JOIN bench_orig USING (id)"
+sql -c "CREATE TABLE bench_rep AS SELECT s.id, s.messages FROM tmend.sessions s JOIN bench_orig USING (id)" \
+    -c "CREATE TABLE bench_rep_text AS SELECT id, messages::text AS m FROM bench_rep"
 echo "broken: $(sql -c 'select count(*) from bench_orig')"
 for r in $(seq "$ROUNDS"); do
   line="round $r:"
@@ -48,8 +51,12 @@ for r in $(seq "$ROUNDS"); do
     s=$(now)
     if [ "$i" = "$n" ]; then
       sql -c "UPDATE tmend.sessions s SET messages = v.messages FROM bench_rep v WHERE v.id = s.id"; line="$line plain=$(since "$s")"
+      # The same from the contents as text, which Postgres parses into jsonb, as it does
+      # what any client sends (tmend included).
+      reset; s=$(now)
+      sql -c "UPDATE tmend.sessions s SET messages = v.m::jsonb FROM bench_rep_text v WHERE v.id = s.id"; line="$line plaintext=$(since "$s")"
     else
-      out=$(${bins[$i]} scan --json); line="$line $(basename ${bins[$i]})=$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["counts"]["repaired"])')"
+      out=$(${bins[$i]} scan --json); line="$line $(basename ${bins[$i]})=$(since "$s")/$(echo "$out" | python3 -c 'import json,sys; from datetime import datetime as d; r=json.load(sys.stdin); t=lambda k: d.fromisoformat(r[k].replace("Z", "+00:00")); print("%d/%.3f" % (r["counts"]["repaired"], (t("finished_at") - t("started_at")).total_seconds()))')"
     fi
   done
   echo "$line"

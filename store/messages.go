@@ -91,6 +91,10 @@ type messageSQL struct {
 	// orderMark is a run's mark on a sequence order (the column's largest value), for
 	// incremental runs without an updated-at column; "" when times serve instead.
 	orderMark string
+
+	// ApplyBatch's (applyBatch): lockState with saveOriginal, and saveRepaired, for
+	// several sessions at once.
+	lockBatch, saveRepairs string
 }
 
 // msgField is where one member of a message is kept: key "" is the whole message.
@@ -488,6 +492,56 @@ SELECT $2, $4, $1, $5, $6, nullif($7, ''), nullif($8, ''), $9, $10, $11,
   r.content_hash, $13, $14, $12, $3, nullif($15, ''), nullif($16, ''), nullif($17, '')
 FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
 
+	// ApplyBatch's check, for the sessions of $1 (text ids): their rows that no other
+	// transaction holds, locked in session and key order (concurrent batches never wait
+	// for each other), and lockState's columns of each session; whole is false when a row
+	// of the session was skipped (held, or deleted meanwhile), and the session is left to
+	// a transaction of its own. A session whose rows are whole and still those read ($3:
+	// the transcript's hash, $4: the keys in order as a JSON array) is matched, and its
+	// rows are saved as its prior version here, unless the latest version is them: the
+	// rows are made into a version's content once, for the hash and the version.
+	s.lockBatch = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $3::text[], $4::text[], $5::int8[]) AS v (sid, want, keys, run_id)
+), x AS (
+  SELECT %[1]s AS kid, %[1]s::text AS sid, array_agg(%[2]s::text ORDER BY %[3]s) AS keys, %[4]s AS th, %[5]s AS c, count(*) AS n
+  FROM (SELECT * FROM %[6]s t WHERE %[1]s = ANY($1::text[]::%[8]s[]) ORDER BY %[1]s, %[2]s FOR UPDATE OF t SKIP LOCKED) t
+  GROUP BY %[1]s
+), s AS (
+  SELECT x.*, %[9]s AS rh, x.n = (SELECT count(*) FROM %[6]s w WHERE w.%[7]s = x.kid) AS whole, v.want, v.keys AS want_keys, v.run_id,
+    (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = x.sid) AS last,
+    (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1) AS last_hash
+  FROM x JOIN v USING (sid)
+), m AS (
+  SELECT *, whole AND th = want AND to_jsonb(keys) = want_keys::jsonb AS matched FROM s
+), original AS (
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $2, sid, last + 1, 'original', c, rh, octet_length(c), run_id FROM m WHERE matched AND last_hash IS DISTINCT FROM rh
+)
+SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, order, sha(transcript), rowsJSON, t.ident, q(src.SessionColumn), t.sid, sha("x.c"))
+	// The versions of several sessions: v's rows are a session id, a version, a run.
+	saveVersions := func(unnest, kind, ret string) string {
+		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $2, v.sid, v.n, %s, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), v.run_id
+FROM %s CROSS JOIN LATERAL (SELECT %s AS c FROM (SELECT * FROM %s t WHERE %s = v.sid::%s) t) x %s`,
+			kind, unnest, rowsJSON, t.ident, sid, t.sid, ret)
+	}
+	s.saveRepairs = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], %[2]s)
+    AS v (sid, n, run_id, from_v, size, after, %[3]s)
+), repaired AS (
+  %[1]s
+), unheld AS (
+  DELETE FROM session_holds WHERE source_key = $2 AND session_id = ANY($1::text[])
+)
+INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
+  actor, tmend_version, host)
+SELECT $2, v.run_id, v.sid, %[4]s,
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = v.sid AND version = v.from_v),
+  r.content_hash, v.size, v.after, v.from_v, v.n, %[5]s
+FROM repaired r JOIN v ON v.sid = r.session_id`, saveVersions("v", "'repaired'", "RETURNING session_id, content_hash"),
+		reportUnnest(8), reportColumns, reportHead, reportTail)
+
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
 	// value, the NewRowColumns and, when it must, the primary key. $n+i is field i's
@@ -694,35 +748,12 @@ func collectMessageSessions(rows pgx.Rows) ([]model.Session, error) {
 // version is them, change the rows as planned, save the result as a version, and
 // insert the report. Two round trips, as for one row per session.
 func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
-	if a.Origins == nil || a.Session.Rows == nil {
-		return out, errors.New("a session kept one row per message is written by the origins of its messages")
-	}
-	kind := orderSequence
-	if l.t.ordTime {
-		kind = orderTime
-	}
-	plan, err := planRows(a.Session.Rows, a.NewMessages, a.Origins, kind)
+	p, err := l.prepare(a)
 	if err != nil {
-		return out, fmt.Errorf("plan the rows: %w", err)
+		return out, err
 	}
-	if len(plan.inserts) > 0 && !l.t.pkDefault && !l.t.pkExplicit && !l.t.ordIsPK {
-		return out, fmt.Errorf("a new row needs a primary key, and column %q has no default and is not a text or uuid column", l.t.pkColumn)
-	}
-	// The columns of each message written.
-	inserts := make([][]*string, len(plan.inserts))
-	for i, r := range plan.inserts {
-		if inserts[i], err = l.decompose(r.msg); err != nil {
-			return out, err
-		}
-	}
-	updates := make([][]*string, len(plan.updates))
-	for i, u := range plan.updates {
-		if u.msg != nil {
-			if updates[i], err = l.decompose(u.msg); err != nil {
-				return out, err
-			}
-		}
-	}
+	plan := &p.plan
+	kind := l.orderKind()
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return out, err
@@ -829,34 +860,7 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		queue(1, l.sql.saveOriginal, a.Session.ID, l.t.key, out.FromVersion, nilIfZero(a.RunID))
 	}
 	out.ToVersion = out.FromVersion + 1
-	if len(plan.inserts) > 0 {
-		n := len(plan.inserts)
-		tk, o, k := make([]string, n), make([]int64, n), make([]*string, n)
-		fields := l.fieldArrays(inserts)
-		for i, r := range plan.inserts {
-			tk[i], o[i] = r.template, r.order
-			if l.t.pkExplicit {
-				k[i] = l.newKey(inserts[i])
-			}
-		}
-		args := append([]any{tk, o, k}, fields...)
-		for _, v := range l.src.NewRowColumns {
-			args = append(args, v.Value)
-		}
-		queue(int64(n), l.sql.insert, args...)
-	}
-	if len(plan.deletes) > 0 {
-		queue(int64(len(plan.deletes)), l.sql.delete, plan.deletes)
-	}
-	if len(plan.updates) > 0 {
-		n := len(plan.updates)
-		k, c, o, r := make([]string, n), make([]bool, n), make([]int64, n), make([]bool, n)
-		fields := l.fieldArrays(updates)
-		for i, u := range plan.updates {
-			k[i], c[i], o[i], r[i] = u.key, u.msg != nil, u.order, u.reorder
-		}
-		queue(int64(n), l.sql.update, append([]any{k, c, o, r}, fields...)...)
-	}
+	l.queueRows(queue, []*prepared{&p})
 	queue(1, l.sql.saveRepaired, a.Session.ID, l.t.key, out.ToVersion, nilIfZero(a.RunID),
 		report[2], report[3], report[4], report[5], report[6], report[7], report[8],
 		out.FromVersion, a.Session.Size, len(a.NewMessages), report[16], report[17], report[18])
@@ -886,6 +890,91 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// prepared is a session's write before its transaction: how its rows change, and the
+// columns of each message written.
+type prepared struct {
+	plan             rowPlan
+	inserts, updates [][]*string
+}
+
+// orderKind is how new order values are found for the table's order column.
+func (l *messageLayout) orderKind() orderKind {
+	if l.t.ordTime {
+		return orderTime
+	}
+	return orderSequence
+}
+
+// prepare plans a session's row changes and splits the messages written into columns.
+func (l *messageLayout) prepare(a model.Apply) (prepared, error) {
+	var p prepared
+	if a.Origins == nil || a.Session.Rows == nil {
+		return p, errors.New("a session kept one row per message is written by the origins of its messages")
+	}
+	plan, err := planRows(a.Session.Rows, a.NewMessages, a.Origins, l.orderKind())
+	if err != nil {
+		return p, fmt.Errorf("plan the rows: %w", err)
+	}
+	if len(plan.inserts) > 0 && !l.t.pkDefault && !l.t.pkExplicit && !l.t.ordIsPK {
+		return p, fmt.Errorf("a new row needs a primary key, and column %q has no default and is not a text or uuid column", l.t.pkColumn)
+	}
+	p.plan = plan
+	p.inserts = make([][]*string, len(plan.inserts))
+	for i, r := range plan.inserts {
+		if p.inserts[i], err = l.decompose(r.msg); err != nil {
+			return p, err
+		}
+	}
+	p.updates = make([][]*string, len(plan.updates))
+	for i, u := range plan.updates {
+		if u.msg != nil {
+			if p.updates[i], err = l.decompose(u.msg); err != nil {
+				return p, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// queueRows queues the row changes of sessions' plans, their order values filled: one
+// INSERT, one DELETE and one UPDATE for them all, each with the rows it must change.
+func (l *messageLayout) queueRows(queue func(n int64, sql string, args ...any), ps []*prepared) {
+	var tk, keys, dels []string
+	var o, uo []int64
+	var k []*string
+	var c, r []bool
+	var ins, ups [][]*string
+	for _, p := range ps {
+		for i, in := range p.plan.inserts {
+			tk, o = append(tk, in.template), append(o, in.order)
+			var key *string
+			if l.t.pkExplicit {
+				key = l.newKey(p.inserts[i])
+			}
+			k = append(k, key)
+		}
+		ins = append(ins, p.inserts...)
+		dels = append(dels, p.plan.deletes...)
+		for _, u := range p.plan.updates {
+			keys, c, uo, r = append(keys, u.key), append(c, u.msg != nil), append(uo, u.order), append(r, u.reorder)
+		}
+		ups = append(ups, p.updates...)
+	}
+	if len(tk) > 0 {
+		args := append([]any{tk, o, k}, l.fieldArrays(ins)...)
+		for _, v := range l.src.NewRowColumns {
+			args = append(args, v.Value)
+		}
+		queue(int64(len(tk)), l.sql.insert, args...)
+	}
+	if len(dels) > 0 {
+		queue(int64(len(dels)), l.sql.delete, dels)
+	}
+	if len(keys) > 0 {
+		queue(int64(len(keys)), l.sql.update, append([]any{keys, c, uo, r}, l.fieldArrays(ups)...)...)
+	}
 }
 
 // referenced says what to do when a row the repair deletes is referenced by another

@@ -15,6 +15,9 @@ const maxChannelBytes = 63
 // notifySQL sends a notification that is delivered when the transaction commits.
 const notifySQL = `SELECT pg_notify($1, $2)`
 
+// notifyBatchSQL sends one notification a payload of $2 to the channel $1.
+const notifyBatchSQL = `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`
+
 // The actions a notification reports.
 const (
 	actionRepair   = "repair"

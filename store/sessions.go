@@ -41,6 +41,7 @@ type sessionSQL struct {
 	full, fullAfter, incr, incrAfter    [4]string
 	one, split, changed                 string
 	lock, lockState, write, saveVersion string
+	lockBatch, writeBatch               string // ApplyBatch's (applyBatch)
 	restore                             string
 	current, set                        string // an uncompacting rollback's (compaction.go)
 	hasUpdatedAt                        bool
@@ -143,6 +144,36 @@ INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dia
 SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4, r.content_hash, $5, r.size_bytes, $2, $8,
   nullif($17, ''), nullif($18, ''), nullif($19, '')
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs, touchSQL(src))
+	// ApplyBatch's: the sessions of $1 (text ids) that no other transaction holds, locked
+	// in id order (so that concurrent batches never deadlock, although skipping the held
+	// ones already makes them wait for none), with what lockState reads of each.
+	s.lockBatch = fmt.Sprintf(`SELECT %[2]s::text, encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
+  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text),
+  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text ORDER BY version DESC LIMIT 1)
+FROM %[1]s t WHERE %[2]s = ANY($1::text[]::%[3]s[]) ORDER BY %[2]s FOR UPDATE OF t SKIP LOCKED`, t.ident, id, t.id, msgs)
+	// And write's statement for all the sessions locked and matched, one row of v each.
+	s.writeBatch = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s)
+    AS v (sid, from_v, original, want, size, run_id, m, to_v, %[9]s)
+), original AS (
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $9, sid, from_v, 'original', original, want, size, run_id FROM v WHERE original IS NOT NULL
+), written AS (
+  UPDATE %[1]s t SET %[2]s = v.m::%[3]s%[7]s FROM v WHERE %[4]s = v.sid::%[5]s RETURNING v.sid, %[6]s::text AS m
+), repaired AS (
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $9, w.sid, v.to_v, 'repaired', w.m, encode(sha256(convert_to(w.m, 'UTF8')), 'hex'), octet_length(w.m), v.run_id
+  FROM written w JOIN v USING (sid)
+  RETURNING session_id, content_hash, size_bytes
+), unheld AS (
+  DELETE FROM session_holds WHERE source_key = $9 AND session_id = ANY($1::text[])
+)
+INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
+  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
+  actor, tmend_version, host)
+SELECT $9, v.run_id, v.sid, %[10]s, v.want, r.content_hash, v.size, r.size_bytes, v.from_v, v.to_v, %[11]s
+FROM repaired r JOIN v ON v.sid = r.session_id`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs,
+		touchSQL(src), reportUnnest(10), reportColumns, reportHead, reportTail)
 	// $1 is compared with session_versions' text column and with the id column, so it is
 	// typed text and cast to the id column's type there.
 	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s%s
@@ -251,17 +282,25 @@ func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error)
 	})
 	var ce *conflictError
 	if errors.As(err, &ce) {
-		r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
-		r.BeforeHash, r.BeforeBytes = want, a.Session.Size
-		if err := s.insertReport(ctx, s.pool, r); err != nil {
-			return model.Outcome{}, classify(err)
-		}
-		return model.Outcome{Conflict: true}, nil
+		return s.conflicted(ctx, a, want, ce)
 	}
 	if err != nil {
 		return model.Outcome{}, fmt.Errorf("repair session %q: %w", a.Session.ID, err)
 	}
 	return out, nil
+}
+
+// conflicted records that a session changed after it was read (want is the hash of what
+// was read): a conflict report, and nothing else written.
+func (s *Store) conflicted(ctx context.Context, a model.Apply, want string, ce *conflictError) (model.Outcome, error) {
+	r := a.Report
+	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
+	r.Status, r.Reason = model.StatusConflict, ce.reason+"; left for the next run"
+	r.BeforeHash, r.BeforeBytes = want, a.Session.Size
+	if err := s.insertReport(ctx, s.pool, r); err != nil {
+		return model.Outcome{}, classify(err)
+	}
+	return model.Outcome{Conflict: true}, nil
 }
 
 // apply is one attempt at Apply's transaction. It costs two round trips: BEGIN goes out
@@ -363,6 +402,138 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// applyBatch is apply for several sessions at once (see batchLayout), in two round
+// trips as well: BEGIN goes out with the locks, the checks and the lease, COMMIT with
+// one write statement for all the sessions that match.
+func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []string, reports [][]any) ([]batchResult, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.Session.ID
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL lock_timeout = '5s'") // for the lease's lock
+	b.Queue(s.sql.lockBatch, ids, s.k)
+	lease := as[0].Report.Lease
+	if lease != nil {
+		queueLease(b, lease)
+	}
+	type state struct {
+		cur      *string
+		last     int
+		lastHash *string
+	}
+	locked := make(map[string]state, len(as))
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var rows pgx.Rows
+		rows, err = br.Query()
+		if err == nil {
+			var id string
+			var st state
+			_, err = pgx.ForEachRow(rows, []any{&id, &st.cur, &st.last, &st.lastHash}, func() error {
+				locked[id] = st
+				return nil
+			})
+		}
+	}
+	if err == nil && lease != nil {
+		err = leaseHeld(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	res := make([]batchResult, len(as))
+	var w struct {
+		ids, want          []string
+		from, size, to     []int
+		original, newMsgs  [][]byte
+		runs               []*int64
+		reports            reportArrays
+		compactions, sends []int
+	}
+	for i, a := range as {
+		st, ok := locked[a.Session.ID]
+		switch {
+		case !ok:
+			res[i].alone = true
+			continue
+		case st.cur == nil || *st.cur != wants[i]:
+			res[i].conflict = &conflictError{"the session changed after it was read"}
+			continue
+		}
+		out := &res[i].out
+		out.FromVersion = st.last
+		var original []byte // as in apply: nil is NULL, no original to save
+		if st.lastHash == nil || *st.lastHash != wants[i] {
+			out.FromVersion = st.last + 1
+			original = a.Session.Messages
+		}
+		out.ToVersion, out.Applied = out.FromVersion+1, true
+		w.ids, w.want = append(w.ids, a.Session.ID), append(w.want, wants[i])
+		w.from, w.size, w.to = append(w.from, out.FromVersion), append(w.size, len(a.Session.Messages)), append(w.to, out.ToVersion)
+		w.original, w.newMsgs = append(w.original, original), append(w.newMsgs, a.NewMessages)
+		w.runs = append(w.runs, nilIfZero(a.RunID))
+		w.reports.add(reports[i])
+		if a.Compaction != nil {
+			w.compactions = append(w.compactions, i)
+		}
+	}
+	b = &pgx.Batch{}
+	if len(w.ids) > 0 {
+		b.Queue(s.sql.writeBatch, append([]any{w.ids, w.from, w.original, w.want, w.size, w.runs, w.newMsgs, w.to, s.k},
+			w.reports.args()...)...)
+		for _, i := range w.compactions {
+			a, c := as[i], as[i].Compaction
+			b.Queue(compactionSQL, s.k, a.Session.ID, res[i].out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)
+		}
+		if s.src.NotifyChannel != "" {
+			payloads := make([]string, 0, len(w.ids))
+			for i, id := range w.ids {
+				payloads = append(payloads, notifyPayload(s.k, id, w.to[i], actionRepair))
+			}
+			b.Queue(notifyBatchSQL, s.src.NotifyChannel, payloads)
+		}
+	}
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	for i := range b.Len() {
+		var t pgconn.CommandTag
+		if t, err = br.Exec(); err != nil {
+			break
+		}
+		if i == 0 {
+			tag = t
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write repaired sessions: %w", err)
+	}
+	// The rows are locked and matched, so the write cannot miss one; checked all the same.
+	if len(w.ids) > 0 && tag.RowsAffected() != int64(len(w.ids)) {
+		return nil, fmt.Errorf("write repaired sessions: %d reports written, not %d", tag.RowsAffected(), len(w.ids))
+	}
+	return res, nil
 }
 
 func (s *rowLayout) lock(ctx context.Context, tx pgx.Tx, id string) (*string, error) {

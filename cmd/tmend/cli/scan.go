@@ -118,9 +118,9 @@ func newScanCmd(e *Env) *cobra.Command {
 		Use:   "scan",
 		Short: "Repair stored sessions: those changed since the last run, or all with --full",
 		Long: `Scan the session table and repair the sessions whose tool calls and results are out of
-step. Each repaired session is written in its own transaction, with its prior and new
-content kept as versions and a report row in the audit table. Clean sessions are counted
-on the run, not written.
+step. Each repaired session is written whole (up to 64 in one transaction), with its
+prior and new content kept as versions and a report row in the audit table. Clean
+sessions are counted on the run, not written.
 
 By default a run is incremental: the sessions changed since the last completed run, with
 a safety overlap. --dry-run writes only reports (status would_repair) and exits 3 when it

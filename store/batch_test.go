@@ -1,0 +1,165 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tmend/tmend/repair"
+	"github.com/tmend/tmend/store/model"
+	"github.com/tmend/tmend/store/storetest"
+)
+
+// ApplyBatch on one row per session: the sessions that still hold what was read are
+// written in one transaction, each with its versions and report; one that changed is a
+// conflict and one that is gone too, as with Apply; a session whose write fails (a
+// trigger raises) fails alone, with its reason, and the rest of its batch is written.
+func TestApplyBatchWritesEachSessionWhole(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ids := []string{"a", "b", "c", "d", "e", "f"}
+	for _, id := range ids {
+		storetest.Sessions(t, b.pool, model.Session{ID: id, Messages: []byte(broken)})
+	}
+	page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 10, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	require.Len(t, page, len(ids))
+	runID, _, err := b.store.StartRun(ctx, model.Run{Trigger: model.TriggerCLI, Mode: model.ModeFull, Source: "x"})
+	require.NoError(t, err)
+	applies := map[string]model.Apply{}
+	for _, sess := range page {
+		res, err := repair.Repair(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		applies[sess.ID] = model.Apply{RunID: runID, Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+			Report: model.Report{Status: model.StatusRepaired, Dialect: "openai-chat", IssueCodes: res.Report.IssueCodeSet(),
+				StageCounts: res.Report.StageCounts, Actions: res.Report.Actions}}
+	}
+	batch := func(ids ...string) ([]model.Outcome, []error) {
+		as := make([]model.Apply, len(ids))
+		for i, id := range ids {
+			as[i] = applies[id]
+		}
+		return b.store.ApplyBatch(ctx, as)
+	}
+	count := func(sql string, args ...any) int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, sql, args...).Scan(&n))
+		return n
+	}
+
+	// An agent appends to c and deletes d between the read and the write.
+	_, err = b.pool.Exec(ctx, `UPDATE sessions SET messages = messages || '[{"role":"user","content":"late"}]'::jsonb WHERE id = 'c'`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `DELETE FROM sessions WHERE id = 'd'`)
+	require.NoError(t, err)
+	appended := storetest.Content(t, b.pool, "c")
+	outs, errs := batch("a", "b", "c", "d")
+	require.Equal(t, []error{nil, nil, nil, nil}, errs)
+	written := model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}
+	require.Equal(t, []model.Outcome{written, written, {Conflict: true}, {Conflict: true}}, outs)
+	require.Equal(t, appended, storetest.Content(t, b.pool, "c"), "the agent's append must survive")
+	// a and b in one transaction.
+	require.Equal(t, 1, count(`SELECT count(DISTINCT xmin::text) FROM sessions WHERE id IN ('a', 'b')`))
+	for _, id := range []string{"a", "b"} {
+		require.Contains(t, storetest.Content(t, b.pool, id), repair.SyntheticResultText)
+		// The report's hashes and sizes are the saved versions'.
+		require.Equal(t, 1, count(`SELECT count(*) FROM repair_reports r
+JOIN session_versions o ON o.session_id = r.session_id AND o.version = 1 AND o.kind = 'original' AND o.content_hash = r.before_hash AND o.size_bytes = r.before_bytes
+JOIN session_versions n ON n.session_id = r.session_id AND n.version = 2 AND n.kind = 'repaired' AND n.content_hash = r.after_hash AND n.size_bytes = r.after_bytes
+  AND n.content = (SELECT messages::text FROM sessions WHERE id = r.session_id)
+WHERE r.session_id = $1 AND r.run_id = $2 AND r.status = 'repaired' AND r.issue_codes = '{tool_call_without_result}'
+  AND r.actions @> '[{"stage":"synthesize_missing_results"}]' AND r.from_version = 1 AND r.to_version = 2 AND r.dialect = 'openai-chat'`,
+			id, runID), id)
+	}
+	require.Equal(t, 2, count(`SELECT count(*) FROM repair_reports WHERE status = 'conflict' AND session_id IN ('c', 'd')`))
+	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id IN ('c', 'd')`))
+
+	// A trigger refuses e's write: the batch is rolled back and written one by one.
+	_, err = b.pool.Exec(ctx, `CREATE FUNCTION refuse_e() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.id = 'e' THEN RAISE EXCEPTION 'e may not change'; END IF; RETURN NEW; END $$;
+CREATE TRIGGER refuse_e BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION refuse_e()`)
+	require.NoError(t, err)
+	outs, errs = batch("e", "f")
+	require.ErrorContains(t, errs[0], "e may not change")
+	require.NoError(t, errs[1])
+	require.Equal(t, []model.Outcome{{}, written}, outs)
+	require.Equal(t, string(applies["e"].Session.Messages), storetest.Content(t, b.pool, "e"))
+	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id = 'e'`))
+	require.Contains(t, storetest.Content(t, b.pool, "f"), repair.SyntheticResultText)
+	require.Equal(t, 2, count(`SELECT count(*) FROM session_versions WHERE session_id = 'f'`))
+	require.Equal(t, 3, count(`SELECT count(*) FROM repair_reports WHERE status = 'repaired'`))
+}
+
+// ApplyBatch on one row per message (LangChain's table, sessions' rows interleaved as
+// concurrent chats write them): the same as on one row per session, each session's rows
+// changed as Apply changes them, its versions its rows whole before and after.
+func TestApplyBatchWritesEachMessageSessionWhole(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	ids := []string{"s1", "s2", "s3", "s4", "s5"}
+	for _, m := range []string{lcHuman, lcCall2, lcResult1, lcOrphan, lcHuman2, lcAnswer} {
+		for _, id := range ids {
+			l.add(t, id, m)
+		}
+	}
+	applies, repaired, before := map[string]model.Apply{}, map[string]string{}, map[string]string{}
+	for _, id := range ids {
+		sess := l.read(t, id)
+		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		require.True(t, res.Changed())
+		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+			Report: model.Report{Status: model.StatusRepaired, IssueCodes: res.Report.IssueCodeSet()}}
+		repaired[id], before[id] = string(res.Messages), l.whole(t, id)
+	}
+	batch := func(ids ...string) ([]model.Outcome, []error) {
+		as := make([]model.Apply, len(ids))
+		for i, id := range ids {
+			as[i] = applies[id]
+		}
+		return l.st.ApplyBatch(ctx, as)
+	}
+	count := func(sql string, args ...any) int {
+		var n int
+		require.NoError(t, l.pool.QueryRow(ctx, sql, args...).Scan(&n))
+		return n
+	}
+	written := model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}
+	check := func(id string) {
+		l.requireStored(t, repaired[id], id, id)
+		require.Equal(t, 1, count(`SELECT count(*) FROM repair_reports r
+JOIN session_versions o ON o.session_id = r.session_id AND o.version = 1 AND o.kind = 'original' AND o.content_hash = r.before_hash AND o.content::jsonb = $2::jsonb
+JOIN session_versions n ON n.session_id = r.session_id AND n.version = 2 AND n.kind = 'repaired' AND n.content_hash = r.after_hash AND n.content::jsonb = $3::jsonb
+WHERE r.session_id = $1 AND r.status = 'repaired' AND r.from_version = 1 AND r.to_version = 2 AND r.issue_codes @> '{tool_call_without_result}'
+  AND r.before_bytes = $4 AND r.after_bytes = $5`, id, before[id], l.whole(t, id), applies[id].Session.Size, len(repaired[id])), id)
+	}
+
+	// An agent appends to s3 between the read and the write.
+	l.add(t, "s3", lcAppended)
+	appended := l.whole(t, "s3")
+	outs, errs := batch("s1", "s2", "s3")
+	require.Equal(t, []error{nil, nil, nil}, errs)
+	require.Equal(t, []model.Outcome{written, written, {Conflict: true}}, outs)
+	check("s1")
+	check("s2")
+	// In one transaction.
+	require.Equal(t, 1, count(`SELECT count(DISTINCT xmin::text) FROM repair_reports WHERE session_id IN ('s1', 's2')`))
+	require.Equal(t, appended, l.whole(t, "s3"), "the agent's append must survive")
+	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id = 's3'`))
+	require.Equal(t, 1, count(`SELECT count(*) FROM repair_reports WHERE session_id = 's3' AND status = 'conflict'`))
+
+	// A trigger refuses every change to s4: the batch is rolled back and written one by one.
+	_, err := l.pool.Exec(ctx, `CREATE FUNCTION public.refuse_s4() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF coalesce(NEW.session_id, OLD.session_id) = 's4' THEN RAISE EXCEPTION 's4 may not change'; END IF; RETURN coalesce(NEW, OLD); END $$;
+CREATE TRIGGER refuse_s4 BEFORE INSERT OR UPDATE OR DELETE ON public.langchain_chat_histories FOR EACH ROW EXECUTE FUNCTION public.refuse_s4()`)
+	require.NoError(t, err)
+	outs, errs = batch("s4", "s5")
+	require.ErrorContains(t, errs[0], "s4 may not change")
+	require.NoError(t, errs[1])
+	require.Equal(t, []model.Outcome{{}, written}, outs)
+	require.Equal(t, before["s4"], l.whole(t, "s4"))
+	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id = 's4'`))
+	check("s5")
+}
