@@ -339,12 +339,14 @@ func TestSessionOverTheMemoryBoundIsReported(t *testing.T) {
 	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
 	require.NoError(t, err)
 	ctx := t.Context()
-	dense := `[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` + strings.Repeat(`,{}`, 100_000) + `]}]`
+	// A million empty blocks: 4 MB as jsonb renders them (", {}"), within --max-bytes,
+	// and their records over the 48 MiB bound.
+	dense := `[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` + strings.Repeat(`,{}`, 1_000_000) + `]}]`
 	storetest.Sessions(t, pool,
 		model.Session{ID: "dense", Messages: []byte(dense), UpdatedAt: old},
 		model.Session{ID: "broken", Messages: []byte(`[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`), UpdatedAt: old},
 	)
-	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 1 << 20})
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxBytes: 4 << 20})
 	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull})
 	require.NoError(t, err)
 	require.Equal(t, model.RunCompleted, res.Status)
