@@ -163,3 +163,49 @@ CREATE TRIGGER refuse_s4 BEFORE INSERT OR UPDATE OR DELETE ON public.langchain_c
 	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id = 's4'`))
 	check("s5")
 }
+
+// A trigger that skips a row's change without an error (a soft delete) must not leave a
+// session half written: the write's counts are read before COMMIT.
+func TestSkippedRowChangeWritesNothing(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	ids := []string{"s1", "s2", "s3"}
+	for _, m := range []string{lcHuman, lcCall2, lcResult1, lcOrphan, lcHuman2, lcAnswer} {
+		for _, id := range ids {
+			l.add(t, id, m)
+		}
+	}
+	applies, before := map[string]model.Apply{}, map[string]string{}
+	for _, id := range ids {
+		sess := l.read(t, id)
+		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+			Report: model.Report{Status: model.StatusRepaired}}
+		before[id] = l.whole(t, id)
+	}
+	_, err := l.pool.Exec(ctx, `CREATE FUNCTION public.keep_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF OLD.session_id IN ('s1', 's2') THEN RETURN NULL; END IF; RETURN OLD; END $$;
+CREATE TRIGGER keep_deleted BEFORE DELETE ON public.langchain_chat_histories FOR EACH ROW EXECUTE FUNCTION public.keep_deleted()`)
+	require.NoError(t, err)
+	versions := func(id string) int {
+		var n int
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT count(*) FROM session_versions WHERE session_id = $1`, id).Scan(&n))
+		return n
+	}
+
+	// Alone (the per-session write), then in a batch with a session the trigger lets be.
+	_, errs := l.st.ApplyBatch(ctx, []model.Apply{applies["s1"]})
+	require.ErrorContains(t, errs[0], "changed 0 rows")
+	require.NotErrorIs(t, errs[0], model.ErrUnavailable, "the session fails; it is not retried as an outage")
+	outs, errs := l.st.ApplyBatch(ctx, []model.Apply{applies["s2"], applies["s3"]})
+	require.ErrorContains(t, errs[0], "changed 0 rows")
+	require.NoError(t, errs[1])
+	require.True(t, outs[1].Applied)
+	for _, id := range []string{"s1", "s2"} {
+		require.Equal(t, before[id], l.whole(t, id), id)
+		require.Zero(t, versions(id), id)
+	}
+	require.Equal(t, 2, versions("s3"))
+}

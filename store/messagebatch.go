@@ -7,13 +7,12 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tmend/tmend/store/model"
 )
 
-// applyBatch is apply for several sessions at once (see batchLayout), in two round trips
-// as well, with apply's handling of the order: the new values of all the sessions are
+// applyBatch is apply for several sessions at once (see batchLayout), in three round
+// trips as well, with apply's handling of the order: the new values of all the sessions are
 // taken first and the table's writers in flight waited for once (see apply), then the
 // sessions' rows are locked and checked, and the prior versions of those that match
 // saved, in one statement; the writes are one statement of each kind for all of them.
@@ -185,23 +184,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 			queue(-1, notifyBatchSQL, l.src.NotifyChannel, payloads)
 		}
 	}
-	queue(-1, "COMMIT")
-	br = conn.SendBatch(ctx, b)
-	for _, n := range counts {
-		var tag pgconn.CommandTag
-		if tag, err = br.Exec(); err != nil {
-			break
-		}
-		// As in apply: the rows are locked and matched, so every statement finds its rows;
-		// checked all the same, before COMMIT.
-		if n >= 0 && tag.RowsAffected() != n {
-			err = fmt.Errorf("%s changed %d rows, not %d", tag, tag.RowsAffected(), n)
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err = execCounted(ctx, conn, b, counts)
 	if err != nil {
 		return nil, fmt.Errorf("write repaired sessions: %w", err)
 	}

@@ -746,7 +746,7 @@ func collectMessageSessions(rows pgx.Rows) ([]model.Session, error) {
 // (when rows are placed, after the appends in flight, which would otherwise land among
 // them), check they are the rows read, save them as a version unless the latest
 // version is them, change the rows as planned, save the result as a version, and
-// insert the report. Two round trips, as for one row per session.
+// insert the report. Three round trips, as for one row per session.
 func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
 	p, err := l.prepare(a)
 	if err != nil {
@@ -868,24 +868,7 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	if notify {
 		queue(-1, notifySQL, l.src.NotifyChannel, notifyPayload(l.t.key, a.Session.ID, out.ToVersion, actionRepair))
 	}
-	queue(-1, "COMMIT")
-	br = conn.SendBatch(ctx, b)
-	for _, n := range counts {
-		var tag pgconn.CommandTag
-		if tag, err = br.Exec(); err != nil {
-			break
-		}
-		// The rows are locked and matched, so every statement finds its rows; checked
-		// all the same, before COMMIT.
-		if n >= 0 && tag.RowsAffected() != n {
-			err = fmt.Errorf("%s changed %d rows, not %d", tag, tag.RowsAffected(), n)
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := execCounted(ctx, conn, b, counts); err != nil {
 		return out, fmt.Errorf("write repaired session: %w", referenced(err))
 	}
 	out.Applied = true

@@ -303,9 +303,10 @@ func (s *Store) conflicted(ctx context.Context, a model.Apply, want string, ce *
 	return model.Outcome{Conflict: true}, nil
 }
 
-// apply is one attempt at Apply's transaction. It costs two round trips: BEGIN goes out
-// with the lock and checks, COMMIT with the write (the statements cost Postgres less
-// than the round trips between them). A transaction that fails or is refused is left
+// apply is one attempt at Apply's transaction. It costs three round trips: BEGIN goes
+// out with the lock and checks, the write with the next, and COMMIT once the write's
+// count is read (execCounted; the statements cost Postgres less than the round trips
+// between them). A transaction that fails or is refused is left
 // open on purpose: the pool closes a connection released inside a transaction, and the
 // server rolls it back.
 func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
@@ -378,35 +379,23 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	if notify {
 		b.Queue(notifySQL, s.src.NotifyChannel, notifyPayload(s.k, a.Session.ID, out.ToVersion, actionRepair))
 	}
-	b.Queue("COMMIT")
-	br = conn.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if err == nil && a.Compaction != nil {
-		_, err = br.Exec()
+	counts := []int64{1} // the write's reports
+	if a.Compaction != nil {
+		counts = append(counts, -1)
 	}
-	if err == nil && notify {
-		_, err = br.Exec()
+	if notify {
+		counts = append(counts, -1)
 	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := execCounted(ctx, conn, b, counts); err != nil {
 		return out, fmt.Errorf("write repaired session: %w", err)
-	}
-	// The row is locked and matched, so the write cannot miss it; checked all the same.
-	if tag.RowsAffected() != 1 {
-		return out, fmt.Errorf("write repaired session: the report was not written")
 	}
 	out.Applied = true
 	return out, nil
 }
 
-// applyBatch is apply for several sessions at once (see batchLayout), in two round
-// trips as well: BEGIN goes out with the locks, the checks and the lease, COMMIT with
-// one write statement for all the sessions that match.
+// applyBatch is apply for several sessions at once (see batchLayout), in three round
+// trips as well: BEGIN goes out with the locks, the checks and the lease, then one
+// write statement for all the sessions that match, then COMMIT.
 func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []string, reports [][]any) ([]batchResult, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -511,27 +500,15 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 			b.Queue(notifyBatchSQL, s.src.NotifyChannel, payloads)
 		}
 	}
-	b.Queue("COMMIT")
-	br = conn.SendBatch(ctx, b)
-	var tag pgconn.CommandTag
-	for i := range b.Len() {
-		var t pgconn.CommandTag
-		if t, err = br.Exec(); err != nil {
-			break
-		}
-		if i == 0 {
-			tag = t
-		}
+	counts := make([]int64, b.Len())
+	for i := range counts {
+		counts[i] = -1
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if len(w.ids) > 0 {
+		counts[0] = int64(len(w.ids)) // the write's reports
 	}
-	if err != nil {
+	if err := execCounted(ctx, conn, b, counts); err != nil {
 		return nil, fmt.Errorf("write repaired sessions: %w", err)
-	}
-	// The rows are locked and matched, so the write cannot miss one; checked all the same.
-	if len(w.ids) > 0 && tag.RowsAffected() != int64(len(w.ids)) {
-		return nil, fmt.Errorf("write repaired sessions: %d reports written, not %d", tag.RowsAffected(), len(w.ids))
 	}
 	return res, nil
 }

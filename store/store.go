@@ -102,6 +102,41 @@ type sessionError struct{ err error }
 func (e *sessionError) Error() string { return e.err.Error() }
 func (e *sessionError) Unwrap() error { return e.err }
 
+// execCounted runs b, the write statements of a transaction conn has begun, and
+// commits it once each statement changed the rows counts says (-1: any number). COMMIT
+// goes in a round trip of its own: queued with the statements, it would commit before
+// their counts were read, and a trigger that skipped a row's change would leave a
+// session half written. A transaction that fails is left open, as apply leaves it: the
+// pool closes a connection released inside one, and the server rolls it back.
+func execCounted(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, counts []int64) error {
+	if b.Len() == 0 {
+		_, err := conn.Exec(ctx, "COMMIT")
+		return err
+	}
+	br := conn.SendBatch(ctx, b)
+	var err error
+	for _, n := range counts {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err != nil {
+			break
+		}
+		// The rows are locked and matched, so every statement finds its rows unless
+		// something on the table (a trigger, a policy) changed the statement's effect.
+		if n >= 0 && tag.RowsAffected() != n {
+			err = &sessionError{fmt.Errorf("%s changed %d rows, not %d; nothing written", tag, tag.RowsAffected(), n)}
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	return err
+}
+
 // classify wraps failures of the database itself in ErrUnavailable: errors the server
 // sends about the connection or its shutdown, and every error that is not the server's
 // answer at all (network, connect, closed connection) nor the session's (sessionError).
