@@ -24,6 +24,13 @@ func ParseConfig(databaseURL, schema string) (*pgxpool.Config, error) {
 	if err != nil {
 		return nil, parseError(err, databaseURL)
 	}
+	// The simple protocol sends every argument as text: jsonb and bytea values, arrays
+	// and batched statements break in ways that name none of this.
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		return nil, fmt.Errorf("parse database url %s: default_query_exec_mode=simple_protocol is not supported: "+
+			"tmend needs the extended protocol (PgBouncer 1.21 and later keep it in transaction mode with max_prepared_statements)",
+			Redact(databaseURL))
+	}
 	params := cfg.ConnConfig.RuntimeParams
 	params["search_path"] = pgx.Identifier{schema}.Sanitize() + ", public"
 	setDefault(params, "application_name", "tmend")

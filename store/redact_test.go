@@ -76,3 +76,11 @@ func TestParseAndConnectErrorsHideThePassword(t *testing.T) {
 	requireNoSecret(t, err.Error())
 	require.True(t, strings.HasPrefix(err.Error(), "connect to database"), err.Error())
 }
+
+func TestSimpleProtocolIsRefused(t *testing.T) {
+	_, err := store.ParseConfig("postgres://u:secret@db/x?default_query_exec_mode=simple_protocol", "")
+	require.ErrorContains(t, err, "simple_protocol is not supported")
+	require.NotContains(t, err.Error(), "secret")
+	_, err = store.ParseConfig("postgres://u@db/x?default_query_exec_mode=cache_statement", "")
+	require.NoError(t, err)
+}
