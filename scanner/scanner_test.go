@@ -536,11 +536,13 @@ func (s *inflight) Sessions(ctx context.Context, q model.Query) ([]model.Session
 	return page, err
 }
 
-func (s *inflight) InsertReport(ctx context.Context, r model.Report) error {
+func (s *inflight) InsertReports(ctx context.Context, rs []model.Report) error {
 	s.mu.Lock()
-	s.cur -= r.BeforeBytes
+	for _, r := range rs {
+		s.cur -= r.BeforeBytes
+	}
 	s.mu.Unlock()
-	return s.Store.InsertReport(ctx, r)
+	return s.Store.InsertReports(ctx, rs)
 }
 
 // The content a run holds is bounded in bytes, not in sessions: pages and workers stay
