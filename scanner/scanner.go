@@ -341,13 +341,8 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 				if it.reported == nil {
 					var w *write
 					d.out, w = s.handle(res, o, it.sess)
-					if w != nil {
-						w.out, w.page = d.out, it.page
-						if w.report != nil { // the content is no longer needed
-							bud.release(it.bytes)
-						} else { // the writer releases its bytes once written
-							w.bytes = it.bytes
-						}
+					if w != nil { // the writer releases its bytes once written
+						w.out, w.page, w.bytes = d.out, it.page, it.bytes
 						writes <- *w
 						continue
 					}
