@@ -27,7 +27,8 @@ type Store interface {
 	// ApplyBatch writes repaired sessions, each whole, and returns what became of each as
 	// one session's write would (outcome, or error).
 	ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outcome, []error)
-	InsertReport(ctx context.Context, r model.Report) error
+	// InsertReports records reports of sessions it wrote nothing of, all or none.
+	InsertReports(ctx context.Context, rs []model.Report) error
 	StartRun(ctx context.Context, r model.Run) (int64, time.Time, error)
 	FinishRun(ctx context.Context, f model.Finish) error
 	ScanPosition(ctx context.Context, source string) (time.Time, bool, error)
@@ -339,13 +340,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 				d := done{reported: it.reported, page: it.page}
 				if it.reported == nil {
 					var w *write
-					var err error
-					d.out, w, err = s.handle(ctx, res, o, it.sess)
-					if err != nil {
-						bud.release(it.bytes)
-						cancel(err)
-						continue // drain work so the reader can stop
-					}
+					d.out, w = s.handle(res, o, it.sess)
 					if w != nil { // the writer releases its bytes once written
 						w.out, w.page, w.bytes = d.out, it.page, it.bytes
 						writes <- *w
@@ -359,7 +354,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		}()
 	}
 	// A writer takes whatever the workers queued (up to writeBatch sessions) and writes it
-	// with one store call: no timer, so a page's last sessions are written as soon as
+	// with a store call for the repairs and one for the reports alone: no timer, so a page's last sessions are written as soon as
 	// they come, and the page commits.
 	var wwg sync.WaitGroup
 	for range writers {
@@ -486,29 +481,54 @@ const (
 	writers    = 2
 )
 
-// write is a repaired session on its way to the writer: its write, and its outcome to
-// finish once written.
+// write is a handled session on its way to the writer: its write (a repair, or only its
+// report), and its outcome to finish once written.
 type write struct {
-	apply model.Apply
-	out   model.SessionOutcome
-	page  int
-	bytes int
+	apply  model.Apply
+	report *model.Report // set for a report alone, of a session left as it is
+	out    model.SessionOutcome
+	page   int
+	bytes  int
 }
 
-// write writes a batch with one store call, retrying the sessions the database was
-// unavailable for, and finishes each session's outcome as handle would have. A session
-// whose write ends the run (a database that stays unavailable, a lease lost) cancels the
-// run with its error.
+// write writes a batch: the reports alone with one store call, the repairs with another,
+// retrying what the database was unavailable for, and finishes each session's outcome
+// as handle would have. A write that ends the run (a database that stays unavailable, a
+// lease lost) cancels the run with its error, and its sessions are not handled.
 func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc) []done {
-	outs, errs := make([]model.Outcome, len(batch)), make([]error, len(batch))
-	rest := make([]int, len(batch))
+	var reports []model.Report
+	var applies []write
+	ds := make([]done, 0, len(batch))
+	for _, w := range batch {
+		if w.report != nil {
+			reports = append(reports, *w.report)
+		} else {
+			applies = append(applies, w)
+		}
+	}
+	if len(reports) > 0 {
+		if err := s.record(ctx, reports...); err != nil {
+			cancel(err)
+		} else {
+			for _, w := range batch {
+				if w.report != nil {
+					ds = append(ds, done{out: w.out, page: w.page})
+				}
+			}
+		}
+	}
+	if len(applies) == 0 {
+		return ds
+	}
+	outs, errs := make([]model.Outcome, len(applies)), make([]error, len(applies))
+	rest := make([]int, len(applies))
 	for i := range rest {
 		rest[i] = i
 	}
 	err := s.retry(ctx, "write sessions", func() error {
 		as := make([]model.Apply, len(rest))
 		for j, i := range rest {
-			as[j] = batch[i].apply
+			as[j] = applies[i].apply
 		}
 		os, es := s.store.ApplyBatch(ctx, as)
 		var again []int
@@ -525,8 +545,7 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	for _, i := range rest {
 		errs[i] = err // still unavailable, or ctx's end
 	}
-	ds := make([]done, 0, len(batch))
-	for i, w := range batch {
+	for i, w := range applies {
 		out, err := s.written(ctx, res, w, outs[i], errs[i])
 		if err != nil {
 			cancel(err)
@@ -536,6 +555,9 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	}
 	return ds
 }
+
+// reportOnly is the write of a session's report alone.
+func reportOnly(r model.Report) *write { return &write{report: &r} }
 
 // item is a session handed to a worker, with the bytes it holds of the budget and the
 // page it came from.
@@ -727,10 +749,10 @@ func (s *Scanner) readStopped(ctx context.Context, err error) error {
 
 var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
-// handle repairs one session and reports the result, or returns the write that the
-// writer finishes (written). Its error is only ever a database that stayed
-// unavailable, which ends the run.
-func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, *write, error) {
+// handle repairs one session and returns its outcome and what the writer writes of it:
+// the repair (finished by written), or its report alone; nil for a session that leaves
+// no row (clean, held).
+func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session) (model.SessionOutcome, *write) {
 	out := model.SessionOutcome{SessionID: sess.ID, BytesBefore: sess.Size, BytesAfter: sess.Size}
 	report := model.Report{RunID: res.RunID, SessionID: sess.ID, Trigger: o.Trigger, Actor: o.Actor, BeforeBytes: sess.Size,
 		Lease: o.part.lease}
@@ -738,28 +760,28 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	case sess.Unreadable != "":
 		out.Status, out.Reason = model.StatusUnparseable, sess.Unreadable
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	case sess.InFlight != "":
 		out.Status, out.Reason = model.StatusPending, sess.InFlight
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	}
 	if sess.Null {
 		out.Status = model.StatusUnparseable
 		out.Reason = "the messages column is NULL; left alone"
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	}
 	if sess.Messages == nil {
 		out.Status = model.StatusTooLarge
 		out.Reason = fmt.Sprintf("session is %d bytes, over the %d-byte limit; left alone", sess.Size, s.cfg.MaxBytes)
 		report.Status, report.Reason = out.Status, out.Reason
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	}
 	if sess.HoldHash != "" && o.Mode != model.ModeSession && model.ContentHash(sess.Messages) == sess.HoldHash {
 		// Rolled back and unchanged since: only an on-demand repair touches it again.
 		out.Status = model.StatusHeld
-		return out, nil, nil
+		return out, nil
 	}
 	opts := s.cfg.Repair
 	opts.Now, opts.UpdatedAt, opts.Force = res.StartedAt, sess.UpdatedAt, o.Force
@@ -776,14 +798,14 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 	report.Status, report.Reason, report.Dialect = out.Status, out.Reason, string(r.Report.Dialect)
 	report.IssueCodes, report.StageCounts, report.Actions = r.Report.IssueCodeSet(), r.Report.StageCounts, r.Report.Actions
 	if err != nil {
-		return out, nil, s.record(ctx, report) // unparseable or unknown_dialect, left alone
+		return out, reportOnly(report) // unparseable or unknown_dialect, left alone
 	}
 	clean := r.Report.Status == repair.StatusClean
 	switch {
 	case r.Report.Status == repair.StatusPending:
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	case clean && s.cfg.Compact == "":
-		return out, nil, nil // counted on the run, no row of its own
+		return out, nil // counted on the run, no row of its own
 	case clean:
 		r.Messages = sess.Messages
 	}
@@ -808,11 +830,11 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 			if clean {
 				out.Status, out.Reason = model.StatusCompactRejected, c.Report.Reason
 				report.Status, report.Reason = out.Status, out.Reason
-				return out, nil, s.record(ctx, report)
+				return out, reportOnly(report)
 			}
 		default:
 			if clean {
-				return out, nil, nil
+				return out, nil
 			}
 		}
 	}
@@ -823,10 +845,10 @@ func (s *Scanner) handle(ctx context.Context, res *model.RunResult, o RunOptions
 			out.Status, report.Status = model.StatusWouldCompact, model.StatusWouldCompact
 		}
 		report.AfterBytes = len(r.Messages)
-		return out, nil, s.record(ctx, report)
+		return out, reportOnly(report)
 	}
 	return out, &write{apply: model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
-		NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp}}, nil
+		NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp}}
 }
 
 // written finishes the outcome of a session the writer wrote, from its write's outcome
@@ -908,8 +930,9 @@ func compactActions(as []compact.Action) []repair.Action {
 	return out
 }
 
-func (s *Scanner) record(ctx context.Context, r model.Report) error {
-	return s.retry(ctx, "record report", func() error { return s.store.InsertReport(ctx, r) })
+// record inserts reports of sessions nothing was written of, all in one transaction.
+func (s *Scanner) record(ctx context.Context, rs ...model.Report) error {
+	return s.retry(ctx, "record reports", func() error { return s.store.InsertReports(ctx, rs) })
 }
 
 // retry runs fn until it succeeds, fails for a reason other than an unavailable

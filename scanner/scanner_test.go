@@ -536,11 +536,13 @@ func (s *inflight) Sessions(ctx context.Context, q model.Query) ([]model.Session
 	return page, err
 }
 
-func (s *inflight) InsertReport(ctx context.Context, r model.Report) error {
+func (s *inflight) InsertReports(ctx context.Context, rs []model.Report) error {
 	s.mu.Lock()
-	s.cur -= r.BeforeBytes
+	for _, r := range rs {
+		s.cur -= r.BeforeBytes
+	}
 	s.mu.Unlock()
-	return s.Store.InsertReport(ctx, r)
+	return s.Store.InsertReports(ctx, rs)
 }
 
 // The content a run holds is bounded in bytes, not in sessions: pages and workers stay
@@ -656,4 +658,32 @@ CREATE TRIGGER refuse BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION re
 	require.Equal(t, 2*(len(b.broken)-1), count(t, b.pool, `SELECT count(*) FROM session_versions`))
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM session_versions WHERE session_id = $1`, victim))
 	require.Equal(t, 1, count(t, b.pool, `SELECT num_failed FROM repair_runs WHERE id = $1`, res.RunID))
+}
+
+// A dry run's reports, written by the writers in batches, are all there, once each, and
+// the run counts the sessions they report.
+func TestDryRunReportsAllPresentAndCounted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 140)
+	ctx := t.Context()
+	var odd []model.Session
+	for i := range 30 {
+		odd = append(odd, model.Session{ID: fmt.Sprintf("large-%02d", i), UpdatedAt: old,
+			Messages: []byte(`[{"role":"user","content":"` + strings.Repeat("x", 200_000) + `"}]`)})
+		odd = append(odd, model.Session{ID: fmt.Sprintf("odd-%02d", i), UpdatedAt: old, Messages: []byte(`{"not":"an array"}`)})
+	}
+	storetest.Sessions(t, b.pool, odd...)
+	sc := scanner.New(b.store, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name(), BatchSize: 23, MaxBytes: 100_000,
+		RetryBase: time.Millisecond})
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 200, res.Counts.Scanned)
+	reported := res.Counts.Scanned - res.Counts.Clean
+	require.Equal(t, len(b.broken)+60, reported)
+	require.Equal(t, reported, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1", res.RunID))
+	require.Equal(t, reported, count(t, b.pool, "SELECT count(DISTINCT session_id) FROM repair_reports WHERE run_id = $1", res.RunID))
+	require.Equal(t, len(b.broken), count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'would_repair'", res.RunID))
+	require.Equal(t, 30, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND status = 'too_large'", res.RunID))
+	require.Equal(t, 30, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND session_id LIKE 'odd-%'", res.RunID))
+	require.Equal(t, res.Counts.Scanned, count(t, b.pool, "SELECT num_scanned FROM repair_runs WHERE id = $1", res.RunID))
 }
