@@ -325,7 +325,7 @@ func TestSessionOverTheMemoryBoundIsReported(t *testing.T) {
 	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
 	require.NoError(t, err)
 	ctx := t.Context()
-	dense := `[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` + strings.Repeat(`,{}`, 100_000) + `]}]`
+	dense := `[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` + strings.Repeat(`,{}`, 200_000) + `]}]`
 	storetest.Sessions(t, pool,
 		model.Session{ID: "dense", Messages: []byte(dense), UpdatedAt: old},
 		model.Session{ID: "broken", Messages: []byte(`[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`), UpdatedAt: old},
