@@ -187,13 +187,13 @@ const (
 	// on the provider's side (partProviderRun).
 	partAnswered
 	partProviderRun
-	// partAwaiting: the call waits for a person's approval (an AI SDK approval request), so
-	// while nothing follows its turn it is pending however old the session is.
+	// partAwaiting: the call waits for a person's approval (an AI SDK approval request),
+	// so while nothing follows its turn it is pending however old the session is.
 	partAwaiting
 	// partStreaming: an in-place part whose input was still streaming (also malformed).
 	partStreaming
-	// partInvalid: a LangChain invalid_tool_calls entry (arguments that did not parse), which
-	// some clients send as a call and others do not.
+	// partInvalid: a LangChain invalid_tool_calls entry (arguments that did not parse),
+	// which some clients send as a call and others do not.
 	partInvalid
 )
 
