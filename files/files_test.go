@@ -315,13 +315,14 @@ func TestFilesReturnReportWriteErrors(t *testing.T) {
 }
 
 // A session within --max-bytes whose repair would take more than the default memory
-// bound, 16 MiB + 8 times --max-bytes (tiny blocks: 3 bytes of input, a few hundred of
-// working set each), is refused as
-// too_large and passed through unchanged, while the sessions around it are repaired.
+// bound, 16 MiB + 8 times --max-bytes (tiny blocks: 3 bytes of input, over 150 of
+// working set each, so 200,000 of them need more than 16 MiB + 24 bytes a block), is
+// refused as too_large and passed through unchanged, while the sessions around it are
+// repaired.
 func TestDenseSessionOverTheMemoryBudgetIsRefused(t *testing.T) {
 	t.Parallel()
 	dense := `{"id":"dense","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}` +
-		strings.Repeat(`,{}`, 100_000) + `]}]}` + "\n"
+		strings.Repeat(`,{}`, 200_000) + `]}]}` + "\n"
 	small := `{"id":"small","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]}` + "\n"
 	r := runFiles(t, strings.NewReader(small+dense+small), files.Options{Fix: true, MaxBytes: int64(len(dense))})
 

@@ -152,7 +152,12 @@ const (
 // part is one tool call, tool result or other piece of a message: a content block, a
 // tool_calls element, a Gemini part, or for whole-message dialects the message itself.
 type part struct {
-	raw []byte
+	// rawAt and nameAt with their lengths hold its bytes (raw) and its tool's name (name)
+	// as a pointer and a length each, not as a slice and a string: every block has a
+	// part, and a transcript of many small blocks is mostly parts (TestPartSize).
+	rawAt, nameAt *byte
+	rawLen        int32
+	nameLen       int32
 	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText):
 	// in the input, or (idLen < 0) a rewritten id's in parser.idTexts; idLen is 0 without
 	// an id. idStr is 1 + the index in parser.idStrs of the decoded id (parser.id) when it
@@ -163,26 +168,58 @@ type part struct {
 	// a call written in another shape the platform also accepts (OpenClaw's legacy
 	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
 	canonical int32
-	name      string
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    keyPath
 	malformed malformed // why a call can never be valid
 	callType  callType
 	kind      partKind
 	hasID     bool
-	synthetic bool // a result inserted by tmend or another repairer
-	// In-place dialects: the call's part holds its result too (answered), or it ran on
-	// the provider's side (providerRun).
-	answered, providerRun bool
-	// awaiting: the call waits for a person's approval (an AI SDK approval request), so
-	// while nothing follows its turn it is pending however old the session is.
-	awaiting bool
-	// streaming: an in-place part whose input was still streaming (also malformed).
-	streaming bool
-	// invalid: a LangChain invalid_tool_calls entry (arguments that did not parse), which
-	// some clients send as a call and others do not.
-	invalid bool
+	flags     partFlags // one bit each, as every part has them
 }
+
+// partFlags are a part's rarer traits, as bits.
+type partFlags uint8
+
+const (
+	// partSynthetic: a result inserted by tmend or another repairer.
+	partSynthetic partFlags = 1 << iota
+	// In-place dialects: the call's part holds its result too (partAnswered), or it ran
+	// on the provider's side (partProviderRun).
+	partAnswered
+	partProviderRun
+	// partAwaiting: the call waits for a person's approval (an AI SDK approval request),
+	// so while nothing follows its turn it is pending however old the session is.
+	partAwaiting
+	// partStreaming: an in-place part whose input was still streaming (also malformed).
+	partStreaming
+	// partInvalid: a LangChain invalid_tool_calls entry (arguments that did not parse),
+	// which some clients send as a call and others do not.
+	partInvalid
+)
+
+func (p part) is(f partFlags) bool { return p.flags&f != 0 }
+
+func (p *part) set(f partFlags, on bool) {
+	if on {
+		p.flags |= f
+	} else {
+		p.flags &^= f
+	}
+}
+
+func rawPart(raw []byte) part {
+	var p part
+	p.setRaw(raw)
+	return p
+}
+
+func (p part) raw() []byte { return unsafe.Slice(p.rawAt, p.rawLen) }
+
+func (p *part) setRaw(raw []byte) { p.rawAt, p.rawLen = unsafe.SliceData(raw), int32(len(raw)) }
+
+func (p part) name() string { return unsafe.String(p.nameAt, p.nameLen) }
+
+func (p *part) setName(name string) { p.nameAt, p.nameLen = unsafe.StringData(name), int32(len(name)) }
 
 // malformed says why a call can never be valid, as a code: every part has one.
 type malformed uint8
@@ -512,7 +549,8 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		}
 	}
 	if nv, ok := nameObj.lookup(keyName); ok {
-		p.name, _ = inputString(nv)
+		name, _ := inputString(nv)
+		p.setName(name)
 	}
 	if !hasArgs {
 		_, hasArgs = args.lookup(argsKey)
@@ -526,7 +564,7 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 		p.malformed = malNoID
 	case idOptional && p.hasID && isBlank(o.ps.id(p)):
 		p.malformed = malBlankID
-	case isBlank(p.name):
+	case isBlank(p.name()):
 		p.malformed = malNoName
 	case !hasArgs:
 		p.malformed = malNoArgs
@@ -537,10 +575,11 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 // nameKey, its text in content.
 func parseResultMessage(m *message, ps *parser, idPath []keyCode, nameKey keyCode) {
 	m.kind = msgResult
-	p := part{raw: m.raw}
+	p := rawPart(m.raw)
 	resultShape(&p, obj{m.raw, m.ms, ps}, idPath)
-	p.name, _ = inputString(m.get(nameKey))
-	p.synthetic = isSyntheticText(m.get(keyContent), m.contentBlocks())
+	name, _ := inputString(m.get(nameKey))
+	p.setName(name)
+	p.set(partSynthetic, isSyntheticText(m.get(keyContent), m.contentBlocks()))
 	m.parts = ps.one(p)
 }
 
@@ -588,7 +627,7 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 	for _, blk := range blks {
 		// Filled in place (a part handed to fn by address would otherwise be allocated), so
 		// fn must not add parts itself.
-		ps.parts = append(ps.parts, part{raw: blk.raw()})
+		ps.parts = append(ps.parts, rawPart(blk.raw()))
 		if blk.raw()[0] == '{' {
 			p := &ps.parts[len(ps.parts)-1]
 			mark := len(ps.scratch)

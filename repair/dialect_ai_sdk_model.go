@@ -41,7 +41,7 @@ var aiSDKModelSpec = &spec{
 		return false
 	},
 	synth: func(c *part, id []byte, text string) []byte {
-		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", id).str("toolName", c.name)
+		b := objectBuilder(nil).str("type", "tool-result").raw("toolCallId", id).str("toolName", c.name())
 		if c.callType == callAISDK4 {
 			return b.str("result", text).raw("isError", []byte("true")).done()
 		}
@@ -112,8 +112,9 @@ func aiSDKToolPart(p *part, o obj) bool {
 			return true // the provider's result (a denied provider-run tool), not a client's
 		}
 		resultShape(p, o, pathToolCallIDCamel)
-		p.name, _ = inputString(o.get(keyToolName))
-		p.synthetic = aiSDKSynthetic(o)
+		name, _ := inputString(o.get(keyToolName))
+		p.setName(name)
+		p.set(partSynthetic, aiSDKSynthetic(o))
 	case isString(typ, "tool-approval-response"):
 		p.kind = partRef
 		return hasApprovalID(o)
@@ -176,13 +177,14 @@ func aiSDKCallShape(p *part, o obj) {
 		p.callType = callAISDK4 // its synthetic result is written as ai 4 reads it (result, not output)
 	}
 	callShape(p, o, pathToolCallIDCamel, o, o, args, false)
-	p.name, _ = inputString(o.get(keyToolName))
+	name, _ := inputString(o.get(keyToolName))
+	p.setName(name)
 	// callShape judged the name by a name member, which these parts do not have; judge it
 	// by toolName instead, in the same order (a name before the arguments).
 	switch p.malformed {
 	case wellFormed, malNoName, malNoArgs:
 		switch {
-		case isBlank(p.name):
+		case isBlank(p.name()):
 			p.malformed = malNoName
 		case !o.has(args):
 			p.malformed = malNoArgs
@@ -202,7 +204,7 @@ func markAwaiting(m *message, ps *parser) {
 		}
 		for j := range m.parts {
 			if c := &m.parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
-				c.awaiting = true
+				c.set(partAwaiting, true)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ func parseAnthropic(m *message, ps *parser) error {
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
 			if isString(o.get(keyType), "tool_result") {
 				resultShape(p, o, pathToolUseID)
-				p.synthetic = isSyntheticText(o.get(keyContent), nil)
+				p.set(partSynthetic, isSyntheticText(o.get(keyContent), nil))
 			}
 		})
 	}

@@ -47,7 +47,7 @@ func parseBedrock(m *message, ps *parser) error {
 			if o.has(keyToolResult) {
 				tr := o.sub(keyToolResult)
 				resultShape(p, tr, pathToolResultToolUseID)
-				p.synthetic = isSyntheticText(tr.get(keyContent), nil)
+				p.set(partSynthetic, isSyntheticText(tr.get(keyContent), nil))
 			}
 		})
 	}

@@ -23,7 +23,7 @@ var geminiSpec = &spec{
 		if c.hasID {
 			fr = fr.raw("id", id)
 		}
-		fr = fr.str("name", c.name).raw("response", objectBuilder(nil).str("error", text).done())
+		fr = fr.str("name", c.name()).raw("response", objectBuilder(nil).str("error", text).done())
 		return objectBuilder(nil).raw("functionResponse", fr.done()).done()
 	},
 	wrap: func(p [][]byte) []byte { return wrapUser(keyParts, p) },
@@ -94,8 +94,9 @@ func parseGemini(m *message, ps *parser) error {
 			if o.has(keyFunctionResponse) {
 				fr := o.sub(keyFunctionResponse)
 				resultShape(p, fr, pathFunctionResponseID)
-				p.name, _ = inputString(fr.get(keyName))
-				p.synthetic = isSyntheticText(fr.get(keyResponse), nil)
+				name, _ := inputString(fr.get(keyName))
+				p.setName(name)
+				p.set(partSynthetic, isSyntheticText(fr.get(keyResponse), nil))
 			}
 		})
 	}

@@ -204,7 +204,7 @@ func parseLangChain(m *message, ps *parser) error {
 		parseLangChainAI(m, ps, &v)
 	case lcTool:
 		m.kind = msgResult
-		p := part{raw: m.raw}
+		p := rawPart(m.raw)
 		idPath := pathToolCallID
 		switch v.outer {
 		case keyData:
@@ -213,9 +213,10 @@ func parseLangChain(m *message, ps *parser) error {
 			idPath = pathKwargsToolCallID
 		}
 		resultShape(&p, v.inner, idPath)
-		p.name, _ = inputString(v.inner.get(keyName))
+		name, _ := inputString(v.inner.get(keyName))
+		p.setName(name)
 		blks, _ := v.blocks(keyContent)
-		p.synthetic = isSyntheticText(v.inner.get(keyContent), blks)
+		p.set(partSynthetic, isSyntheticText(v.inner.get(keyContent), blks))
 		m.parts = ps.one(p)
 	default:
 		if v.form == lcFlat || v.form == 0 {
@@ -244,19 +245,19 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	flat := v.form == lcFlat
 	tcBlocks, have := v.blocks(keyToolCalls)
 	ps.eachElem(v.inner.get(keyToolCalls), tcBlocks, have, func(raw []byte, o obj, isObj bool) {
-		ps.parts = append(ps.parts, part{raw: raw})
+		ps.parts = append(ps.parts, rawPart(raw))
 		if isObj {
 			callShape(&ps.parts[len(ps.parts)-1], o, pathID, o, o, keyArgs, false)
 		}
 	})
 	f := readLCFields(v.inner)
 	ps.eachElem(f.invalid, nil, false, func(raw []byte, o obj, isObj bool) {
-		ps.parts = append(ps.parts, part{raw: raw})
+		ps.parts = append(ps.parts, rawPart(raw))
 		// One without an id is not sent as a call (nothing could answer it).
 		if idv := o.get(keyID); isObj && len(idv) > 0 && string(idv) != "null" {
 			pt := &ps.parts[len(ps.parts)-1]
 			callShape(pt, o, pathID, o, o, keyArgs, false)
-			pt.invalid = true
+			pt.set(partInvalid, true)
 		}
 	})
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
@@ -267,7 +268,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	}
 	for pi := own; pi < len(m.parts); pi++ {
 		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(ps, pt) {
-			ps.knownValues = append(ps.knownValues, pt.raw)
+			ps.knownValues = append(ps.knownValues, pt.raw())
 		}
 	}
 	m.otherContent = lcMirrors(m, ps, v, f)
@@ -318,7 +319,7 @@ func lcSynth(v lcView, c *part, id []byte, text string) []byte {
 	if v.form == lcFlat || innerType {
 		f = f.str("type", "tool")
 	}
-	f = f.str("content", text).raw("tool_call_id", id).str("name", c.name).str("status", "error")
+	f = f.str("content", text).raw("tool_call_id", id).str("name", c.name()).str("status", "error")
 	switch v.form {
 	case lcData:
 		return objectBuilder(nil).str("type", "tool").raw("data", f.done()).done()

@@ -24,7 +24,7 @@ var openClawSpec = &spec{
 		return isString(typ, "toolCall") || isString(typ, "toolUse") || isString(typ, "functionCall")
 	},
 	synth: func(c *part, id []byte, text string) []byte {
-		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", id).str("toolName", c.name).
+		return objectBuilder(nil).str("role", "toolResult").raw("toolCallId", id).str("toolName", c.name()).
 			raw("content", textBlocks(true, text)).raw("isError", []byte("true")).done()
 	},
 

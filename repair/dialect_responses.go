@@ -87,10 +87,11 @@ func parseResponses(m *message, ps *parser) error {
 	if c, ok := responsesCalls[string(typ)]; ok {
 		m.known = true
 		m.kind = msgCall
-		p := part{raw: m.raw, callType: c.typ}
+		p := rawPart(m.raw)
+		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
-		if c.name != "" && p.name == "" {
-			p.name = c.name
+		if c.name != "" && p.nameLen == 0 {
+			p.setName(c.name)
 			if p.malformed == malNoName {
 				p.malformed = wellFormed
 			}
@@ -101,13 +102,13 @@ func parseResponses(m *message, ps *parser) error {
 	if responsesOutputs[string(typ)] {
 		m.known = true
 		m.kind = msgResult
-		p := part{raw: m.raw}
+		p := rawPart(m.raw)
 		idPath := pathCallID
 		if !o.has(keyCallID) && string(typ) == "local_shell_call_output" {
 			idPath = pathID
 		}
 		resultShape(&p, o, idPath)
-		p.synthetic = isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m)
+		p.set(partSynthetic, isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m))
 		m.parts = ps.one(p)
 		return nil
 	}

@@ -92,11 +92,12 @@ func toolPartShape(p *part, o obj, typ []byte) {
 	p.idPath = pathOf(pathToolCallIDCamel)
 	readCallID(p, o, keyToolCallIDCamel)
 	if string(typ) == "dynamic-tool" {
-		p.name, _ = inputString(o.get(keyToolName))
+		name, _ := inputString(o.get(keyToolName))
+		p.setName(name)
 	} else {
-		p.name = string(typ[len("tool-"):])
+		p.setName(string(typ[len("tool-"):]))
 	}
-	p.providerRun = isTrue(o.get(keyProviderExecuted))
+	p.set(partProviderRun, isTrue(o.get(keyProviderExecuted)))
 	inPlaceState(p, o, keyInput)
 }
 
@@ -106,7 +107,8 @@ func invocationShape(p *part, inv obj, idPath []keyCode) {
 	p.kind = partCall
 	p.idPath = pathOf(idPath)
 	readCallID(p, inv, keyToolCallIDCamel)
-	p.name, _ = inputString(inv.get(keyToolName))
+	name, _ := inputString(inv.get(keyToolName))
+	p.setName(name)
 	inPlaceState(p, inv, keyArgs)
 }
 
@@ -130,20 +132,20 @@ func inPlaceState(p *part, o obj, argsKey keyCode) {
 	case !ok:
 		o.ps.doubtful(fmt.Sprintf("a tool part's state %s is not one tmend knows", o.get(keyState)))
 	case state == stateStreaming:
-		p.streaming = true
+		p.set(partStreaming, true)
 		p.malformed = streamingLeftover[string(wordOf(o.get(keyState)))]
 	case isBlank(o.ps.id(p)):
 		p.malformed = malNoID
-	case isBlank(p.name):
+	case isBlank(p.name()):
 		p.malformed = malNoName
 	case !o.has(argsKey) && !(state == stateAnswered && o.has(keyRawInput)):
 		// (ai 5+ keeps input it could not parse as rawInput on an output-error part.)
 		p.malformed = malNoArgs
 	}
-	p.answered = state == stateAnswered
-	p.awaiting = isString(o.get(keyState), "approval-requested")
-	p.synthetic = p.answered && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil) ||
-		isSyntheticText(o.get(keyApproval), nil))
+	p.set(partAnswered, state == stateAnswered)
+	p.set(partAwaiting, isString(o.get(keyState), "approval-requested"))
+	p.set(partSynthetic, p.is(partAnswered) && (isSyntheticText(o.get(keyErrorText), nil) || isSyntheticText(o.get(keyResult), nil) ||
+		isSyntheticText(o.get(keyApproval), nil)))
 }
 
 // answerInPlace returns a tool part whose call got no result with tmend's error as its
@@ -225,7 +227,7 @@ func (p *plan) decideInPlace() {
 			if pt.kind != partCall {
 				continue
 			}
-			if i == last && running && pt.streaming {
+			if i == last && running && pt.is(partStreaming) {
 				continue // still streaming
 			}
 			if pt.malformed != wellFormed {
@@ -249,7 +251,7 @@ func (p *plan) decideInPlace() {
 			// A part repeating an earlier part's call (a message stored twice by a
 			// retry): one stays, the one with the real result, else the earlier one.
 			drop := &p.calls[ci]
-			if fp := p.part(first.msg, first.part); pt.answered && !pt.synthetic && (!fp.answered || fp.synthetic) {
+			if fp := p.part(first.msg, first.part); pt.is(partAnswered) && !pt.is(partSynthetic) && (!fp.is(partAnswered) || fp.is(partSynthetic)) {
 				drop = first
 				p.byKey.set(slot, ci)
 			}
@@ -265,10 +267,10 @@ func (p *plan) decideInPlace() {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
 		switch {
-		case c.removed || pt.answered:
-		case int(c.msg) == last && (running || pt.awaiting && !p.opts.Force):
+		case c.removed || pt.is(partAnswered):
+		case int(c.msg) == last && (running || pt.is(partAwaiting) && !p.opts.Force):
 			p.report.PendingCalls++
-		case pt.providerRun:
+		case pt.is(partProviderRun):
 			// The provider ran it and its result was lost; tmend cannot answer for the
 			// provider's own tool.
 			c.removed = true
@@ -276,7 +278,7 @@ func (p *plan) decideInPlace() {
 			p.act(StageSynthesizeMissingResults, ActionDrop, int(c.msg), pt, "provider-executed call without its result cannot be answered; call removed")
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		default:
-			pt.raw = answerInPlace(pt.raw)
+			pt.setRaw(answerInPlace(pt.raw()))
 			p.edits[c.msg].dirty = true
 			p.act(StageSynthesizeMissingResults, ActionRewrite, int(c.msg), pt, "answered in place with a synthetic error result")
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
@@ -288,7 +290,7 @@ func (p *plan) decideInPlace() {
 // samePart reports whether two tool parts are one call stored twice (by a retry, or
 // once open and once answered): the same tool and the same input, as written.
 func samePart(a, b *part) bool {
-	return a.name == b.name && bytes.Equal(callInput(a.raw), callInput(b.raw))
+	return a.name() == b.name() && bytes.Equal(callInput(a.raw()), callInput(b.raw()))
 }
 
 // callInput is a tool part's input (ai 5+) or args (ai 4, Mastra).
@@ -332,7 +334,7 @@ func (p *plan) dropBareMarkers() {
 		}
 		bare := true
 		for pi := range m.parts {
-			if !removed[pi] && !isStepStart(m.parts[pi].raw) {
+			if !removed[pi] && !isStepStart(m.parts[pi].raw()) {
 				bare = false
 				break
 			}
@@ -402,7 +404,7 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	start := len(ps.parts)
 	var invs [][]byte // the tool-invocation parts' invocations, which a mirror repeats
 	for _, blk := range blks {
-		ps.parts = append(ps.parts, part{raw: blk.raw()})
+		ps.parts = append(ps.parts, rawPart(blk.raw()))
 		pt := &ps.parts[len(ps.parts)-1]
 		if blk.ms == nil {
 			m.known = false // a part that is not an object

@@ -313,8 +313,8 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 			case removed[pi]:
 				changed = true
 			default:
-				out = append(out, m.parts[pi].raw)
-				changed = changed || !sameBytes(m.parts[pi].raw, e)
+				out = append(out, m.parts[pi].raw())
+				changed = changed || !sameBytes(m.parts[pi].raw(), e)
 			}
 		}
 		start += len(elems)

@@ -77,7 +77,7 @@ func (p *plan) movedResults() map[*byte]int {
 		return m
 	}
 	for ri := range p.results {
-		if raw := p.resPart(ri).raw; len(raw) > 0 {
+		if raw := p.resPart(ri).raw(); len(raw) > 0 {
 			m[&raw[0]] = int(p.results[ri].msg)
 		}
 	}

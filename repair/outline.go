@@ -77,8 +77,8 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 			om.Parts = make([]OutlinePart, len(m.parts))
 			for k := range m.parts {
 				pt := &m.parts[k]
-				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw, CallID: p.ps.id(pt), CallIDText: p.ps.idText(pt),
-					ToolName: pt.name, Synthetic: pt.synthetic}
+				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw(), CallID: p.ps.id(pt), CallIDText: p.ps.idText(pt),
+					ToolName: pt.name(), Synthetic: pt.is(partSynthetic)}
 			}
 		}
 		o.Messages[i] = om

@@ -552,8 +552,8 @@ func (p *plan) findTurns() {
 				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(p.ps.id(pt)), kept: -1,
 					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
-					c.key = idlessKey(ti, pt.name, p.names[pt.name])
-					p.names[pt.name]++
+					c.key = idlessKey(ti, pt.name(), p.names[pt.name()])
+					p.names[pt.name()]++
 				}
 				p.calls = append(p.calls, c)
 			}
@@ -647,8 +647,8 @@ func (p *plan) pair() {
 					if slotNames[k] == nil {
 						slotNames[k] = map[string]int{}
 					}
-					key = idlessKey(ti, pt.name, slotNames[k][pt.name])
-					slotNames[k][pt.name]++
+					key = idlessKey(ti, pt.name(), slotNames[k][pt.name()])
+					slotNames[k][pt.name()]++
 				}
 			}
 			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
@@ -661,7 +661,7 @@ func (p *plan) pair() {
 					r.call = int32(p.latestBefore(ch, mi, p.ps.id(pt)))
 				}
 			} else if !pt.hasID && !inSlot {
-				r.call = int32(p.strayCall(len(p.results), mi, pt.name))
+				r.call = int32(p.strayCall(len(p.results), mi, pt.name()))
 			}
 			r.inSlot = r.slotted && (lead || !p.spec.resultsFirst)
 			ri := int32(len(p.results))
@@ -701,7 +701,7 @@ func (p *plan) link(ri int32) {
 	}
 	c.lastRes = ri
 	c.slotted = c.slotted || r.slotted
-	if !p.part(r.msg, r.part).synthetic && !c.answered {
+	if !p.part(r.msg, r.part).is(partSynthetic) && !c.answered {
 		if int(r.call) < p.idlessSeen {
 			p.countOpen(int(r.call), -1)
 		}
@@ -712,8 +712,8 @@ func (p *plan) link(ri int32) {
 // mayName reports whether result r names call ci's tool, or none.
 func (p *plan) mayName(r *resultRef, ci int) bool {
 	c := &p.calls[ci]
-	rn := strings.TrimSpace(p.part(r.msg, r.part).name)
-	return rn == "" || rn == strings.TrimSpace(p.part(c.msg, c.part).name)
+	rn := strings.TrimSpace(p.part(r.msg, r.part).name())
+	return rn == "" || rn == strings.TrimSpace(p.part(c.msg, c.part).name())
 }
 
 // onlyOpenCall returns the one well-formed call of turn ti without a result, or -1 when
@@ -779,10 +779,10 @@ func (p *plan) countOpen(ci, delta int) {
 	if p.msgs[c.msg].failed {
 		k = 1
 	}
-	o := p.idlessOpen[pt.name]
+	o := p.idlessOpen[pt.name()]
 	o.n[k] += delta
 	o.sum[k] += delta * ci
-	p.idlessOpen[pt.name] = o
+	p.idlessOpen[pt.name()] = o
 }
 
 // slotCall returns the call of turn ti in ch that a result in the turn's slot (with id
@@ -847,12 +847,12 @@ func (p *plan) latestBefore(ch *keyChain, mi int, id string) int {
 
 func (p *plan) act(st Stage, kind ActionKind, msg int, pt *part, detail string) {
 	p.report.Actions = append(p.report.Actions, Action{Stage: st, Action: kind, MessageIndex: msg,
-		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name()), Detail: detail})
 }
 
 func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 	p.report.Issues = append(p.report.Issues, Issue{Code: code, MessageIndex: msg,
-		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name), Detail: detail})
+		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name()), Detail: detail})
 }
 
 // prepareEdits sizes the edits, one per message with a removed flag per part.
@@ -957,11 +957,11 @@ func (p *plan) decide() {
 		}
 		real := 0
 		for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
-			if !p.resPart(int(ri)).synthetic {
+			if !p.resPart(int(ri)).is(partSynthetic) {
 				real++
 			}
 		}
-		if pt.invalid && real == 0 {
+		if pt.is(partInvalid) && real == 0 {
 			// Answering it would give an orphan result to the clients that do not send
 			// it (JS ChatOpenAI beside valid calls, ChatAnthropic without its tool_use
 			// copy); removing it, with its copies, suits every client.
@@ -991,7 +991,8 @@ func (p *plan) decide() {
 		if pt.canonical > 0 {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, int(c.msg), pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, int(c.msg), pt, "")
-			pt.raw, pt.idPath = p.ps.canonicals[pt.canonical-1], pathOf(pathID)
+			pt.setRaw(p.ps.canonicals[pt.canonical-1])
+			pt.idPath = pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
 		kept := p.pickKept(c)
@@ -1012,7 +1013,7 @@ func (p *plan) decide() {
 			r := &p.results[ri]
 			p.removePart(int(r.msg), int(r.part), StageDropDuplicateResults)
 			detail := "later result for the same call"
-			if p.resPart(ri).synthetic && !p.resPart(kept).synthetic {
+			if p.resPart(ri).is(partSynthetic) && !p.resPart(kept).is(partSynthetic) {
 				detail = "synthetic result superseded by a real one"
 			}
 			p.act(StageDropDuplicateResults, ActionDrop, int(r.msg), p.resPart(ri), detail)
@@ -1030,7 +1031,7 @@ func (p *plan) decide() {
 			p.issue(IssueMisplacedResult, int(r.msg), p.resPart(kept), "")
 		case int(c.turn) == open && !p.msgs[c.msg].failed:
 			p.report.PendingCalls++
-		case pt.awaiting && int(c.msg) == len(p.msgs)-1 && !p.opts.Force:
+		case pt.is(partAwaiting) && int(c.msg) == len(p.msgs)-1 && !p.opts.Force:
 			p.report.PendingCalls++ // a person has yet to approve it
 		case pt.callType == callComputer:
 			// A computer_call_output must carry a screenshot; none can be made up.
@@ -1069,9 +1070,9 @@ func (p *plan) decide() {
 // tmend does not read.
 func (p *plan) mayHideID(pt *part) bool {
 	if p.spec.mayHideResultID != nil {
-		return p.spec.mayHideResultID(pt.raw, &p.ps)
+		return p.spec.mayHideResultID(pt.raw(), &p.ps)
 	}
-	return mayHoldIDKey(pt.raw)
+	return mayHoldIDKey(pt.raw())
 }
 
 func (p *plan) resPart(ri int) *part { r := &p.results[ri]; return p.part(r.msg, r.part) }
@@ -1082,7 +1083,7 @@ func (p *plan) pickKept(c *callRef) int {
 	best := -1
 	score := func(ri int) int {
 		s := 0
-		if !p.resPart(ri).synthetic {
+		if !p.resPart(ri).is(partSynthetic) {
 			s += 2
 		}
 		if p.results[ri].inSlot {
@@ -1124,7 +1125,7 @@ func (p *plan) checkUnrecognized() error {
 	}
 	if ri := p.ambiguous; ri >= 0 {
 		return p.refuse(int(p.results[ri].msg), "", fmt.Sprintf("a response without an id, outside the turn after its call, may answer any of %d earlier calls of %q without an id or a result",
-			p.ambiguousN, p.resPart(ri).name), "so which call it answers is unclear")
+			p.ambiguousN, p.resPart(ri).name()), "so which call it answers is unclear")
 	}
 	if ri, ci := p.orphanMayAnswer(); ri >= 0 {
 		c := &p.calls[ci]
@@ -1196,7 +1197,7 @@ func (p *plan) orphanMayAnswer() (int, int) {
 	}
 	for ri := range p.results {
 		r, rp := &p.results[ri], p.resPart(ri)
-		if r.call >= 0 || rp.synthetic || usableID(&p.ps, rp) && !odd && utf8.ValidString(p.ps.id(rp)) {
+		if r.call >= 0 || rp.is(partSynthetic) || usableID(&p.ps, rp) && !odd && utf8.ValidString(p.ps.id(rp)) {
 			continue // paired, or an orphan no open call can be confused with
 		}
 		for _, ci := range open {
@@ -1211,13 +1212,13 @@ func (p *plan) orphanMayAnswer() (int, int) {
 // mayAnswerWhy says why orphan result ri may answer call ci, or "" when it cannot.
 func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rp, cp := p.resPart(ri), p.part(p.calls[ci].msg, p.calls[ci].part)
-	rn, cn := strings.TrimSpace(rp.name), strings.TrimSpace(cp.name)
+	rn, cn := strings.TrimSpace(rp.name()), strings.TrimSpace(cp.name())
 	switch {
 	case usableID(&p.ps, rp) && usableID(&p.ps, cp):
 		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.calls[ci].key) {
 			return "their ids differ only in a lone surrogate"
 		}
-	case !rp.hasID && !cp.hasID && rp.name == cp.name:
+	case !rp.hasID && !cp.hasID && rp.name() == cp.name():
 		// Gemini pairs these by position and name, and so did pair: no other reading.
 	case rn == "":
 		return "one of them has no id, and the result names no tool"
@@ -1467,7 +1468,7 @@ func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 
 func (p *plan) setPartID(msg int, pt *part, id string) {
 	p.ps.rewriteID(pt, id)
-	pt.raw = setPath(pt.raw, pt.idPath.keys(), p.ps.idText(pt))
+	pt.setRaw(setPath(pt.raw(), pt.idPath.keys(), p.ps.idText(pt)))
 	p.edits[msg].dirty = true
 }
 
@@ -1482,7 +1483,7 @@ func (p *plan) finish() {
 		var raws [][]byte
 		for _, in := range t.incoming {
 			if in.result >= 0 {
-				raws = append(raws, p.resPart(in.result).raw)
+				raws = append(raws, p.resPart(in.result).raw())
 			} else {
 				c := &p.calls[in.call]
 				if p.spec.synthFor != nil {
@@ -1774,7 +1775,7 @@ func (p *plan) assemble() [][]byte {
 		switch {
 		case e.drop:
 		case m.whole():
-			raw = m.parts[0].raw
+			raw = m.parts[0].raw()
 		case e.dirty:
 			raw, _ = p.rebuild(i)
 		default:
@@ -1837,7 +1838,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		if lead && pt.kind != partResult {
 			kept, in, lead = append(kept, in...), nil, false
 		}
-		kept = append(kept, pt.raw)
+		kept = append(kept, pt.raw())
 	}
 	kept = append(kept, in...)
 	if p.spec.inPlace {

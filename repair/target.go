@@ -166,12 +166,12 @@ func (p *plan) fillResultNames() {
 			continue
 		}
 		r, rp, cp := &p.results[c.kept], p.resPart(int(c.kept)), p.part(c.msg, c.part)
-		if !isBlank(rp.name) || isBlank(cp.name) {
+		if !isBlank(rp.name()) || isBlank(cp.name()) {
 			continue
 		}
 		p.issue(IssueMissingToolName, int(r.msg), rp, "")
-		rp.raw = setOrAddMember(rp.raw, keyNames[p.spec.resultName], jsonString(cp.name))
-		rp.name = cp.name
+		rp.setRaw(setOrAddMember(rp.raw(), keyNames[p.spec.resultName], jsonString(cp.name())))
+		rp.setName(cp.name())
 		p.edits[r.msg].dirty = true
 		p.act(StageRewriteCallIDs, ActionRewrite, int(r.msg), rp, "tool name filled in from its call (Gemini needs it)")
 	}
