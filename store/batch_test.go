@@ -211,10 +211,10 @@ CREATE TRIGGER keep_deleted BEFORE DELETE ON public.langchain_chat_histories FOR
 	require.Equal(t, 2, versions("s3"))
 }
 
-// A batch on a sequence order waits for the appends in flight just before its writes,
-// after its check: a message appended to a session of the batch by a transaction in
-// flight then (its order value below those the batch took) must make that session a
-// conflict, not land among its repaired rows, and the other session is still written.
+// A batch on a sequence order waits for the appends in flight after taking its order
+// values: a message appended to a session of the batch by a transaction in flight then
+// (its order value below those the batch took) must make that session a conflict, not
+// land among its repaired rows, and the other session is still written.
 func TestApplyBatchFindsAppendsCommittedWhileItWaits(t *testing.T) {
 	t.Parallel()
 	l := setupLangchain(t)

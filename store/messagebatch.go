@@ -12,17 +12,11 @@ import (
 )
 
 // applyBatch is apply for several sessions at once (see batchLayout), in three round
-// trips as well: the sessions' rows are locked and checked, and the prior versions of
-// those that match saved, in one statement; the writes are one statement of each kind for
-// all of them. A session that cannot be planned is left to apply, which fails it with the
-// reason. On a sequence order the new values are taken first, as apply does, but the wait
-// for the table's writers in flight comes in the second round trip, just before the
-// writes, followed by a count of the sessions' rows: they are locked, so only a row
-// appended meanwhile changes it, and then the whole batch fails and its sessions go
-// alone, where apply finds the conflict. The wait is for every writer holding the
-// table, tmend's other writer as well, which sits in its writes: with the wait before
-// the check, as apply has it, the two writers' checks and writes went one at a time;
-// here one writer's check and prior versions run while the other writes.
+// trips as well, with apply's handling of the order: the new values of all the sessions are
+// taken first and the table's writers in flight waited for once (see apply), then the
+// sessions' rows are locked and checked, and the prior versions of those that match
+// saved, in one statement; the writes are one statement of each kind for all of them.
+// A session that cannot be planned is left to apply, which fails it with the reason.
 func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants []string, reports [][]any) ([]batchResult, error) {
 	res := make([]batchResult, len(as))
 	ps := make([]*prepared, len(as))
@@ -66,6 +60,9 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 	b.Queue("SET LOCAL lock_timeout = '5s'")
 	if sequence {
 		b.Queue(l.sql.nextValues, l.t.ordSeq, fresh)
+		b.Queue("SAVEPOINT appends")
+		b.Queue(lock)
+		b.Queue("ROLLBACK TO SAVEPOINT appends")
 	}
 	if lockTable {
 		b.Queue(lock)
@@ -94,6 +91,11 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 	if err == nil && sequence {
 		err = br.QueryRow().Scan(&values)
 		slices.Sort(values)
+		for range 3 {
+			if err == nil {
+				_, err = br.Exec()
+			}
+		}
 	}
 	if err == nil && lockTable {
 		_, err = br.Exec()
@@ -132,7 +134,6 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		runs                  []*int64
 		reports               reportArrays
 		rows                  []*prepared
-		count                 int64 // the written sessions' rows as read
 	}
 	for i, a := range as {
 		st, ok := locked[a.Session.ID]
@@ -162,7 +163,7 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		w.ids, w.to, w.runs = append(w.ids, a.Session.ID), append(w.to, out.ToVersion), append(w.runs, nilIfZero(a.RunID))
 		w.from, w.size, w.after = append(w.from, out.FromVersion), append(w.size, a.Session.Size), append(w.after, len(a.NewMessages))
 		w.reports.add(reports[i])
-		w.rows, w.count = append(w.rows, ps[i]), w.count+int64(len(a.Session.Rows))
+		w.rows = append(w.rows, ps[i])
 	}
 
 	b = &pgx.Batch{}
@@ -172,12 +173,6 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		counts = append(counts, n)
 	}
 	if len(w.ids) > 0 {
-		if sequence {
-			queue(-1, "SAVEPOINT appends")
-			queue(-1, lock)
-			queue(-1, "ROLLBACK TO SAVEPOINT appends")
-			queue(w.count, l.sql.sessionRows, w.ids)
-		}
 		l.queueRows(queue, w.rows)
 		queue(int64(len(w.ids)), l.sql.saveRepairs, append([]any{w.ids, l.t.key, w.to, w.runs, w.from, w.size, w.after},
 			w.reports.args()...)...)

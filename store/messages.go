@@ -93,8 +93,8 @@ type messageSQL struct {
 	orderMark string
 
 	// ApplyBatch's (applyBatch): lockState with saveOriginal, and saveRepaired, for
-	// several sessions at once; sessionRows returns the rows of the sessions of $1.
-	lockBatch, saveRepairs, sessionRows string
+	// several sessions at once.
+	lockBatch, saveRepairs string
 }
 
 // msgField is where one member of a message is kept: key "" is the whole message.
@@ -518,7 +518,6 @@ FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
   SELECT $2, sid, last + 1, 'original', c, rh, octet_length(c), run_id FROM m WHERE matched AND last_hash IS DISTINCT FROM rh
 )
 SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, order, sha(transcript), rowsJSON, t.ident, q(src.SessionColumn), t.sid, sha("x.c"))
-	s.sessionRows = fmt.Sprintf(`SELECT FROM %s t WHERE %s = ANY($1::text[]::%s[])`, t.ident, sid, t.sid)
 	// The versions of several sessions: v's rows are a session id, a version, a run.
 	saveVersions := func(unnest, kind, ret string) string {
 		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
