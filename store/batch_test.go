@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -208,4 +209,53 @@ CREATE TRIGGER keep_deleted BEFORE DELETE ON public.langchain_chat_histories FOR
 		require.Zero(t, versions(id), id)
 	}
 	require.Equal(t, 2, versions("s3"))
+}
+
+// A batch on a sequence order waits for the appends in flight after taking its order
+// values: a message appended to a session of the batch by a transaction in flight then
+// (its order value below those the batch took) must make that session a conflict, not
+// land among its repaired rows, and the other session is still written.
+func TestApplyBatchFindsAppendsCommittedWhileItWaits(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	as := make([]model.Apply, 2)
+	for i, id := range []string{"s1", "s2"} {
+		l.add(t, id, lcHuman, lcCall2, lcResult1, lcOrphan)
+		sess := l.read(t, id)
+		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		as[i] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+			Report: model.Report{Status: model.StatusRepaired, IssueCodes: res.Report.IssueCodeSet()}}
+	}
+	agent, err := l.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer agent.Rollback(ctx)
+	_, err = agent.Exec(ctx, `INSERT INTO public.langchain_chat_histories (session_id, message) VALUES ('s2', $1)`, lcAppended)
+	require.NoError(t, err)
+
+	type result struct {
+		outs []model.Outcome
+		errs []error
+	}
+	done := make(chan result)
+	go func() {
+		outs, errs := l.st.ApplyBatch(ctx, as)
+		done <- result{outs, errs}
+	}()
+	// The batch waits for the agent's transaction: commit it then.
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND relation = 'public.langchain_chat_histories'::regclass AND mode = 'ShareRowExclusiveLock' AND NOT granted`).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, agent.Commit(ctx))
+	r := <-done
+	require.Equal(t, []error{nil, nil}, r.errs)
+	require.Equal(t, []model.Outcome{{Applied: true, FromVersion: 1, ToVersion: 2}, {Conflict: true}}, r.outs)
+	var appended int
+	require.NoError(t, l.pool.QueryRow(ctx, `SELECT count(*) FROM public.langchain_chat_histories WHERE session_id = 's2'`).Scan(&appended))
+	require.Equal(t, 5, appended, "the session as it was, with the agent's message")
 }
