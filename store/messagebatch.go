@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,22 +50,8 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 	}
 	defer conn.Release()
 
-	kind := l.orderKind()
-	sequence := kind == orderSequence && places && l.t.ordSeq != ""
-	lockTable := kind == orderSequence && places && l.t.ordSeq == ""
-	lock := "LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE"
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL lock_timeout = '5s'")
-	if sequence {
-		b.Queue(l.sql.nextValues, l.t.ordSeq, fresh)
-		b.Queue("SAVEPOINT appends")
-		b.Queue(lock)
-		b.Queue("ROLLBACK TO SAVEPOINT appends")
-	}
-	if lockTable {
-		b.Queue(lock)
-	}
+	sequence := l.queueBegin(b, places, fresh)
 	b.Queue(l.sql.lockBatch, ids, l.t.key, want, keys, runs)
 	lease := as[0].Report.Lease
 	if lease != nil {
@@ -82,24 +67,8 @@ func (l *messageLayout) applyBatch(ctx context.Context, as []model.Apply, wants 
 		rows           string // the hash of the rows' version
 	}
 	locked := make(map[string]state, len(ids))
-	var values []int64
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil && sequence {
-		err = br.QueryRow().Scan(&values)
-		slices.Sort(values)
-		for range 3 {
-			if err == nil {
-				_, err = br.Exec()
-			}
-		}
-	}
-	if err == nil && lockTable {
-		_, err = br.Exec()
-	}
+	values, err := l.readBegin(br, places)
 	if err == nil {
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {

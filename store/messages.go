@@ -753,7 +753,6 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 		return out, err
 	}
 	plan := &p.plan
-	kind := l.orderKind()
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return out, err
@@ -761,29 +760,7 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	defer conn.Release()
 
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL lock_timeout = '5s'")
-	// A sequence hands out values in the order rows are inserted, not committed: a
-	// message appended by a transaction in flight may hold a value below those placed
-	// here, and land among them. So the new values are taken first, and then the write
-	// waits for the table's writers in flight, by a SHARE ROW EXCLUSIVE lock that it
-	// drops at once (a lock taken in a subtransaction goes with its rollback): writers
-	// after that take values above these, and the rows are checked after the wait, so
-	// an append that landed in the session is a conflict. New writers wait only for that
-	// moment, not for this transaction. An order without a sequence takes max + 1, so its
-	// writes hold the lock until commit and are one at a time.
-	sequence := kind == orderSequence && plan.places() && l.t.ordSeq != ""
-	lockTable := kind == orderSequence && plan.places() && l.t.ordSeq == ""
-	lock := "LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE"
-	if sequence {
-		b.Queue(l.sql.nextValues, l.t.ordSeq, plan.fresh)
-		b.Queue("SAVEPOINT appends")
-		b.Queue(lock)
-		b.Queue("ROLLBACK TO SAVEPOINT appends")
-	}
-	if lockTable {
-		b.Queue(lock)
-	}
+	sequence := l.queueBegin(b, plan.places(), plan.fresh)
 	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
 	// A write of a partition attempt holds its lease (see partitionLockKey), as rowLayout's does.
 	lease := a.Report.Lease
@@ -798,23 +775,7 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	var transcriptHash, rowsHash string
 	var last int
 	var lastHash *string
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	var values []int64
-	if err == nil && sequence {
-		err = br.QueryRow().Scan(&values)
-		slices.Sort(values)
-		for range 3 {
-			if err == nil {
-				_, err = br.Exec()
-			}
-		}
-	}
-	if err == nil && lockTable {
-		_, err = br.Exec()
-	}
+	values, err := l.readBegin(br, plan.places())
 	if err == nil {
 		err = br.QueryRow().Scan(&keys, &transcriptHash, &rowsHash, &last, &lastHash)
 	}
@@ -873,6 +834,64 @@ func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, r
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// queueBegin queues the start of a repair's transaction: BEGIN, the lock timeout and,
+// when the write places rows on a sequence order (places), the wait for the appends in
+// flight. A sequence hands out values in the order rows are inserted, not committed: a
+// message appended by a transaction in flight may hold a value below those placed here,
+// and land among them. So the fresh new values are taken first, and then the write waits
+// for the table's writers in flight, by a SHARE ROW EXCLUSIVE lock that it drops at once
+// (a lock taken in a subtransaction goes with its rollback): writers after that take
+// values above these, and the rows are checked after the wait, so an append that landed
+// in the session is a conflict. New writers wait only for that moment, not for this
+// transaction. An order without a sequence takes max + 1, so its writes hold the lock
+// until commit and are one at a time. It reports whether the values come from the
+// sequence (else the write reads the maximum).
+func (l *messageLayout) queueBegin(b *pgx.Batch, places bool, fresh int) (sequence bool) {
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL lock_timeout = '5s'")
+	if l.orderKind() != orderSequence || !places {
+		return false
+	}
+	lock := "LOCK TABLE " + l.t.ident + " IN SHARE ROW EXCLUSIVE MODE"
+	if l.t.ordSeq == "" {
+		b.Queue(lock)
+		return false
+	}
+	b.Queue(l.sql.nextValues, l.t.ordSeq, fresh)
+	b.Queue("SAVEPOINT appends")
+	b.Queue(lock)
+	b.Queue("ROLLBACK TO SAVEPOINT appends")
+	return true
+}
+
+// readBegin reads the results of what queueBegin queued: the sequence's new values,
+// ascending, when it took them.
+func (l *messageLayout) readBegin(br pgx.BatchResults, places bool) ([]int64, error) {
+	exec := func(n int) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := exec(2); err != nil { // BEGIN, SET
+		return nil, err
+	}
+	if l.orderKind() != orderSequence || !places {
+		return nil, nil
+	}
+	if l.t.ordSeq == "" {
+		return nil, exec(1) // LOCK
+	}
+	var values []int64
+	if err := br.QueryRow().Scan(&values); err != nil {
+		return nil, err
+	}
+	slices.Sort(values)
+	return values, exec(3) // SAVEPOINT, LOCK, ROLLBACK TO
 }
 
 // prepared is a session's write before its transaction: how its rows change, and the
