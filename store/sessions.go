@@ -120,7 +120,10 @@ FROM unnest((SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY k) FROM
 		msgs, t.ident, id, idParam(1))
 	// Apply's statements: the hash of the row's content and tmend's last saved version,
 	// and then the whole write as one statement (each statement costs Postgres more than
-	// the rows here). The content is compared rather than the row version (xmin): system
+	// the rows here). The original version ($3: whether to save it) is copied from the
+	// locked row, whose hash matched what was read; the statement's parts share one
+	// snapshot, so it is the content before the update. Sending back what was read would
+	// hold it twice more in the client, in pgx's parameter and message buffers. The content is compared rather than the row version (xmin): system
 	// columns are not covered by the column grants tmend's role has.
 	s.lockState = fmt.Sprintf(`SELECT encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
   (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
@@ -128,7 +131,7 @@ FROM unnest((SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY k) FROM
 FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, msgs)
 	s.write = fmt.Sprintf(`WITH original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $16, $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
+  SELECT $16, $1, $2, 'original', %[6]s::text, $4, $5, $6 FROM %[1]s t WHERE %[4]s = $1::text::%[5]s AND $3::bool
 ), written AS (
   UPDATE %[1]s t SET %[2]s = $7::%[3]s%[7]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
 ), repaired AS (
@@ -153,11 +156,12 @@ FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.mess
 FROM %[1]s t WHERE %[2]s = ANY($1::text[]::%[3]s[]) ORDER BY %[2]s FOR UPDATE OF t SKIP LOCKED`, t.ident, id, t.id, msgs)
 	// And write's statement for all the sessions locked and matched, one row of v each.
 	s.writeBatch = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s)
+  SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s)
     AS v (sid, from_v, original, want, size, run_id, m, to_v, %[9]s)
 ), original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $9, sid, from_v, 'original', original, want, size, run_id FROM v WHERE original IS NOT NULL
+  SELECT $9, v.sid, v.from_v, 'original', %[6]s::text, v.want, v.size, v.run_id FROM v JOIN %[1]s t ON %[4]s = v.sid::%[5]s
+  WHERE v.original
 ), written AS (
   UPDATE %[1]s t SET %[2]s = v.m::%[3]s%[7]s FROM v WHERE %[4]s = v.sid::%[5]s RETURNING v.sid, %[6]s::text AS m
 ), repaired AS (
@@ -356,20 +360,18 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	}
 
 	out.FromVersion = last
-	// The row holds exactly what was read (same content, now locked), so the prior
-	// version is saved from those bytes rather than rendered again; the repaired one is
-	// saved from the row, so it is exactly what is stored.
-	// Bytes, not strings: pgx sends them as the text they are, without another copy of
-	// a content that may be tens of megabytes. nil is NULL (no original to save).
-	var original []byte
-	if lastHash == nil || *lastHash != want {
+	// The row holds exactly what was read (same content, now locked): the prior version
+	// is saved from it, and the repaired one too, so each is exactly what was stored.
+	// NewMessages are bytes, not a string: pgx sends them as the text they are, without
+	// another copy of a content that may be tens of megabytes.
+	saveOriginal := lastHash == nil || *lastHash != want
+	if saveOriginal {
 		out.FromVersion = last + 1
-		original = a.Session.Messages
 	}
 	out.ToVersion = out.FromVersion + 1
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
-	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
+	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, saveOriginal, want, len(a.Session.Messages), nilIfZero(a.RunID),
 		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.k,
 		report[16], report[17], report[18])
 	if c := a.Compaction; c != nil {
@@ -452,7 +454,8 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 	var w struct {
 		ids, want          []string
 		from, size, to     []int
-		original, newMsgs  [][]byte
+		original           []bool // whether to save the original version
+		newMsgs            [][]byte
 		runs               []*int64
 		reports            reportArrays
 		compactions, sends []int
@@ -469,10 +472,9 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 		}
 		out := &res[i].out
 		out.FromVersion = st.last
-		var original []byte // as in apply: nil is NULL, no original to save
-		if st.lastHash == nil || *st.lastHash != wants[i] {
+		original := st.lastHash == nil || *st.lastHash != wants[i] // as in apply
+		if original {
 			out.FromVersion = st.last + 1
-			original = a.Session.Messages
 		}
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.want = append(w.ids, a.Session.ID), append(w.want, wants[i])
