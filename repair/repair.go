@@ -319,10 +319,11 @@ func (p *plan) analyze() error {
 	return p.checkReport()
 }
 
-// release empties the plan, keeping its slabs' capacity, and returns it to the pool.
-// Entries past each slab's length are not cleared: every one is overwritten before it
-// is read, and the pool drops plans at each GC, so stale ones keep old input alive only
-// briefly (clearing them cost more than the rest of a small repair, in write barriers).
+// release empties the plan, keeping its slabs' capacity, and returns it to the pool; a
+// plan over poolMax is dropped instead. Entries past each slab's length are not cleared:
+// every one is overwritten before it is read, and the pool drops plans at each GC, so
+// stale ones keep old input alive only briefly (clearing them cost more than the rest of
+// a small repair, in write barriers).
 func (p *plan) release() {
 	if len(p.src) > poolMax {
 		return
