@@ -219,6 +219,11 @@ var plans = sync.Pool{New: func() any {
 	return &plan{names: map[string]int{}, suspects: map[string]bool{}}
 }}
 
+// poolMax is the largest input whose plan is pooled. A larger one's slabs (several times
+// the input) would stay live in the pool, past the next collection, while the caller
+// writes the result; allocating them again costs little beside reading that input.
+const poolMax = 1 << 20
+
 // newPlan analyses b. Plans are pooled, with their slabs, because repairing many
 // transcripts is allocation-bound otherwise; call release when done, and keep nothing of
 // the plan but its report.
@@ -314,11 +319,15 @@ func (p *plan) analyze() error {
 	return p.checkReport()
 }
 
-// release empties the plan, keeping its slabs' capacity, and returns it to the pool.
-// Entries past each slab's length are not cleared: every one is overwritten before it
-// is read, and the pool drops plans at each GC, so stale ones keep old input alive only
-// briefly (clearing them cost more than the rest of a small repair, in write barriers).
+// release empties the plan, keeping its slabs' capacity, and returns it to the pool; a
+// plan over poolMax is dropped instead. Entries past each slab's length are not cleared:
+// every one is overwritten before it is read, and the pool drops plans at each GC, so
+// stale ones keep old input alive only briefly (clearing them cost more than the rest of
+// a small repair, in write barriers).
 func (p *plan) release() {
+	if len(p.src) > poolMax {
+		return
+	}
 	clear(p.names)
 	clear(p.suspects)
 	clear(p.idlessOpen)

@@ -64,14 +64,15 @@ func TestApplyBatchWritesEachSessionWhole(t *testing.T) {
 	require.Equal(t, 1, count(`SELECT count(DISTINCT xmin::text) FROM sessions WHERE id IN ('a', 'b')`))
 	for _, id := range []string{"a", "b"} {
 		require.Contains(t, storetest.Content(t, b.pool, id), repair.SyntheticResultText)
-		// The report's hashes and sizes are the saved versions'.
+		// The report's hashes and sizes are the saved versions'; the original is what was read.
 		require.Equal(t, 1, count(`SELECT count(*) FROM repair_reports r
 JOIN session_versions o ON o.session_id = r.session_id AND o.version = 1 AND o.kind = 'original' AND o.content_hash = r.before_hash AND o.size_bytes = r.before_bytes
+  AND o.content = $3
 JOIN session_versions n ON n.session_id = r.session_id AND n.version = 2 AND n.kind = 'repaired' AND n.content_hash = r.after_hash AND n.size_bytes = r.after_bytes
   AND n.content = (SELECT messages::text FROM sessions WHERE id = r.session_id)
 WHERE r.session_id = $1 AND r.run_id = $2 AND r.status = 'repaired' AND r.issue_codes = '{tool_call_without_result}'
   AND r.actions @> '[{"stage":"synthesize_missing_results"}]' AND r.from_version = 1 AND r.to_version = 2 AND r.dialect = 'openai-chat'`,
-			id, runID), id)
+			id, runID, string(applies[id].Session.Messages)), id)
 	}
 	require.Equal(t, 2, count(`SELECT count(*) FROM repair_reports WHERE status = 'conflict' AND session_id IN ('c', 'd')`))
 	require.Zero(t, count(`SELECT count(*) FROM session_versions WHERE session_id IN ('c', 'd')`))

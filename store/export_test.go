@@ -24,3 +24,6 @@ var (
 	LangGraphSessionIDForTest      = langGraphSessionID
 	ParseLangGraphSessionIDForTest = parseLangGraphSessionID
 )
+
+// SendBackMaxForTest is the largest session whose original is sent back with its write.
+const SendBackMaxForTest = sendBackMax

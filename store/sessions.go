@@ -126,9 +126,13 @@ FROM unnest((SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY k) FROM
   (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
   (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 ORDER BY version DESC LIMIT 1)
 FROM %[1]s t WHERE %[2]s = $1::text::%[3]s FOR UPDATE OF t`, t.ident, id, t.id, msgs)
+	// The original version, when $20 says to save it, is $3 (what was read), or when that
+	// is NULL (see sentBack) the locked row's content: its hash matched what was read, and
+	// the statement's parts share one snapshot, so it is the content before the update.
 	s.write = fmt.Sprintf(`WITH original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $16, $1, $2, 'original', $3, $4, $5, $6 WHERE $3::text IS NOT NULL
+  SELECT $16, $1, $2, 'original', coalesce($3::text, %[6]s::text), $4, $5, $6 FROM %[1]s t
+  WHERE %[4]s = $1::text::%[5]s AND $20::bool
 ), written AS (
   UPDATE %[1]s t SET %[2]s = $7::%[3]s%[7]s WHERE %[4]s = $1::text::%[5]s RETURNING %[6]s::text AS m
 ), repaired AS (
@@ -153,11 +157,12 @@ FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.mess
 FROM %[1]s t WHERE %[2]s = ANY($1::text[]::%[3]s[]) ORDER BY %[2]s FOR UPDATE OF t SKIP LOCKED`, t.ident, id, t.id, msgs)
 	// And write's statement for all the sessions locked and matched, one row of v each.
 	s.writeBatch = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s)
-    AS v (sid, from_v, original, want, size, run_id, m, to_v, %[9]s)
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s,
+    $20::bool[]) AS v (sid, from_v, original, want, size, run_id, m, to_v, %[9]s, save)
 ), original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $9, sid, from_v, 'original', original, want, size, run_id FROM v WHERE original IS NOT NULL
+  SELECT $9, v.sid, v.from_v, 'original', coalesce(v.original, %[6]s::text), v.want, v.size, v.run_id
+  FROM v JOIN %[1]s t ON %[4]s = v.sid::%[5]s WHERE v.save
 ), written AS (
   UPDATE %[1]s t SET %[2]s = v.m::%[3]s%[7]s FROM v WHERE %[4]s = v.sid::%[5]s RETURNING v.sid, %[6]s::text AS m
 ), repaired AS (
@@ -356,22 +361,20 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	}
 
 	out.FromVersion = last
-	// The row holds exactly what was read (same content, now locked), so the prior
-	// version is saved from those bytes rather than rendered again; the repaired one is
-	// saved from the row, so it is exactly what is stored.
+	// The row holds exactly what was read (same content, now locked); the repaired
+	// version is saved from the row, so it is exactly what is stored.
 	// Bytes, not strings: pgx sends them as the text they are, without another copy of
-	// a content that may be tens of megabytes. nil is NULL (no original to save).
-	var original []byte
-	if lastHash == nil || *lastHash != want {
+	// a content that may be tens of megabytes.
+	saveOriginal := lastHash == nil || *lastHash != want
+	if saveOriginal {
 		out.FromVersion = last + 1
-		original = a.Session.Messages
 	}
 	out.ToVersion = out.FromVersion + 1
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
-	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, original, want, len(a.Session.Messages), nilIfZero(a.RunID),
-		a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7], report[8], s.k,
-		report[16], report[17], report[18])
+	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, sentBack(a.Session.Messages), want, len(a.Session.Messages),
+		nilIfZero(a.RunID), a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7],
+		report[8], s.k, report[16], report[17], report[18], saveOriginal)
 	if c := a.Compaction; c != nil {
 		b.Queue(compactionSQL, s.k, a.Session.ID, out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)
 	}
@@ -391,6 +394,22 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	}
 	out.Applied = true
 	return out, nil
+}
+
+// sendBackMax is the largest session whose original version is sent back with the write,
+// as read. A larger one is copied from the locked row by the write statement instead:
+// sent back, it would be held twice more in the client, in pgx's parameter buffer and in
+// its Bind message. Below it, sending is cheaper for PostgreSQL than rendering the
+// column's text again (BENCHMARKS.md, "A writing scan's copies").
+const sendBackMax = 1 << 20
+
+// sentBack is the original version's content the write sends: msgs, or nil (NULL) when
+// the statement copies it from the row (over sendBackMax).
+func sentBack(msgs []byte) []byte {
+	if len(msgs) > sendBackMax {
+		return nil
+	}
+	return msgs
 }
 
 // applyBatch is apply for several sessions at once (see batchLayout), in three round
@@ -452,7 +471,8 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 	var w struct {
 		ids, want          []string
 		from, size, to     []int
-		original, newMsgs  [][]byte
+		original, newMsgs  [][]byte // original: sentBack's
+		save               []bool   // whether to save the original version
 		runs               []*int64
 		reports            reportArrays
 		compactions, sends []int
@@ -469,15 +489,15 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 		}
 		out := &res[i].out
 		out.FromVersion = st.last
-		var original []byte // as in apply: nil is NULL, no original to save
-		if st.lastHash == nil || *st.lastHash != wants[i] {
+		save := st.lastHash == nil || *st.lastHash != wants[i] // as in apply
+		if save {
 			out.FromVersion = st.last + 1
-			original = a.Session.Messages
 		}
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.want = append(w.ids, a.Session.ID), append(w.want, wants[i])
 		w.from, w.size, w.to = append(w.from, out.FromVersion), append(w.size, len(a.Session.Messages)), append(w.to, out.ToVersion)
-		w.original, w.newMsgs = append(w.original, original), append(w.newMsgs, a.NewMessages)
+		w.original, w.newMsgs = append(w.original, sentBack(a.Session.Messages)), append(w.newMsgs, a.NewMessages)
+		w.save = append(w.save, save)
 		w.runs = append(w.runs, nilIfZero(a.RunID))
 		w.reports.add(reports[i])
 		if a.Compaction != nil {
@@ -486,8 +506,8 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 	}
 	b = &pgx.Batch{}
 	if len(w.ids) > 0 {
-		b.Queue(s.sql.writeBatch, append([]any{w.ids, w.from, w.original, w.want, w.size, w.runs, w.newMsgs, w.to, s.k},
-			w.reports.args()...)...)
+		args := append([]any{w.ids, w.from, w.original, w.want, w.size, w.runs, w.newMsgs, w.to, s.k}, w.reports.args()...)
+		b.Queue(s.sql.writeBatch, append(args, w.save)...)
 		for _, i := range w.compactions {
 			a, c := as[i], as[i].Compaction
 			b.Queue(compactionSQL, s.k, a.Session.ID, res[i].out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)
