@@ -128,14 +128,6 @@ func (l *langchain) repair(t *testing.T, sess model.Session) (string, model.Outc
 	return string(res.Messages), out
 }
 
-func ids(rows []lcRow) []int {
-	out := make([]int, len(rows))
-	for i, r := range rows {
-		out[i] = r.ID
-	}
-	return out
-}
-
 func TestMessagesLayoutRepairsRowsInPlace(t *testing.T) {
 	t.Parallel()
 	t.Run("ASyntheticResultInTheMiddleRenumbersTheRowsAfterIt", func(t *testing.T) {

@@ -123,9 +123,6 @@ const (
 	LayoutLangGraph Layout = "langgraph"
 )
 
-// Layouts lists the layouts.
-func Layouts() []Layout { return []Layout{LayoutSessions, LayoutMessages, LayoutLangGraph} }
-
 // Name identifies the source in runs and scan state.
 func (s Source) Name() string {
 	if s.Layout == LayoutLangGraph {

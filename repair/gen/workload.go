@@ -22,9 +22,6 @@ const (
 	WorkloadCoding Workload = "coding"
 )
 
-// Workloads lists them.
-func Workloads() []Workload { return []Workload{WorkloadPlain, WorkloadCoding} }
-
 // ParseWorkload accepts "plain" or "" and "coding".
 func ParseWorkload(s string) (Workload, error) {
 	switch s {
