@@ -374,11 +374,9 @@ func compactJSON(t *testing.T, s string) string {
 	return string(b)
 }
 
-// Rollback changes rows in place where it can: a row another table refers to (the
-// chatbot template's "Vote_v2" on "Message_v2") is updated, not deleted and inserted
-// again, which its foreign key would refuse.
-func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
-	t.Parallel()
+// chatbotChat makes the AI SDK chatbot template's tables (its DDL from testdata) in a new
+// database's public schema, with one chat, and returns the database and the chat's id.
+func chatbotChat(t *testing.T) (*pgxpool.Pool, string) {
 	pool := storetest.NewDB(t)
 	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
 	require.NoError(t, err)
@@ -387,6 +385,16 @@ func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
 	const chat = "00000000-0000-4000-8000-000000000001"
 	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
 	require.NoError(t, err)
+	return pool, chat
+}
+
+// Rollback changes rows in place where it can: a row another table refers to (the
+// chatbot template's "Vote_v2" on "Message_v2") is updated, not deleted and inserted
+// again, which its foreign key would refuse.
+func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
+	t.Parallel()
+	pool, chat := chatbotChat(t)
+	var err error
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i, m := range [][2]string{
 		{"user", `[{"type":"text","text":"Weather in Paris?"}]`},
@@ -424,14 +432,8 @@ func TestMessagesLayoutRollbackKeepsReferencedRows(t *testing.T) {
 // no attachments: its "attachments" (json NOT NULL) is [], not the row before's.
 func TestChatbotInsertedRowHasNoAttachments(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewDB(t)
-	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
-	require.NoError(t, err)
-	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
-	require.NoError(t, err)
-	const chat = "00000000-0000-4000-8000-000000000001"
-	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
-	require.NoError(t, err)
+	pool, chat := chatbotChat(t)
+	var err error
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const picture = `[{"url":"https://example.com/cat.png","name":"cat.png","contentType":"image/png"}]`
 	for i, m := range [][2]string{{"user", `[{"type":"text","text":"What is this?"}]`}, {"assistant", `[{"type":"text","text":"A cat."}]`}} {
@@ -503,14 +505,8 @@ func TestMessageMapMissingMemberFailsTheSession(t *testing.T) {
 // answer) leaves the session as it was, with an error that says what to do.
 func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
 	t.Parallel()
-	pool := storetest.NewDB(t)
-	ddl, err := os.ReadFile("testdata/ai-sdk-chatbot.sql")
-	require.NoError(t, err)
-	_, err = pool.Exec(t.Context(), "BEGIN; SET LOCAL search_path = public; "+string(ddl)+"; COMMIT")
-	require.NoError(t, err)
-	const chat = "00000000-0000-4000-8000-000000000001"
-	_, err = pool.Exec(t.Context(), `INSERT INTO "Chat" (id) VALUES ($1)`, chat)
-	require.NoError(t, err)
+	pool, chat := chatbotChat(t)
+	var err error
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	answer := `[{"type":"tool-getWeather","toolCallId":"c1","state":"output-available","input":{"city":"Paris"},"output":{"celsius":21}}]`
 	for i, m := range [][2]string{{"user", `[{"type":"text","text":"Weather?"}]`}, {"assistant", answer}, {"assistant", answer}} {
