@@ -111,12 +111,7 @@ func TestTouchUpdatedAtNeedsTheColumn(t *testing.T) {
 GRANT SELECT (id, messages, updated_at), UPDATE (messages) ON tmend.sessions TO %[1]s`, role))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) }) //nolint:errcheck
-	conn, err := b.pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, "SET ROLE "+role)
-	require.NoError(t, err)
-	defer conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+	conn := connAs(t, b.pool, role)
 	src = store.DefaultSource
 	_, err = store.CheckSourceForTest(ctx, conn, src, false)
 	require.NoError(t, err, "without the option, UPDATE (messages) is enough")

@@ -72,12 +72,7 @@ CREATE TABLE public.bare ()`)
 	t.Cleanup(func() { b.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) }) //nolint:errcheck
 	_, err = b.pool.Exec(ctx, fmt.Sprintf(`GRANT USAGE ON SCHEMA tmend TO %[1]s; GRANT SELECT ON tmend.sessions TO %[1]s`, role))
 	require.NoError(t, err)
-	conn, err := b.pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, "SET ROLE "+role)
-	require.NoError(t, err)
-	defer conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+	conn := connAs(t, b.pool, role)
 	_, err = store.CheckSourceForTest(ctx, conn, store.DefaultSource, false)
 	require.ErrorContains(t, err, `may not UPDATE column "messages"`)
 	_, err = store.CheckSourceForTest(ctx, conn, store.DefaultSource, true)
@@ -105,12 +100,7 @@ func TestMessageSourcePrivileges(t *testing.T) {
 CREATE ROLE `+role+`; GRANT USAGE ON SCHEMA tmend TO `+role+`; GRANT SELECT ON public.msgs TO `+role)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.pool.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) }) //nolint:errcheck
-	conn, err := b.pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, "SET ROLE "+role)
-	require.NoError(t, err)
-	defer conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+	conn := connAs(t, b.pool, role)
 	src := store.Source{Table: "public.msgs", Layout: store.LayoutMessages, SessionColumn: "sid", OrderColumn: "ord", MessageColumn: "msg"}
 
 	require.NoError(t, store.CheckMessageSourceForTest(ctx, conn, src, true))
@@ -400,4 +390,17 @@ func TestRunProgressCountsReportsSoFar(t *testing.T) {
 	got, err = b.store.RunProgress(ctx, 9999)
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// connAs is a connection of pool acting as role until the test ends.
+func connAs(t *testing.T, pool *pgxpool.Pool, role string) *pgxpool.Conn {
+	conn, err := pool.Acquire(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), "RESET ROLE") //nolint:errcheck
+		conn.Release()
+	})
+	_, err = conn.Exec(t.Context(), "SET ROLE "+role)
+	require.NoError(t, err)
+	return conn
 }
