@@ -616,7 +616,7 @@ func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts[pi] }
 // answer only that call (whole-message dialects, as LiteLLM pairs it).
 func (p *plan) pair() {
 	p.ambiguous = -1
-	var blanks []int32 // results with a blank id in a slot, unpaired
+	var blanks []int32           // results with a blank id in a slot, unpaired
 	var prevSame map[int32]int32 // a call -> the call before it with its key; made on reuse
 	p.byKey.reset(len(p.calls))
 	for ci := range p.calls {
