@@ -616,7 +616,8 @@ func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts[pi] }
 // answer only that call (whole-message dialects, as LiteLLM pairs it).
 func (p *plan) pair() {
 	p.ambiguous = -1
-	var blanks []int32 // results with a blank id in a slot, unpaired
+	var blanks []int32           // results with a blank id in a slot, unpaired
+	var prevSame map[int32]int32 // a call -> the call before it with its key; made on reuse
 	p.byKey.reset(len(p.calls))
 	for ci := range p.calls {
 		c := &p.calls[ci]
@@ -625,6 +626,10 @@ func (p *plan) pair() {
 		}
 		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
 			ch := &p.chains[k]
+			if prevSame == nil {
+				prevSame = map[int32]int32{}
+			}
+			prevSame[int32(ci)] = ch.tail
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
 			ch.mixed = ch.mixed || p.ps.id(p.part(c.msg, c.part)) != p.ps.id(p.part(p.calls[ch.head].msg, p.calls[ch.head].part))
@@ -669,6 +674,9 @@ func (p *plan) pair() {
 				if r.call < 0 {
 					r.call = int32(p.latestBefore(ch, mi, p.ps.id(pt)))
 				}
+				if prev, ok := prevSame[r.call]; ok && p.lateFor(r.call, prev, pt) {
+					r.call, r.slotted = prev, false
+				}
 			} else if !pt.hasID && !inSlot {
 				r.call = int32(p.strayCall(len(p.results), mi, pt.name()))
 			}
@@ -694,6 +702,23 @@ func (p *plan) pair() {
 			p.link(ri)
 		}
 	}
+}
+
+// lateFor reports whether result pt, paired by its id with call ci, is rather the late
+// result of prev, the call before ci with the same id: ci has a real result already and
+// pt is not a copy of it, while prev has none. A later call reused the id before prev's
+// result came; dropping pt as ci's duplicate would lose prev's real output.
+func (p *plan) lateFor(ci, prev int32, pt *part) bool {
+	c := &p.calls[ci]
+	if !c.answered || p.calls[prev].answered || pt.is(partSynthetic) {
+		return false
+	}
+	for ri := c.firstRes; ri >= 0; ri = p.results[ri].nextRes {
+		if rp := p.resPart(int(ri)); !rp.is(partSynthetic) && bytes.Equal(rp.raw(), pt.raw()) {
+			return false
+		}
+	}
+	return true
 }
 
 // chainKey is the key of chain k.
