@@ -19,12 +19,14 @@ import (
 	"github.com/tmend/tmend/store/storetest"
 )
 
-// A full run reads a messages table by range scans assembled in Go, an incremental run
-// by the page statement that picks sessions and joins their rows: over a window that
+// A full run reads a messages table by range scans, an incremental run by a statement
+// that picks sessions by their changed rows and returns their rows: over a window that
 // holds every row, both give the same pages of the same sessions, whatever the limits,
 // for each preset and for a table of quoted mixed-case names with NULL messages, ties
-// of the order column and an updated-at column; and a session read alone is the one
-// the pages give.
+// of the order column, bigint session ids and an updated-at column; a session read
+// alone is the one the pages give; and over narrower windows (updated-at, the order's
+// time, a sequence's marks) an incremental read gives the sessions of the window, each
+// as read alone, in the same pages.
 func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 	t.Parallel()
 	type table struct {
