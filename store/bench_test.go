@@ -233,8 +233,8 @@ func BenchmarkAuditQueries(b *testing.B) {
 
 // BenchmarkMessagePages reads a LangChain table of 20,000 sessions (about 230,000 rows,
 // interleaved as concurrent chats write them, with the (session_id, id) index) whole:
-// as a full run's pages (range scans), as the incremental runs' page statement gives
-// the same pages, and as COPY of the same rows in the same order, the floor.
+// as a full run's pages (range scans), as an incremental run whose window holds every
+// row reads the same pages, and as COPY of the same rows in the same order, the floor.
 func BenchmarkMessagePages(b *testing.B) {
 	pool := storetest.NewDB(b)
 	ctx := context.Background()

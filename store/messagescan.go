@@ -17,15 +17,16 @@ import (
 
 // A full run's page, and a session read alone, are read as one ordered range scan of
 // the rows, in (session, order, key) order as the (session, order) index gives them,
-// and assembled into sessions here: a COPY of the rows costs about as much. (The page
-// statement of incremental runs, which picks sessions by their changed rows and joins
-// their rows, costs three times that.) A scan takes a number of rows; the last session
-// it returns may be cut by that limit, so it is dropped and the next scan starts at it,
-// and a session with more rows than a scan takes is read alone: each session comes
-// whole from one statement. The holds are read after the rows (a rollback that commits
-// in between then holds what the page did not read, and Apply finds the session
-// changed), and only when the source has any, which the first scan asks in its round
-// trip: a page is one round trip.
+// and assembled into sessions here: a COPY of the rows costs about as much. A scan
+// takes a number of rows; the last session it returns may be cut by that limit, so it
+// is dropped and the next scan starts at it, and a session with more rows than a scan
+// takes is read alone: each session comes whole from one statement. An incremental
+// run's page is one statement that picks the page's sessions by their changed rows and
+// returns the rows of those sessions whole, in the same order, assembled alike (sorting
+// and sizing them in window functions instead took three times as long). The holds are
+// read after the rows (a rollback that commits in between then holds what the page did
+// not read, and Apply finds the session changed), and only when the source has any,
+// which the first statement asks in its round trip: a page is one round trip.
 
 // pageRows is the number of rows a scan takes to complete need sessions, from the mean
 // rows per session seen (1/1024ths): a little more than that, so that one scan usually
@@ -38,8 +39,8 @@ func pageRows(need int, mean int64) int64 {
 	return max(n*mean>>10+n/8+8, 16)
 }
 
-// scanPage reads a full run's page (or, with q.Mode ModeSession, one session) by
-// range scans.
+// scanPage reads a page: a full run's by range scans, an incremental run's by the
+// sessions of its window, or with q.Mode ModeSession one session.
 func (l *messageLayout) scanPage(ctx context.Context, q model.Query) ([]model.Session, error) {
 	if q.Limit <= 0 && q.Mode != model.ModeSession {
 		return nil, nil
@@ -48,13 +49,18 @@ func (l *messageLayout) scanPage(ctx context.Context, q model.Query) ([]model.Se
 	if p.pageBytes <= 0 {
 		p.pageBytes = math.MaxInt64
 	}
-	if q.Mode == model.ModeSession {
+	var err error
+	switch q.Mode {
+	case model.ModeSession:
 		p.limit = 1
 		p.pageBytes = math.MaxInt64
-		if err := l.readAlone(ctx, &p, q.SessionID, true); err != nil {
-			return nil, err
-		}
-	} else if err := l.scanRange(ctx, &p, q); err != nil {
+		err = l.readAlone(ctx, &p, q.SessionID, true)
+	case model.ModeIncremental:
+		err = l.readChanged(ctx, &p, q)
+	default:
+		err = l.scanRange(ctx, &p, q)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if p.held && len(p.out) > 0 {
@@ -105,6 +111,23 @@ func (l *messageLayout) scanRange(ctx context.Context, p *pageAssembler, q model
 		}
 	}
 	return nil
+}
+
+// readChanged fills an incremental run's page from q.After within q.Slice: the
+// statement picks at most the page's sessions and returns their rows whole.
+func (l *messageLayout) readChanged(ctx context.Context, p *pageAssembler, q model.Query) error {
+	variant, bounds := sliceBounds(q.Slice)
+	sql, args := l.sql.incr[variant], []any{q.Limit, q.From, q.To}
+	if l.marked() {
+		args = []any{q.Limit, l.t.key, q.From}
+	}
+	if q.After.Started {
+		sql, args = l.sql.incrAfter[variant], append(args, q.After.ID)
+	}
+	if _, err := l.readRows(ctx, p, true, sql, append(args, bounds...)...); err != nil {
+		return err
+	}
+	return p.end()
 }
 
 // readAlone reads one session's rows whole.
@@ -165,9 +188,8 @@ func (l *messageLayout) readHolds(ctx context.Context, page []model.Session) err
 	return err
 }
 
-// pageAssembler makes sessions of rows in (session, order, key) order, as the page
-// statement of incremental runs does (see buildMessageSQL): a session over maxBytes, or
-// with a NULL message, comes without content and counts nothing; one whose content
+// pageAssembler makes sessions of rows in (session, order, key) order: a session over
+// maxBytes, or with a NULL message, comes without content and counts nothing; one whose content
 // takes the page's content over pageBytes comes without it (Deferred) and ends the page.
 type pageAssembler struct {
 	maxBytes, pageBytes int64

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -18,12 +19,14 @@ import (
 	"github.com/tmend/tmend/store/storetest"
 )
 
-// A full run reads a messages table by range scans assembled in Go, an incremental run
-// by the page statement that picks sessions and joins their rows: over a window that
+// A full run reads a messages table by range scans, an incremental run by a statement
+// that picks sessions by their changed rows and returns their rows: over a window that
 // holds every row, both give the same pages of the same sessions, whatever the limits,
 // for each preset and for a table of quoted mixed-case names with NULL messages, ties
-// of the order column and an updated-at column; and a session read alone is the one
-// the pages give.
+// of the order column, bigint session ids and an updated-at column; a session read
+// alone is the one the pages give; and over narrower windows (updated-at, the order's
+// time, a sequence's marks) an incremental read gives the sessions of the window, each
+// as read alone, in the same pages.
 func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 	t.Parallel()
 	type table struct {
@@ -265,6 +268,120 @@ func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 			none, err := st.Sessions(t.Context(), model.Query{Mode: model.ModeSession, SessionID: tb.missing, MaxBytes: 1 << 20})
 			require.NoError(t, err)
 			require.Empty(t, none)
+
+			// Narrower windows: an incremental read gives the sessions with a row in the
+			// window (by the updated-at column, else the order's time, else above the mark
+			// of the latest completed run that started at or before the window's start),
+			// each as read alone, paged as a full read pages them.
+			col := src.UpdatedAtColumn
+			if col == "" {
+				col = src.OrderColumn
+			}
+			var typ string
+			require.NoError(t, pool.QueryRow(t.Context(), fmt.Sprintf("SELECT pg_typeof(%s)::text FROM %s LIMIT 1", col, src.Table)).Scan(&typ))
+			type window struct {
+				from, to time.Time
+				cond     string // the rows in it, by the test's own SQL
+				args     []any
+			}
+			var windows []window
+			if strings.HasPrefix(typ, "timestamp") {
+				var lo, hi time.Time
+				require.NoError(t, pool.QueryRow(t.Context(), fmt.Sprintf("SELECT min(%s)::timestamptz, max(%[1]s)::timestamptz FROM %s", col, src.Table)).Scan(&lo, &hi))
+				cond := fmt.Sprintf("%s >= $1::timestamptz::%s AND %[1]s < $2::timestamptz::%[2]s", col, typ)
+				for _, f := range [][2]float64{{0.1, 0.3}, {0.5, 0.52}, {0.9, 1.5}, {1.5, 2}} {
+					from, to := lo.Add(time.Duration(f[0]*float64(hi.Sub(lo)))), lo.Add(time.Duration(f[1]*float64(hi.Sub(lo))))
+					windows = append(windows, window{from: from, to: to, cond: cond, args: []any{from, to}})
+				}
+			} else {
+				// Marks at a third and two thirds of the rows, by completed runs an hour
+				// apart; a dry run's, a failed run's and another source's are no marks.
+				var third, twoThirds int64
+				require.NoError(t, pool.QueryRow(t.Context(), fmt.Sprintf(`SELECT percentile_disc(0.33) WITHIN GROUP (ORDER BY %s),
+  percentile_disc(0.67) WITHIN GROUP (ORDER BY %[1]s) FROM %s`, col, src.Table)).Scan(&third, &twoThirds))
+				runs := []struct {
+					status, key string
+					dry         bool
+					hours       int
+					mark        int64
+				}{{"completed", st.Key(), false, 1, third}, {"completed", st.Key(), false, 2, twoThirds},
+					{"completed", st.Key(), true, 3, 1 << 40}, {"failed", st.Key(), false, 3, 0}, {"completed", "other", false, 3, 0}}
+				for _, r := range runs {
+					_, err := pool.Exec(t.Context(), `INSERT INTO repair_runs (trigger, mode, dry_run, source, status, started_at, finished_at, source_key, order_mark)
+VALUES ('cli', 'incremental', $1, 'test', $2, $3, $3, $4, $5)`, r.dry, r.status, at.Add(time.Duration(r.hours)*time.Hour), r.key, r.mark)
+					require.NoError(t, err)
+				}
+				for _, w := range []struct {
+					minutes int
+					mark    int64
+				}{{0, math.MinInt64}, {90, third}, {240, twoThirds}} {
+					from := at.Add(time.Duration(w.minutes) * time.Minute)
+					windows = append(windows, window{from: from, to: from.Add(time.Hour), cond: col + " > $1::int8", args: []any{w.mark}})
+				}
+			}
+			pos := make(map[string]int, len(ids))
+			for i, id := range ids {
+				pos[id] = i
+			}
+			partial := 0 // windows with some of the sessions
+			for wi, w := range windows {
+				rows, err := pool.Query(t.Context(), fmt.Sprintf("SELECT DISTINCT %s::text, %[1]s FROM %s WHERE %s ORDER BY 2", src.SessionColumn, src.Table, w.cond), w.args...)
+				require.NoError(t, err)
+				var changed []string
+				_, err = pgx.ForEachRow(rows, []any{&id, &sortKey}, func() error { changed = append(changed, id); return nil })
+				require.NoError(t, err)
+				if len(changed) > 0 && len(changed) < len(ids) {
+					partial++
+				}
+				for _, c := range cases {
+					t.Run(fmt.Sprintf("Window%d_Limit%dMax%dPage%dSlice%d_%d", wi, c.limit, c.maxBytes, c.pageBytes, c.lower, c.upper), func(t *testing.T) {
+						var alone []model.Session
+						for _, id := range changed {
+							if c.lower >= 0 && pos[id] <= c.lower || c.upper >= 0 && pos[id] > c.upper {
+								continue
+							}
+							got, err := st.Sessions(t.Context(), model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: c.maxBytes})
+							require.NoError(t, err)
+							alone = append(alone, got...)
+						}
+						q := model.Query{Mode: model.ModeIncremental, Limit: c.limit, MaxBytes: c.maxBytes, PageBytes: c.pageBytes, From: w.from, To: w.to}
+						if c.lower >= 0 {
+							q.Slice.Lower = &ids[c.lower]
+						}
+						if c.upper >= 0 {
+							q.Slice.Upper = &ids[c.upper]
+						}
+						require.Empty(t, cmp.Diff(pagesOf(alone, c.limit, c.pageBytes), read(t, q)), "pages: as read alone (-) and incremental (+)")
+					})
+				}
+			}
+			require.GreaterOrEqual(t, partial, 2)
 		})
 	}
+}
+
+// pagesOf makes pages of sessions as read alone, as a read pages them: at most limit
+// sessions a page, and the session whose content takes the page's content over
+// pageBytes (when set) comes without it, deferred, and ends the page.
+func pagesOf(sessions []model.Session, limit, pageBytes int) [][]model.Session {
+	var pages [][]model.Session
+	for len(sessions) > 0 {
+		var page []model.Session
+		content := 0
+		for len(page) < limit && len(sessions) > 0 {
+			s := sessions[0]
+			sessions = sessions[1:]
+			if s.Messages != nil {
+				content += s.Size
+				if pageBytes > 0 && content > pageBytes {
+					s.Messages, s.Rows, s.Deferred = nil, nil, true
+					page = append(page, s)
+					break
+				}
+			}
+			page = append(page, s)
+		}
+		pages = append(pages, page)
+	}
+	return pages
 }
