@@ -101,8 +101,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		whole, matched bool
 		last           int
 		lastHash       *string
-		hash           string   // of the rows' version
-		texts          []string // each row as JSON, when they matched
+		hash           string // of the rows' version
 	}
 	locked := make(map[string]state, len(ids))
 	br := conn.SendBatch(ctx, b)
@@ -112,7 +111,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		if rows, err = br.Query(); err == nil {
 			var id string
 			var st state
-			_, err = pgx.ForEachRow(rows, []any{&id, &st.whole, &st.matched, &st.last, &st.lastHash, &st.hash, &st.texts}, func() error {
+			_, err = pgx.ForEachRow(rows, []any{&id, &st.whole, &st.matched, &st.last, &st.lastHash, &st.hash}, func() error {
 				locked[id] = st
 				return nil
 			})
@@ -141,9 +140,6 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		runs                  []*int64
 		reports               reportArrays
 		rows                  []*prepared
-		// keptKeys and keptTexts are the rows the writes leave as they are, with the
-		// texts the check made of them.
-		keptKeys, keptTexts []string
 	}
 	for i, a := range as {
 		st, ok := locked[a.Session.ID]
@@ -179,18 +175,6 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		w.before = append(w.before, st.hash)
 		w.reports.add(reports[i])
 		w.rows = append(w.rows, p)
-		changed := make(map[string]bool, len(p.plan.deletes)+len(p.plan.updates))
-		for _, k := range p.plan.deletes {
-			changed[k] = true
-		}
-		for _, u := range p.plan.updates {
-			changed[u.key] = true
-		}
-		for j, r := range a.Session.Rows { // the rows locked, in order: they matched
-			if !changed[r.Key] {
-				w.keptKeys, w.keptTexts = append(w.keptKeys, r.Key), append(w.keptTexts, st.texts[j])
-			}
-		}
 	}
 
 	b = &pgx.Batch{}
@@ -202,7 +186,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 	if len(w.ids) > 0 {
 		l.queueRows(queue, w.rows)
 		queue(int64(len(w.ids)), l.sql.saveRepairs, append([]any{w.ids, l.t.key, w.to, w.runs, w.from, w.size, w.after,
-			w.before, w.keptKeys, w.keptTexts}, w.reports.args()...)...)
+			w.before}, w.reports.args()...)...)
 		if l.src.NotifyChannel != "" {
 			payloads := make([]string, len(w.ids))
 			for i, id := range w.ids {

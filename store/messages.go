@@ -473,55 +473,44 @@ FROM (SELECT %s AS c FROM %s) x RETURNING content_hash, size_bytes`, rowsJSON, s
 	// skipped or deleted meanwhile) and still those read ($3: their keys in order as a
 	// JSON array; $4: their xmins in order, joined by commas: a row updated or inserted
 	// again since it was read has another), tmend's last version, and the rows as a
-	// version's content, saved here as the session's prior version when they match,
-	// unless the latest version holds them. Each row is made JSON once: the texts of a
-	// session that matches come back, for its repaired version (see saveRepairs). In a
-	// batch (check[1]) rows another transaction holds are skipped, so that concurrent
-	// batches never wait for each other; a session's own write (check[0]) waits.
+	// version's content (each row made JSON once), saved here as the session's prior
+	// version when they match, unless the latest version holds them. In a batch
+	// (check[1]) rows another transaction holds are skipped, so that concurrent batches
+	// never wait for each other; a session's own write (check[0]) waits.
 	check := func(skip string) string {
 		return fmt.Sprintf(`WITH v AS (
   SELECT * FROM unnest($1::text[], $3::text[], $4::text[], $5::int8[]) AS v (sid, keys, xmins, run_id)
 ), x AS (
   SELECT r.kid, r.kid::text AS sid, array_agg(r.k::text ORDER BY r.o, r.k) AS keys,
-    string_agg(r.xm::text, ',' ORDER BY r.o, r.k) AS xmins, array_agg(r.j ORDER BY r.o, r.k) AS rows, count(*) AS n
+    string_agg(r.xm::text, ',' ORDER BY r.o, r.k) AS xmins, '[' || string_agg(r.j, ',' ORDER BY r.o, r.k) || ']' AS c,
+    count(*) = (SELECT count(*) FROM %[4]s w WHERE w.%[6]s = r.kid) AS whole
   FROM (SELECT %[1]s AS kid, %[2]s AS k, %[3]s AS o, t.xmin AS xm, row_to_json(t)::text AS j FROM %[4]s t
     WHERE %[1]s = ANY($1::text[]::%[5]s[]) ORDER BY %[1]s, %[2]s FOR UPDATE OF t%[7]s) r
   GROUP BY r.kid
 ), m AS (
-  SELECT s.sid, s.c, s.rows, encode(sha256(convert_to(s.c, 'UTF8')), 'hex') AS rh, v.run_id,
-    coalesce(l.version, 0) AS last, l.content_hash AS last_hash, s.whole,
-    s.whole AND to_jsonb(s.keys) = v.keys::jsonb AND s.xmins = v.xmins AS matched
-  FROM (SELECT x.*, '[' || array_to_string(x.rows, ',') || ']' AS c,
-    x.n = (SELECT count(*) FROM %[4]s w WHERE w.%[6]s = x.kid) AS whole FROM x) s JOIN v USING (sid)
+  SELECT x.sid, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex') AS rh, v.run_id,
+    coalesce(l.version, 0) AS last, l.content_hash AS last_hash, x.whole,
+    x.whole AND to_jsonb(x.keys) = v.keys::jsonb AND x.xmins = v.xmins AS matched
+  FROM x JOIN v USING (sid)
   LEFT JOIN LATERAL (SELECT version, content_hash FROM session_versions
-    WHERE source_key = $2 AND session_id = s.sid ORDER BY version DESC LIMIT 1) l ON true
+    WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1) l ON true
 ), original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $2, sid, last + 1, 'original', c, rh, octet_length(c), run_id FROM m WHERE matched AND last_hash IS DISTINCT FROM rh
 )
-SELECT sid, whole, matched, last, last_hash, rh, CASE WHEN matched THEN rows END FROM m`, sid, pk, ord, t.ident, t.sid, q(src.SessionColumn), skip)
+SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, ord, t.ident, t.sid, q(src.SessionColumn), skip)
 	}
 	s.check = [2]string{check(""), check(" SKIP LOCKED")}
 	// The repaired versions and reports of a write's sessions, and the end of their
 	// holds: v's rows are a session id, its version, run, prior version, sizes, the prior
-	// version's hash and its report. A version is the session's rows as they are now; a
-	// row this transaction did not write is as the check locked it, and takes the text
-	// the check made of it ($9 and $10: keys and texts), so that only the rows written
-	// are made JSON again.
+	// version's hash, and its report.
 	s.saveRepairs = fmt.Sprintf(`WITH v AS (
   SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], $8::text[], %[1]s)
     AS v (sid, n, run_id, from_v, size, after, before, %[2]s)
-), k AS (
-  SELECT * FROM unnest($9::text[], $10::text[]) AS k (key, j)
-), x AS (
-  SELECT %[5]s::text AS sid, '[' || string_agg(CASE WHEN k.j IS NULL OR t.xmin = pg_current_xact_id()::xid THEN row_to_json(t)::text ELSE k.j END,
-    ',' ORDER BY %[6]s) || ']' AS c
-  FROM %[7]s t LEFT JOIN k ON k.key = %[8]s::text
-  WHERE %[5]s = ANY($1::text[]::%[9]s[]) GROUP BY %[5]s
 ), repaired AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $2, v.sid, v.n, 'repaired', c.c, encode(sha256(convert_to(c.c, 'UTF8')), 'hex'), octet_length(c.c), v.run_id
-  FROM v LEFT JOIN x USING (sid) CROSS JOIN LATERAL (SELECT coalesce(x.c, '[]') AS c) c
+  SELECT $2, v.sid, v.n, 'repaired', x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), v.run_id
+  FROM v CROSS JOIN LATERAL (SELECT %[5]s AS c FROM (SELECT * FROM %[6]s t WHERE %[7]s = v.sid::%[8]s) t) x
   RETURNING session_id, content_hash
 ), unheld AS (
   DELETE FROM session_holds WHERE source_key = $2 AND session_id = ANY($1::text[])
@@ -530,8 +519,8 @@ INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dia
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
   actor, tmend_version, host)
 SELECT $2, v.run_id, v.sid, %[3]s, v.before, r.content_hash, v.size, v.after, v.from_v, v.n, %[4]s
-FROM repaired r JOIN v ON v.sid = r.session_id`, reportUnnest(11), reportColumns, reportHead, reportTail,
-		sid, order, t.ident, pk, t.sid)
+FROM repaired r JOIN v ON v.sid = r.session_id`, reportUnnest(9), reportColumns, reportHead, reportTail,
+		rowsJSON, t.ident, sid, t.sid)
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order

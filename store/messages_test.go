@@ -629,8 +629,7 @@ WHERE id = (SELECT min(id) FROM public.langchain_chat_histories WHERE session_id
 }
 
 // A repaired version is the session's rows as they are after the write, byte for byte
-// as the rows make them (the hash rollback compares), though the write makes JSON only
-// of the rows it changed and takes the others' texts from its check.
+// as the rows make them (the hash rollback compares), alone and in a batch.
 func TestMessagesLayoutRepairedVersionIsTheRowsWritten(t *testing.T) {
 	t.Parallel()
 	l := setupLangchain(t)
