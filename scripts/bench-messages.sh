@@ -61,7 +61,10 @@ fi
 
 # Repair: the broken sessions, put back as generated with new ids (above the last run's
 # mark, so an incremental run reads exactly them), repaired by tmend; then the same rows put
-# back exactly and the same row changes made by plain SQL (delete, update, insert by id).
+# back exactly and the same row changes made by plain SQL (delete, update, insert by id);
+# then again, the plain SQL preceded, in its transaction, by the least a safe repair adds:
+# each changed session's rows saved first as a JSON version (as tmend's versions hold
+# them: every column of every row, in order, with its hash).
 sql -c "CREATE TABLE bench_broken AS SELECT DISTINCT session_id FROM tmend.repair_reports WHERE status = 'would_repair'" \
   -c "CREATE TABLE bench_orig AS SELECT t.* FROM $t t JOIN bench_broken USING (session_id)"
 broken=$(sql -c "SELECT count(*) FROM bench_broken")
@@ -71,10 +74,14 @@ snap() { sql -c "DROP TABLE IF EXISTS $1" -c "CREATE TABLE $1 AS SELECT t.* FROM
 putback() {
   sql -1 -c "DELETE FROM $t WHERE session_id IN (SELECT session_id FROM bench_broken)" -c "$1"
 }
-plain=(-1 -c "DELETE FROM $t WHERE id IN (SELECT id FROM bench_del)"
+plain=(-c "DELETE FROM $t WHERE id IN (SELECT id FROM bench_del)"
   -c "UPDATE $t t SET session_id = u.session_id, message = u.message FROM bench_upd u WHERE t.id = u.id"
   -c "INSERT INTO $t SELECT * FROM bench_ins")
-tm_s=() sql_s=() rep_r=()
+sql -c "DROP TABLE IF EXISTS bench_versions" -c "CREATE TABLE bench_versions (session_id text, content text, content_hash text)"
+saved=(-c "INSERT INTO bench_versions SELECT session_id, c, encode(sha256(convert_to(c, 'UTF8')), 'hex')
+  FROM (SELECT session_id, '[' || string_agg(row_to_json(t)::text, ',' ORDER BY id) || ']' AS c FROM $t t
+  WHERE session_id IN (SELECT session_id FROM bench_broken) GROUP BY session_id) x")
+tm_s=() sql_s=() rep_r=() sv_s=() sv_r=()
 for r in $(seq "$ROUNDS"); do
   putback "INSERT INTO $t (session_id, message) SELECT session_id, message FROM bench_orig ORDER BY id"
   snap bench_before
@@ -97,12 +104,19 @@ for r in $(seq "$ROUNDS"); do
   putback "INSERT INTO $t SELECT * FROM bench_before"
   settle
   s=$(now)
-  sql "${plain[@]}"
+  sql -1 "${plain[@]}"
   p=$(since "$s")
   same=$(sql -c "SELECT count(*) FROM (SELECT t.* FROM $t t JOIN bench_broken USING (session_id) EXCEPT ALL SELECT * FROM bench_after) x")
   [ "$same" = 0 ] || { echo "the plain SQL did not make the rows tmend made" >&2; exit 1; }
-  tm_s+=("$tm") sql_s+=("$p") rep_r+=("$(echo "scale=3; $tm / $p" | bc)")
-  echo "repair round $r: tmend ${tm}s (scanned, repaired: $scanned; rows: $changes), plain SQL ${p}s, ratio ${rep_r[-1]}"
+  putback "INSERT INTO $t SELECT * FROM bench_before"
+  sql -c "TRUNCATE bench_versions"
+  settle
+  s=$(now)
+  sql -1 "${saved[@]}" "${plain[@]}"
+  v=$(since "$s")
+  tm_s+=("$tm") sql_s+=("$p") rep_r+=("$(echo "scale=3; $tm / $p" | bc)") sv_s+=("$v") sv_r+=("$(echo "scale=3; $tm / $v" | bc)")
+  echo "repair round $r: tmend ${tm}s (scanned, repaired: $scanned; rows: $changes), plain SQL ${p}s, ratio ${rep_r[-1]}; with the prior rows saved ${v}s, ratio ${sv_r[-1]}"
 done
-tm=$(printf '%s\n' "${tm_s[@]}" | median) p=$(printf '%s\n' "${sql_s[@]}" | median)
+tm=$(printf '%s\n' "${tm_s[@]}" | median) p=$(printf '%s\n' "${sql_s[@]}" | median) v=$(printf '%s\n' "${sv_s[@]}" | median)
 echo "repair of $broken broken sessions, medians of $ROUNDS: tmend ${tm}s, plain SQL ${p}s; median of the rounds' ratios $(printf '%s\n' "${rep_r[@]}" | median)"
+echo "the plain SQL with the prior rows saved as versions: median ${v}s; median of the rounds' ratios $(printf '%s\n' "${sv_r[@]}" | median)"

@@ -78,8 +78,7 @@ type messageSQL struct {
 	scan, scanAfter              [4]string
 	alone, holds, anyHolds       string
 	changed, split               string
-	lockState, lock, saveVersion string
-	saveOriginal, saveRepaired   string
+	lock, saveVersion            string
 	insert, delete, update       string
 	restoreDelete, restoreUpdate string
 	restoreInsert                string
@@ -90,9 +89,10 @@ type messageSQL struct {
 	// incremental runs without an updated-at column; "" when times serve instead.
 	orderMark string
 
-	// ApplyBatch's (applyBatch): lockState with saveOriginal, and saveRepaired, for
-	// several sessions at once.
-	lockBatch, saveRepairs string
+	// A write's (see write): its check, alone (0) or in a batch (1), and the repaired
+	// versions and reports.
+	check       [2]string
+	saveRepairs string
 }
 
 // msgField is where one member of a message is kept: key "" is the whole message.
@@ -381,8 +381,8 @@ func buildMessageSQL(src Source, t messageTypes) messageSQL {
 		return conds
 	}
 	// The ordered read of full runs (see scanPage): the session id, the key, the order
-	// value and the message of each row, and its latest change when there is one.
-	read := []string{sid + "::text", pk + "::text", ordKey, msg}
+	// value, the message and the xmin of each row, and its latest change when there is one.
+	read := []string{sid + "::text", pk + "::text", ordKey, msg, "t.xmin"}
 	if src.UpdatedAtColumn != "" || t.ordTime {
 		read = append(read, ua+"::timestamptz")
 	}
@@ -449,86 +449,66 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_stats st ON st.schemaname = n.nspname AND st.tablename = c.relname AND st.attname = $2
 WHERE c.oid = $1::regclass`
 
-	// Apply's check: the session's rows locked, their keys in order, the hash of the
-	// transcript they make and of the rows whole; and tmend's last saved version.
-	s.lockState = fmt.Sprintf(`SELECT coalesce(array_agg(%[1]s::text ORDER BY %[2]s), '{}'), %[3]s, %[4]s,
-  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = $1),
-  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 ORDER BY version DESC LIMIT 1)
-FROM %[5]s`, pk, order, sha(transcript), sha(rowsJSON), session(1, " FOR UPDATE OF t"))
 	s.lock = fmt.Sprintf(`SELECT %s FROM %s`, sha(rowsJSON), session(1, " FOR UPDATE OF t"))
 	s.transcriptHash = fmt.Sprintf(`SELECT %s FROM %s`, sha(transcript), session(1, ""))
 	// A version is the session's rows, every column, as a JSON array in order.
-	saveVersion := func(kind string, ret string) string {
-		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-SELECT $2, $1, $3, %s, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), $4
-FROM (SELECT %s AS c FROM %s) x %s`, kind, rowsJSON, session(1, ""), ret)
-	}
-	s.saveVersion = saveVersion("$5", "RETURNING content_hash, size_bytes")
-	s.saveOriginal = saveVersion("'original'", "")
-	// The repaired version, the report (its hashes and sizes are the saved versions'),
-	// and the end of a rollback's hold, in one statement.
-	s.saveRepaired = fmt.Sprintf(`WITH repaired AS (
-  %s
-), unheld AS (
-  DELETE FROM session_holds WHERE source_key = $2 AND session_id = $1
-)
-INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
-  issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
-  actor, tmend_version, host)
-SELECT $2, $4, $1, $5, $6, nullif($7, ''), nullif($8, ''), $9, $10, $11,
-  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = $1 AND version = $12),
-  r.content_hash, $13, $14, $12, $3, nullif($15, ''), nullif($16, ''), nullif($17, '')
-FROM repaired r`, saveVersion("'repaired'", "RETURNING content_hash"))
+	s.saveVersion = fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+SELECT $2, $1, $3, $5, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), $4
+FROM (SELECT %s AS c FROM %s) x RETURNING content_hash, size_bytes`, rowsJSON, session(1, ""))
 
-	// ApplyBatch's check, for the sessions of $1 (text ids): their rows that no other
-	// transaction holds, locked in session and key order (concurrent batches never wait
-	// for each other), and lockState's columns of each session; whole is false when a row
-	// of the session was skipped (held, or deleted meanwhile), and the session is left to
-	// a transaction of its own. A session whose rows are whole and still those read ($3:
-	// the transcript's hash, $4: the keys in order as a JSON array) is matched, and its
-	// rows are saved as its prior version here, unless the latest version is them: the
-	// rows are made into a version's content once, for the hash and the version.
-	s.lockBatch = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $3::text[], $4::text[], $5::int8[]) AS v (sid, want, keys, run_id)
+	// A write's check (see write), for the sessions of $1 (text ids): their rows locked
+	// in session and key order, and for each session whether its rows are whole (none
+	// skipped or deleted meanwhile) and still those read ($3: their keys in order as a
+	// JSON array; $4: their xmins in order, joined by commas: a row updated or inserted
+	// again since it was read has another), tmend's last version, and the rows as a
+	// version's content (each row made JSON once), saved here as the session's prior
+	// version when they match, unless the latest version holds them. In a batch
+	// (check[1]) rows another transaction holds are skipped, so that concurrent batches
+	// never wait for each other; a session's own write (check[0]) waits.
+	check := func(skip string) string {
+		return fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $3::text[], $4::text[], $5::int8[]) AS v (sid, keys, xmins, run_id)
 ), x AS (
-  SELECT %[1]s AS kid, %[1]s::text AS sid, array_agg(%[2]s::text ORDER BY %[3]s) AS keys, %[4]s AS th, %[5]s AS c, count(*) AS n
-  FROM (SELECT * FROM %[6]s t WHERE %[1]s = ANY($1::text[]::%[8]s[]) ORDER BY %[1]s, %[2]s FOR UPDATE OF t SKIP LOCKED) t
-  GROUP BY %[1]s
-), s AS (
-  SELECT x.*, %[9]s AS rh, x.n = (SELECT count(*) FROM %[6]s w WHERE w.%[7]s = x.kid) AS whole, v.want, v.keys AS want_keys, v.run_id,
-    (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = x.sid) AS last,
-    (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1) AS last_hash
-  FROM x JOIN v USING (sid)
+  SELECT r.kid, r.kid::text AS sid, array_agg(r.k::text ORDER BY r.o, r.k) AS keys,
+    string_agg(r.xm::text, ',' ORDER BY r.o, r.k) AS xmins, '[' || string_agg(r.j, ',' ORDER BY r.o, r.k) || ']' AS c,
+    count(*) = (SELECT count(*) FROM %[4]s w WHERE w.%[6]s = r.kid) AS whole
+  FROM (SELECT %[1]s AS kid, %[2]s AS k, %[3]s AS o, t.xmin AS xm, row_to_json(t)::text AS j FROM %[4]s t
+    WHERE %[1]s = ANY($1::text[]::%[5]s[]) ORDER BY %[1]s, %[2]s FOR UPDATE OF t%[7]s) r
+  GROUP BY r.kid
 ), m AS (
-  SELECT *, whole AND th = want AND to_jsonb(keys) = want_keys::jsonb AS matched FROM s
+  SELECT x.sid, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex') AS rh, v.run_id,
+    coalesce(l.version, 0) AS last, l.content_hash AS last_hash, x.whole,
+    x.whole AND to_jsonb(x.keys) = v.keys::jsonb AND x.xmins = v.xmins AS matched
+  FROM x JOIN v USING (sid)
+  LEFT JOIN LATERAL (SELECT version, content_hash FROM session_versions
+    WHERE source_key = $2 AND session_id = x.sid ORDER BY version DESC LIMIT 1) l ON true
 ), original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $2, sid, last + 1, 'original', c, rh, octet_length(c), run_id FROM m WHERE matched AND last_hash IS DISTINCT FROM rh
 )
-SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, order, sha(transcript), rowsJSON, t.ident, q(src.SessionColumn), t.sid, sha("x.c"))
-	// The versions of several sessions: v's rows are a session id, a version, a run.
-	saveVersions := func(unnest, kind, ret string) string {
-		return fmt.Sprintf(`INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-SELECT $2, v.sid, v.n, %s, x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), v.run_id
-FROM %s CROSS JOIN LATERAL (SELECT %s AS c FROM (SELECT * FROM %s t WHERE %s = v.sid::%s) t) x %s`,
-			kind, unnest, rowsJSON, t.ident, sid, t.sid, ret)
+SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, ord, t.ident, t.sid, q(src.SessionColumn), skip)
 	}
+	s.check = [2]string{check(""), check(" SKIP LOCKED")}
+	// The repaired versions and reports of a write's sessions, and the end of their
+	// holds: v's rows are a session id, its version, run, prior version, sizes, the prior
+	// version's hash, and its report.
 	s.saveRepairs = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], %[2]s)
-    AS v (sid, n, run_id, from_v, size, after, %[3]s)
+  SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], $8::text[], %[1]s)
+    AS v (sid, n, run_id, from_v, size, after, before, %[2]s)
 ), repaired AS (
-  %[1]s
+  INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
+  SELECT $2, v.sid, v.n, 'repaired', x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), v.run_id
+  FROM v CROSS JOIN LATERAL (SELECT %[5]s AS c FROM (SELECT * FROM %[6]s t WHERE %[7]s = v.sid::%[8]s) t) x
+  RETURNING session_id, content_hash
 ), unheld AS (
   DELETE FROM session_holds WHERE source_key = $2 AND session_id = ANY($1::text[])
 )
 INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
   actor, tmend_version, host)
-SELECT $2, v.run_id, v.sid, %[4]s,
-  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = v.sid AND version = v.from_v),
-  r.content_hash, v.size, v.after, v.from_v, v.n, %[5]s
-FROM repaired r JOIN v ON v.sid = r.session_id`, saveVersions("v", "'repaired'", "RETURNING session_id, content_hash"),
-		reportUnnest(8), reportColumns, reportHead, reportTail)
+SELECT $2, v.run_id, v.sid, %[3]s, v.before, r.content_hash, v.size, v.after, v.from_v, v.n, %[4]s
+FROM repaired r JOIN v ON v.sid = r.session_id`, reportUnnest(9), reportColumns, reportHead, reportTail,
+		rowsJSON, t.ident, sid, t.sid)
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
@@ -650,99 +630,6 @@ func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Se
 	return out, nil
 }
 
-// apply is one attempt at a repaired session's transaction: lock the session's rows
-// (when rows are placed, after the appends in flight, which would otherwise land among
-// them), check they are the rows read, save them as a version unless the latest
-// version is them, change the rows as planned, save the result as a version, and
-// insert the report. Three round trips, as for one row per session.
-func (l *messageLayout) apply(ctx context.Context, a model.Apply, want string, report []any) (out model.Outcome, err error) {
-	p, err := l.prepare(a)
-	if err != nil {
-		return out, err
-	}
-	plan := &p.plan
-	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		return out, err
-	}
-	defer conn.Release()
-
-	b := &pgx.Batch{}
-	sequence := l.queueBegin(b, plan.places(), plan.fresh)
-	b.Queue(l.sql.lockState, a.Session.ID, l.t.key)
-	// A write of a partition attempt holds its lease (see partitionLockKey), as rowLayout's does.
-	lease := a.Report.Lease
-	if lease != nil {
-		queueLease(b, lease)
-	}
-	if plan.fresh > 0 && !sequence {
-		b.Queue(l.sql.maxOrder)
-	}
-	br := conn.SendBatch(ctx, b)
-	var keys []string
-	var transcriptHash, rowsHash string
-	var last int
-	var lastHash *string
-	values, err := l.readBegin(br, plan.places())
-	if err == nil {
-		err = br.QueryRow().Scan(&keys, &transcriptHash, &rowsHash, &last, &lastHash)
-	}
-	if err == nil && lease != nil {
-		err = leaseHeld(br)
-	}
-	if err == nil && plan.fresh > 0 && !sequence {
-		var maxOrd int64
-		err = br.QueryRow().Scan(&maxOrd)
-		for i := range plan.fresh {
-			values = append(values, maxOrd+int64(i)+1)
-		}
-	}
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable:
-		err = &conflictError{"the session (or, to place rows, the table) was locked by another writer for over 5s"}
-	case err == nil && len(keys) == 0:
-		err = &conflictError{"the session was deleted after it was read"}
-	case err == nil && (transcriptHash != want || !sameKeys(keys, a.Session.Rows)):
-		err = &conflictError{"the session changed after it was read"}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return out, err
-	}
-	if err := plan.fill(values); err != nil {
-		return out, err
-	}
-
-	out.FromVersion = last
-	b = &pgx.Batch{}
-	// What each statement must have changed (-1: any number of rows).
-	var counts []int64
-	queue := func(n int64, sql string, args ...any) {
-		b.Queue(sql, args...)
-		counts = append(counts, n)
-	}
-	if lastHash == nil || *lastHash != rowsHash {
-		out.FromVersion = last + 1
-		queue(1, l.sql.saveOriginal, a.Session.ID, l.t.key, out.FromVersion, nilIfZero(a.RunID))
-	}
-	out.ToVersion = out.FromVersion + 1
-	l.queueRows(queue, []*prepared{&p})
-	queue(1, l.sql.saveRepaired, a.Session.ID, l.t.key, out.ToVersion, nilIfZero(a.RunID),
-		report[2], report[3], report[4], report[5], report[6], report[7], report[8],
-		out.FromVersion, a.Session.Size, len(a.NewMessages), report[16], report[17], report[18])
-	notify := l.src.NotifyChannel != ""
-	if notify {
-		queue(-1, notifySQL, l.src.NotifyChannel, notifyPayload(l.t.key, a.Session.ID, out.ToVersion, actionRepair))
-	}
-	if err := execCounted(ctx, conn, b, counts); err != nil {
-		return out, fmt.Errorf("write repaired session: %w", referenced(err))
-	}
-	out.Applied = true
-	return out, nil
-}
 
 // queueBegin queues the start of a repair's transaction: BEGIN, the lock timeout and,
 // when the write places rows on a sequence order (places), the wait for the appends in
@@ -959,18 +846,6 @@ func (l *messageLayout) newKey(fields []*string) *string {
 	}
 	k := newUUID()
 	return &k
-}
-
-func sameKeys(keys []string, rows []model.Row) bool {
-	if len(keys) != len(rows) {
-		return false
-	}
-	for i, r := range rows {
-		if keys[i] != r.Key {
-			return false
-		}
-	}
-	return true
 }
 
 // newUUID returns a random (version 4) UUID, for new rows of a table whose text or uuid

@@ -589,3 +589,86 @@ WHERE v.session_id = 's' AND v.kind = 'original' AND r.message->>'tool_call_id' 
 	require.ErrorContains(t, err, "duplicate key")
 	require.Equal(t, before, l.whole(t, "s"), "the session as it was")
 }
+
+// The write checks the rows it locks against those read by their keys and xmins: a row
+// the platform wrote again in place since the read, even with the same content, makes
+// the session a conflict, alone or in a batch, and nothing of it changes.
+func TestMessagesLayoutRowWrittenAgainIsAConflict(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	ids := []string{"s1", "s2", "s3"}
+	as := map[string]model.Apply{}
+	for _, id := range ids {
+		l.add(t, id, lcHuman, lcCall2, lcResult1, lcHuman2)
+		sess := l.read(t, id)
+		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		as[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+			Report: model.Report{Status: model.StatusRepaired}}
+	}
+	for _, id := range []string{"s1", "s2"} {
+		_, err := l.pool.Exec(ctx, `UPDATE public.langchain_chat_histories SET message = message
+WHERE id = (SELECT min(id) FROM public.langchain_chat_histories WHERE session_id = $1)`, id)
+		require.NoError(t, err)
+	}
+	before := map[string]string{"s1": l.whole(t, "s1"), "s2": l.whole(t, "s2")}
+
+	out, err := l.st.Apply(ctx, as["s1"])
+	require.NoError(t, err)
+	require.Equal(t, model.Outcome{Conflict: true}, out)
+	outs, errs := l.st.ApplyBatch(ctx, []model.Apply{as["s2"], as["s3"]})
+	require.Equal(t, []error{nil, nil}, errs)
+	require.Equal(t, []model.Outcome{{Conflict: true}, {Applied: true, FromVersion: 1, ToVersion: 2}}, outs)
+	for _, id := range []string{"s1", "s2"} {
+		require.Equal(t, before[id], l.whole(t, id), id)
+		var n int
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT count(*) FROM session_versions WHERE session_id = $1`, id).Scan(&n))
+		require.Zero(t, n, id)
+	}
+}
+
+// A repaired version is the session's rows as they are after the write, byte for byte
+// as the rows make them (the hash rollback compares), alone and in a batch.
+func TestMessagesLayoutRepairedVersionIsTheRowsWritten(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	// s1 loses a row in the middle (the rows after it stay), s2 gains one (the rows
+	// after it are placed anew), s3 has a result moved up; interleaved rows.
+	msgs := map[string][]string{
+		"s1": {lcHuman, lcCall1, lcResult1, lcOrphan, lcHuman2, lcAnswer},
+		"s2": {lcHuman, lcCall2, lcResult1, lcHuman2, lcAnswer},
+		"s3": {lcHuman, lcCall1, lcHuman2, lcResult1, lcAnswer},
+	}
+	for i := range 6 {
+		for _, id := range []string{"s1", "s2", "s3"} {
+			if i < len(msgs[id]) {
+				l.add(t, id, msgs[id][i])
+			}
+		}
+	}
+	var as []model.Apply
+	for _, id := range []string{"s1", "s2", "s3"} {
+		sess := l.read(t, id)
+		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		require.NoError(t, err)
+		require.True(t, res.Changed(), id)
+		as = append(as, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+			Report: model.Report{Status: model.StatusRepaired}})
+	}
+	// s1 alone, the others in a batch.
+	out, err := l.st.Apply(ctx, as[0])
+	require.NoError(t, err)
+	require.True(t, out.Applied)
+	outs, errs := l.st.ApplyBatch(ctx, as[1:])
+	require.Equal(t, []error{nil, nil}, errs)
+	require.True(t, outs[0].Applied && outs[1].Applied)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		var version, rows string
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT content FROM session_versions WHERE session_id = $1 AND kind = 'repaired'`, id).Scan(&version))
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT '[' || string_agg(row_to_json(t)::text, ',' ORDER BY id) || ']'
+FROM public.langchain_chat_histories t WHERE session_id = $1`, id).Scan(&rows))
+		require.Equal(t, rows, version, id)
+	}
+}

@@ -218,6 +218,7 @@ type sessionRows struct {
 	keys  []byte       // the rows' keys, one after another
 	ends  []int        // where each key ends in keys
 	ords  []int64
+	xmins []uint32
 	// Its latest change: the value as read, and as a number that orders it.
 	ua    []byte
 	uaKey int64
@@ -225,7 +226,7 @@ type sessionRows struct {
 
 func (p *pageAssembler) full() bool { return p.ended || len(p.out) >= p.limit }
 
-// read assembles rows (session id, key, order, message, and the latest change when
+// read assembles rows (session id, key, order, message, xmin, and the latest change when
 // the source has one) into the page, each session finished when the next one starts;
 // the last one is left for end or drop. It stops once the page is full, and returns the
 // rows it read.
@@ -262,7 +263,7 @@ func (p *pageAssembler) start(id string) {
 	c.id, c.open, c.rows, c.bytes, c.null, c.keep = id, true, 0, 0, false, true
 	c.buf.Reset()
 	c.buf.WriteByte('[')
-	c.keys, c.ends, c.ords = c.keys[:0], c.ends[:0], c.ords[:0]
+	c.keys, c.ends, c.ords, c.xmins = c.keys[:0], c.ends[:0], c.ords[:0], c.xmins[:0]
 	c.ua = c.ua[:0]
 }
 
@@ -275,13 +276,13 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	} else {
 		c.bytes += int64(len(v[3]))
 	}
-	if len(v) > 4 && v[4] != nil {
-		k, err := p.timeKey(fd[4], v[4])
+	if len(v) > 5 && v[5] != nil {
+		k, err := p.timeKey(fd[5], v[5])
 		if err != nil {
 			return fmt.Errorf("session %q: %w", c.id, err)
 		}
 		if len(c.ua) == 0 || k > c.uaKey {
-			c.ua, c.uaKey = append(c.ua[:0], v[4]...), k
+			c.ua, c.uaKey = append(c.ua[:0], v[5]...), k
 		}
 	}
 	// The content is kept only while the session may still come with it.
@@ -295,6 +296,10 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("session %q: order: %w", c.id, err)
 	}
+	xmin, err := xidValue(fd[4], v[4])
+	if err != nil {
+		return fmt.Errorf("session %q: xmin: %w", c.id, err)
+	}
 	if c.rows > 1 {
 		c.buf.WriteByte(',')
 	}
@@ -302,6 +307,7 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	c.keys = append(c.keys, v[1]...)
 	c.ends = append(c.ends, len(c.keys))
 	c.ords = append(c.ords, ord)
+	c.xmins = append(c.xmins, xmin)
 	return nil
 }
 
@@ -334,7 +340,7 @@ func (p *pageAssembler) end() error {
 		s.Rows = make([]model.Row, len(c.ends))
 		from := 0
 		for i, e := range c.ends {
-			s.Rows[i] = model.Row{Key: keys[from:e], Order: c.ords[i]}
+			s.Rows[i] = model.Row{Key: keys[from:e], Order: c.ords[i], Xmin: c.xmins[i]}
 			from = e
 		}
 	}
@@ -377,4 +383,16 @@ func int8Value(fd pgconn.FieldDescription, v []byte) (int64, error) {
 		return int64(binary.BigEndian.Uint64(v)), nil
 	}
 	return strconv.ParseInt(string(v), 10, 64)
+}
+
+// xidValue decodes an xid column's value in either format.
+func xidValue(fd pgconn.FieldDescription, v []byte) (uint32, error) {
+	if fd.Format == pgtype.BinaryFormatCode {
+		if len(v) != 4 {
+			return 0, fmt.Errorf("xid of %d bytes", len(v))
+		}
+		return binary.BigEndian.Uint32(v), nil
+	}
+	x, err := strconv.ParseUint(string(v), 10, 32)
+	return uint32(x), err
 }

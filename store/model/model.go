@@ -58,11 +58,14 @@ type Session struct {
 	InFlight string
 }
 
-// Row is one stored row of a session kept one row per message: its primary key as text
-// and its order value (an integer, or a timestamp in microseconds since 1970).
+// Row is one stored row of a session kept one row per message: its primary key as text,
+// its order value (an integer, or a timestamp in microseconds since 1970), and the
+// transaction that wrote the version read (Postgres's xmin), which every update or
+// re-insert of the row changes: the write checks the rows it locks against them.
 type Row struct {
 	Key   string
 	Order int64
+	Xmin  uint32
 }
 
 // ContentHash is the hash tmend records for a content: hex SHA-256 of its text.
