@@ -788,7 +788,7 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 	var r repair.Result
 	var origins []repair.Origin
 	var err error
-	if sess.Rows != nil { // one row per message: the store writes by where each came from
+	if sess.Rows != nil && !o.DryRun { // one row per message: the store writes by where each came from
 		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
 	} else {
 		r, err = repair.Repair(sess.Messages, opts)

@@ -344,6 +344,9 @@ func (p *pageAssembler) end() error {
 			from = e
 		}
 	}
+	if p.out == nil {
+		p.out = make([]model.Session, 0, min(p.limit, 4096)) // the page's sessions, not regrown
+	}
 	p.out = append(p.out, s)
 	p.rows += c.rows
 	p.sessions++

@@ -35,7 +35,9 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 	cfg := run.config
 	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
 		Str("target", string(cfg.Repair.Target)).Msg("configured")
-	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeDB, tp: tp}, nil
+	release := holdHeapFloor(e, int64(cfg.MaxInflightBytes))
+	closeAll := func() { closeDB(); release() }
+	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeAll, tp: tp}, nil
 }
 
 // progress shows a bar on a terminal, of total sessions when known (total <= 0: a
