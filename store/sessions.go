@@ -150,12 +150,13 @@ SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs, touchSQL(src))
 	// ApplyBatch's: the sessions of $1 (text ids) that no other transaction holds, locked
 	// in id order (so that concurrent batches never deadlock, although skipping the held
-	// ones already makes them wait for none), with what lockState reads of each; and the
-	// original version of each that holds what was read ($3: the hashes) and is not the
-	// latest version already, saved from the text its hash was taken of. So a batch's
-	// originals are rendered once, by the check, and never sent back: sending them cost
-	// tmend and Postgres more than the check's text reused.
-	// The text is rendered below the lock (the row as locked, after a concurrent update).
+	// ones already makes them wait for none), each compared with the hash of what was
+	// read ($3) and with its latest version; and the original version of each that
+	// matches and whose latest version is not that content already, saved from the text
+	// the hash was taken of (rendered below the lock: the row as locked, also after a
+	// concurrent update). The check renders every row anyway, so the originals are not
+	// sent back with the write, which cost tmend a copy of each into pgx's buffers and
+	// Postgres their bind (BENCHMARKS.md, "The row batch's originals saved from its check").
 	s.lockBatch = fmt.Sprintf(`WITH v AS (
   SELECT * FROM unnest($1::text[], $3::text[], $4::int8[]) AS v (sid, want, run_id)
 ), locked AS (
@@ -449,7 +450,7 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 		queueLease(b, lease)
 	}
 	type state struct {
-		same, save bool // save: its original version was saved, as version last+1
+		same, save bool // save: the original version is saved (when same), as version last+1
 		last       int
 	}
 	locked := make(map[string]state, len(as))
