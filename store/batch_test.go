@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tmend/tmend/repair"
@@ -91,6 +92,51 @@ CREATE TRIGGER refuse_e BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION 
 	require.Contains(t, storetest.Content(t, b.pool, "f"), repair.SyntheticResultText)
 	require.Equal(t, 2, count(`SELECT count(*) FROM session_versions WHERE session_id = 'f'`))
 	require.Equal(t, 3, count(`SELECT count(*) FROM repair_reports WHERE status = 'repaired'`))
+}
+
+// A batch saves a session's original version in its check, from the row it locked, and
+// only when the latest version is not already that content: a session rolled back (its
+// latest version is the restored content) and repaired again in a batch gets the
+// repaired version alone, next to a session whose original is saved.
+func TestApplyBatchSavesOriginalOnlyWhenNotLatest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	for _, id := range []string{"a", "b"} {
+		storetest.Sessions(t, b.pool, model.Session{ID: id, Messages: []byte(broken)})
+	}
+	apply := func(id string) model.Apply {
+		page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 1 << 20})
+		require.NoError(t, err)
+		res, err := repair.Repair(page[0].Messages, repair.Options{})
+		require.NoError(t, err)
+		return model.Apply{Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
+			Report: model.Report{Status: model.StatusRepaired, IssueCodes: res.Report.IssueCodeSet()}}
+	}
+	out, err := b.store.Apply(ctx, apply("a"))
+	require.NoError(t, err)
+	require.Equal(t, model.Outcome{Applied: true, FromVersion: 1, ToVersion: 2}, out)
+	rb, err := b.store.Rollback(ctx, model.RollbackRequest{SessionID: "a", Trigger: model.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, 3, rb.Written, "the restored content is version 3")
+
+	as := []model.Apply{apply("a"), apply("b")}
+	outs, errs := b.store.ApplyBatch(ctx, as)
+	require.Equal(t, []error{nil, nil}, errs)
+	require.Equal(t, []model.Outcome{{Applied: true, FromVersion: 3, ToVersion: 4}, {Applied: true, FromVersion: 1, ToVersion: 2}}, outs)
+	type version struct {
+		ID, Kind string
+		N        int
+	}
+	rows, err := b.pool.Query(ctx, `SELECT session_id, kind, version FROM session_versions ORDER BY session_id, version`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[version])
+	require.NoError(t, err)
+	require.Equal(t, []version{{"a", "original", 1}, {"a", "repaired", 2}, {"a", "restored", 3}, {"a", "repaired", 4},
+		{"b", "original", 1}, {"b", "repaired", 2}}, got)
+	var content string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT content FROM session_versions WHERE session_id = 'b' AND version = 1`).Scan(&content))
+	require.Equal(t, string(as[1].Session.Messages), content)
 }
 
 // ApplyBatch on one row per message (LangChain's table, sessions' rows interleaved as

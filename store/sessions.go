@@ -150,35 +150,49 @@ SELECT $16, $6, $1, $9, $10, nullif($11, ''), nullif($12, ''), $13, $14, $15, $4
 FROM repaired r`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs, touchSQL(src))
 	// ApplyBatch's: the sessions of $1 (text ids) that no other transaction holds, locked
 	// in id order (so that concurrent batches never deadlock, although skipping the held
-	// ones already makes them wait for none), with what lockState reads of each.
-	s.lockBatch = fmt.Sprintf(`SELECT %[2]s::text, encode(sha256(convert_to(%[4]s::text, 'UTF8')), 'hex'),
-  (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text),
-  (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text ORDER BY version DESC LIMIT 1)
-FROM %[1]s t WHERE %[2]s = ANY($1::text[]::%[3]s[]) ORDER BY %[2]s FOR UPDATE OF t SKIP LOCKED`, t.ident, id, t.id, msgs)
-	// And write's statement for all the sessions locked and matched, one row of v each.
-	s.writeBatch = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::int8[], $7::text[], $8::int[], %[8]s,
-    $20::bool[]) AS v (sid, from_v, original, want, size, run_id, m, to_v, %[9]s, save)
+	// ones already makes them wait for none), each compared with the hash of what was
+	// read ($3) and with its latest version; and the original version of each that
+	// matches and whose latest version is not that content already, saved from the text
+	// the hash was taken of (rendered below the lock: the row as locked, also after a
+	// concurrent update). The check renders every row anyway, so the originals are not
+	// sent back with the write, which cost tmend a copy of each into pgx's buffers and
+	// Postgres their bind (BENCHMARKS.md, "The row batch's originals saved from its check").
+	s.lockBatch = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $3::text[], $4::int8[]) AS v (sid, want, run_id)
+), locked AS (
+  SELECT %[2]s::text AS sid, x.m, encode(sha256(convert_to(x.m, 'UTF8')), 'hex') AS hash,
+    (SELECT coalesce(max(version), 0) FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text) AS last,
+    (SELECT content_hash FROM session_versions WHERE source_key = $2 AND session_id = %[2]s::text ORDER BY version DESC LIMIT 1) AS last_hash
+  FROM %[1]s t CROSS JOIN LATERAL (SELECT %[4]s::text AS m OFFSET 0) x
+  WHERE %[2]s = ANY($1::text[]::%[3]s[]) ORDER BY %[2]s FOR UPDATE OF t SKIP LOCKED
+), checked AS MATERIALIZED (
+  SELECT l.*, v.run_id, coalesce(l.hash = v.want, false) AS same, l.last_hash IS DISTINCT FROM v.want AS save
+  FROM locked l JOIN v USING (sid)
 ), original AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $9, v.sid, v.from_v, 'original', coalesce(v.original, %[6]s::text), v.want, v.size, v.run_id
-  FROM v JOIN %[1]s t ON %[4]s = v.sid::%[5]s WHERE v.save
+  SELECT $2, sid, last + 1, 'original', m, hash, octet_length(m), run_id FROM checked WHERE same AND save
+)
+SELECT sid, same, last, save FROM checked`, t.ident, id, t.id, msgs)
+	// And write's statement for all the sessions locked and matched, one row of v each.
+	s.writeBatch = fmt.Sprintf(`WITH v AS (
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int8[], $6::text[], $7::int[], %[8]s)
+    AS v (sid, from_v, want, size, run_id, m, to_v, %[9]s)
 ), written AS (
   UPDATE %[1]s t SET %[2]s = v.m::%[3]s%[7]s FROM v WHERE %[4]s = v.sid::%[5]s RETURNING v.sid, %[6]s::text AS m
 ), repaired AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
-  SELECT $9, w.sid, v.to_v, 'repaired', w.m, encode(sha256(convert_to(w.m, 'UTF8')), 'hex'), octet_length(w.m), v.run_id
+  SELECT $8, w.sid, v.to_v, 'repaired', w.m, encode(sha256(convert_to(w.m, 'UTF8')), 'hex'), octet_length(w.m), v.run_id
   FROM written w JOIN v USING (sid)
   RETURNING session_id, content_hash, size_bytes
 ), unheld AS (
-  DELETE FROM session_holds WHERE source_key = $9 AND session_id = ANY($1::text[])
+  DELETE FROM session_holds WHERE source_key = $8 AND session_id = ANY($1::text[])
 )
 INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dialect, reason,
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
   actor, tmend_version, host)
-SELECT $9, v.run_id, v.sid, %[10]s, v.want, r.content_hash, v.size, r.size_bytes, v.from_v, v.to_v, %[11]s
+SELECT $8, v.run_id, v.sid, %[10]s, v.want, r.content_hash, v.size, r.size_bytes, v.from_v, v.to_v, %[11]s
 FROM repaired r JOIN v ON v.sid = r.session_id`, t.ident, pgx.Identifier{src.MessagesColumn}.Sanitize(), t.messages, id, t.id, msgs,
-		touchSQL(src), reportUnnest(10), reportColumns, reportHead, reportTail)
+		touchSQL(src), reportUnnest(9), reportColumns, reportHead, reportTail)
 	// $1 is compared with session_versions' text column and with the id column, so it is
 	// typed text and cast to the id column's type there.
 	s.restore = fmt.Sprintf(`UPDATE %s t SET %s = (SELECT content FROM session_versions WHERE source_key = $3 AND session_id = $1::text AND version = $2)::%s%s
@@ -396,8 +410,9 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	return out, nil
 }
 
-// sendBackMax is the largest session whose original version is sent back with the write,
-// as read. A larger one is copied from the locked row by the write statement instead:
+// sendBackMax is the largest session whose original version Apply sends back with the
+// write, as read (a batch saves the text its check rendered). A larger one is copied
+// from the locked row by the write statement instead:
 // sent back, it would be held twice more in the client, in pgx's parameter buffer and in
 // its Bind message. Below it, sending is cheaper for PostgreSQL than rendering the
 // column's text again (BENCHMARKS.md, "A writing scan's copies").
@@ -413,8 +428,8 @@ func sentBack(msgs []byte) []byte {
 }
 
 // applyBatch is apply for several sessions at once (see batchLayout), in three round
-// trips as well: BEGIN goes out with the locks, the checks and the lease, then one
-// write statement for all the sessions that match, then COMMIT.
+// trips as well: BEGIN goes out with the locks, the checks, the original versions and
+// the lease, then one write statement for all the sessions that match, then COMMIT.
 func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []string, reports [][]any) ([]batchResult, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -422,22 +437,21 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 	}
 	defer conn.Release()
 
-	ids := make([]string, len(as))
+	ids, runs := make([]string, len(as)), make([]*int64, len(as))
 	for i, a := range as {
-		ids[i] = a.Session.ID
+		ids[i], runs[i] = a.Session.ID, nilIfZero(a.RunID)
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL lock_timeout = '5s'") // for the lease's lock
-	b.Queue(s.sql.lockBatch, ids, s.k)
+	b.Queue(s.sql.lockBatch, ids, s.k, wants, runs)
 	lease := as[0].Report.Lease
 	if lease != nil {
 		queueLease(b, lease)
 	}
 	type state struct {
-		cur      *string
-		last     int
-		lastHash *string
+		same, save bool // save: the original version is saved (when same), as version last+1
+		last       int
 	}
 	locked := make(map[string]state, len(as))
 	br := conn.SendBatch(ctx, b)
@@ -451,7 +465,7 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 		if err == nil {
 			var id string
 			var st state
-			_, err = pgx.ForEachRow(rows, []any{&id, &st.cur, &st.last, &st.lastHash}, func() error {
+			_, err = pgx.ForEachRow(rows, []any{&id, &st.same, &st.last, &st.save}, func() error {
 				locked[id] = st
 				return nil
 			})
@@ -469,13 +483,12 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 
 	res := make([]batchResult, len(as))
 	var w struct {
-		ids, want          []string
-		from, size, to     []int
-		original, newMsgs  [][]byte // original: sentBack's
-		save               []bool   // whether to save the original version
-		runs               []*int64
-		reports            reportArrays
-		compactions, sends []int
+		ids, want      []string
+		from, size, to []int
+		newMsgs        [][]byte
+		runs           []*int64
+		reports        reportArrays
+		compactions    []int
 	}
 	for i, a := range as {
 		st, ok := locked[a.Session.ID]
@@ -483,22 +496,19 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 		case !ok:
 			res[i].alone = true
 			continue
-		case st.cur == nil || *st.cur != wants[i]:
+		case !st.same:
 			res[i].conflict = &conflictError{"the session changed after it was read"}
 			continue
 		}
 		out := &res[i].out
 		out.FromVersion = st.last
-		save := st.lastHash == nil || *st.lastHash != wants[i] // as in apply
-		if save {
+		if st.save {
 			out.FromVersion = st.last + 1
 		}
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.want = append(w.ids, a.Session.ID), append(w.want, wants[i])
 		w.from, w.size, w.to = append(w.from, out.FromVersion), append(w.size, len(a.Session.Messages)), append(w.to, out.ToVersion)
-		w.original, w.newMsgs = append(w.original, sentBack(a.Session.Messages)), append(w.newMsgs, a.NewMessages)
-		w.save = append(w.save, save)
-		w.runs = append(w.runs, nilIfZero(a.RunID))
+		w.newMsgs, w.runs = append(w.newMsgs, a.NewMessages), append(w.runs, runs[i])
 		w.reports.add(reports[i])
 		if a.Compaction != nil {
 			w.compactions = append(w.compactions, i)
@@ -506,8 +516,8 @@ func (s *rowLayout) applyBatch(ctx context.Context, as []model.Apply, wants []st
 	}
 	b = &pgx.Batch{}
 	if len(w.ids) > 0 {
-		args := append([]any{w.ids, w.from, w.original, w.want, w.size, w.runs, w.newMsgs, w.to, s.k}, w.reports.args()...)
-		b.Queue(s.sql.writeBatch, append(args, w.save)...)
+		args := append([]any{w.ids, w.from, w.want, w.size, w.runs, w.newMsgs, w.to, s.k}, w.reports.args()...)
+		b.Queue(s.sql.writeBatch, args...)
 		for _, i := range w.compactions {
 			a, c := as[i], as[i].Compaction
 			b.Queue(compactionSQL, s.k, a.Session.ID, res[i].out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)
