@@ -150,3 +150,43 @@ WHERE session_id = $1 AND version = 2 AND kind = 'repaired'`, a.Session.ID).Scan
 		require.Equal(t, model.ContentHash([]byte(want)), hash, a.Session.ID)
 	}
 }
+
+// A large repair that the table refuses (a trigger raises, or skips the row's change)
+// fails that session with the reason and writes nothing; the pool goes on writing.
+func TestLargeRepairRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	large := `[{"role":"user","content":"` + strings.Repeat("x", store.SendBackMaxForTest) + `"},` + broken[1:]
+	ids := []string{"raise", "skip", "ok"}
+	for _, id := range ids {
+		storetest.Sessions(t, b.pool, model.Session{ID: id, Messages: []byte(large)})
+	}
+	_, err := b.pool.Exec(ctx, `CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.id = 'raise' THEN RAISE EXCEPTION 'raise may not change'; END IF;
+IF NEW.id = 'skip' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+CREATE TRIGGER refuse BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION public.refuse()`)
+	require.NoError(t, err)
+	var as []model.Apply
+	for _, id := range ids {
+		page, err := b.store.Sessions(ctx, model.Query{Mode: model.ModeSession, SessionID: id, MaxBytes: 4 << 20})
+		require.NoError(t, err)
+		res, err := repair.Repair(page[0].Messages, repair.Options{})
+		require.NoError(t, err)
+		as = append(as, model.Apply{Trigger: model.TriggerCLI, Session: page[0], NewMessages: res.Messages,
+			Report: model.Report{Status: model.StatusRepaired}})
+	}
+	outs, errs := b.store.ApplyBatch(ctx, as)
+	require.ErrorContains(t, errs[0], "raise may not change")
+	require.ErrorContains(t, errs[1], "changed 0 rows")
+	for i := range 2 {
+		require.NotErrorIs(t, errs[i], model.ErrUnavailable, "the session fails; it is not retried as an outage")
+		require.JSONEq(t, large, storetest.Content(t, b.pool, ids[i]), ids[i])
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM session_versions WHERE session_id = $1`, ids[i]).Scan(&n))
+		require.Zero(t, n, ids[i])
+	}
+	require.NoError(t, errs[2])
+	require.True(t, outs[2].Applied)
+	require.Contains(t, storetest.Content(t, b.pool, "ok"), repair.SyntheticResultText)
+}
