@@ -387,7 +387,7 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, sentBack(a.Session.Messages), want, len(a.Session.Messages),
-		nilIfZero(a.RunID), a.NewMessages, out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7],
+		nilIfZero(a.RunID), sendArg(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7],
 		report[8], s.k, report[16], report[17], report[18], saveOriginal)
 	if c := a.Compaction; c != nil {
 		b.Queue(compactionSQL, s.k, a.Session.ID, out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)

@@ -109,31 +109,10 @@ func (e *sessionError) Unwrap() error { return e.err }
 // session half written. A transaction that fails is left open, as apply leaves it: the
 // pool closes a connection released inside one, and the server rolls it back.
 func execCounted(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, counts []int64) error {
-	if b.Len() == 0 {
-		_, err := conn.Exec(ctx, "COMMIT")
-		return err
+	err := sendCounted(ctx, conn, b, counts)
+	if err == nil {
+		_, err = conn.Exec(ctx, "COMMIT")
 	}
-	br := conn.SendBatch(ctx, b)
-	var err error
-	for _, n := range counts {
-		var tag pgconn.CommandTag
-		if tag, err = br.Exec(); err != nil {
-			break
-		}
-		// The rows are locked and matched, so every statement finds its rows unless
-		// something on the table (a trigger, a policy) changed the statement's effect.
-		if n >= 0 && tag.RowsAffected() != n {
-			err = &sessionError{fmt.Errorf("%s changed %d rows, not %d; nothing written", tag, tag.RowsAffected(), n)}
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, "COMMIT")
 	return err
 }
 
