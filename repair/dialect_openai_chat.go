@@ -25,8 +25,9 @@ func parseOpenAIChat(m *message, ps *parser) error {
 	// tmend does not pair: not read as clean.
 	m.known = openAIChatRoles.has(role)
 	if string(role) == "assistant" {
-		_, legacy := findMember(m.raw, m.ms, "function_call")
-		m.known = !legacy
+		// (The SDK's own dump writes "function_call": null when there is none.)
+		fc, legacy := findMember(m.raw, m.ms, "function_call")
+		m.known = !legacy || string(fc.val(m.raw)) == "null"
 	}
 	switch string(role) {
 	case "assistant":
