@@ -645,14 +645,20 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 }
 
 // checkForeignContent checks the content blocks of a message whose parts live elsewhere
-// (OpenAI chat and LangChain tool_calls) for another dialect's call or result shapes.
+// (OpenAI chat and LangChain tool_calls) for another dialect's call or result shapes, and
+// for blocks whose type names a tool, call or function: content the dialect does not read
+// calls from, so the message is not one it knows.
 func checkForeignContent(m *message, ps *parser) {
 	if ps.detected == "" || ps.foreign != "" {
 		return
 	}
 	for _, blk := range m.contentBlocks() {
 		if blk.raw()[0] == '{' {
-			ps.checkForeign(obj{blk.raw(), blk.members(), ps})
+			o := obj{blk.raw(), blk.members(), ps}
+			ps.checkForeign(o)
+			if why := ps.toolishBlock(o); why != "" && ps.unknown == "" {
+				ps.unknown, ps.unknownMsg = why, ps.msg
+			}
 		}
 	}
 }
@@ -672,12 +678,23 @@ func (ps *parser) checkForeign(o obj) {
 // would refuse), so the transcript is left alone (after the search of unknown blocks for
 // ids, whose refusal says more), as it is when no dialect is found.
 func (ps *parser) checkToolish(o obj) {
-	if ps.detected == "" || ps.toolish != "" || blockSignal(o) == ps.detected {
-		return
+	if ps.toolish == "" {
+		if why := ps.toolishBlock(o); why != "" {
+			ps.toolish, ps.toolishMsg = why, ps.msg
+		}
+	}
+}
+
+// toolishBlock says why o, a block the detected dialect did not read, may be a call or
+// result it cannot see (its type names a tool, call or function), or "".
+func (ps *parser) toolishBlock(o obj) string {
+	if ps.detected == "" || blockSignal(o) == ps.detected {
+		return ""
 	}
 	if typ := wordOf(o.get(keyType)); toolish(typ) && !serverToolBlocks.has(typ) {
-		ps.toolish, ps.toolishMsg = fmt.Sprintf("a block of type %q, which the %s dialect does not know", typ, ps.detected), ps.msg
+		return fmt.Sprintf("a block of type %q, which the %s dialect does not know", typ, ps.detected)
 	}
+	return ""
 }
 
 // detect names the dialect from shapes that only one dialect uses: first message-level
