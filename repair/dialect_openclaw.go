@@ -64,7 +64,6 @@ func parseOpenClaw(m *message, ps *parser) error {
 		})
 	case "toolResult":
 		parseResultMessage(m, ps, pathToolCallIDCamel, keyToolName)
-		checkMisplacedCalls(m, ps, role)
 	default:
 		checkForeignContent(m, ps)
 		checkMisplacedCalls(m, ps, role)
@@ -76,8 +75,9 @@ func parseOpenClaw(m *message, ps *parser) error {
 // message.
 var openClawCallTypes = words("toolCall", "toolUse", "functionCall", "tool_use", "tool_call", "function_call")
 
-// checkMisplacedCalls refuses a call block in a message that is not the assistant's: pi
-// keeps calls only there, so such a block is not read as a call, and never clean.
+// checkMisplacedCalls refuses a call block in a user (or other non-assistant, non-result)
+// message: pi keeps calls only in the assistant's, so such a block is not read as a call,
+// and never clean.
 func checkMisplacedCalls(m *message, ps *parser, role []byte) {
 	for _, blk := range m.contentBlocks() {
 		if blk.raw()[0] != '{' {

@@ -494,8 +494,9 @@ func (p *plan) unreadCallMember(m *message) (string, bool) {
 	if m.whole() {
 		return "", false
 	}
-	for _, mb := range m.ms {
-		if !callKey(mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code != keyOther && mb.code == m.partsKey && m.partsIn == keyOther ||
+	for i := range m.ms {
+		mb := &m.ms[i]
+		if !callKey(*mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code != keyOther && mb.code == m.partsKey && m.partsIn == keyOther ||
 			mb.code == keyToolInvocations && p.spec.inPlace {
 			continue
 		}
