@@ -645,14 +645,20 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 }
 
 // checkForeignContent checks the content blocks of a message whose parts live elsewhere
-// (OpenAI chat and LangChain tool_calls) for another dialect's call or result shapes.
+// (OpenAI chat and LangChain tool_calls) for another dialect's call or result shapes, and
+// for blocks whose type names a tool, call or function: content the dialect does not read
+// calls from, so the message is not one it knows.
 func checkForeignContent(m *message, ps *parser) {
 	if ps.detected == "" || ps.foreign != "" {
 		return
 	}
 	for _, blk := range m.contentBlocks() {
 		if blk.raw()[0] == '{' {
-			ps.checkForeign(obj{blk.raw(), blk.members(), ps})
+			o := obj{blk.raw(), blk.members(), ps}
+			ps.checkForeign(o)
+			if why := ps.toolishBlock(o); why != "" && ps.unknown == "" {
+				ps.unknown, ps.unknownMsg = why, ps.msg
+			}
 		}
 	}
 }
@@ -672,12 +678,21 @@ func (ps *parser) checkForeign(o obj) {
 // would refuse), so the transcript is left alone (after the search of unknown blocks for
 // ids, whose refusal says more), as it is when no dialect is found.
 func (ps *parser) checkToolish(o obj) {
-	if ps.detected == "" || ps.toolish != "" || blockSignal(o) == ps.detected {
-		return
+	if ps.toolish == "" {
+		if why := ps.toolishBlock(o); why != "" {
+			ps.toolish, ps.toolishMsg = why, ps.msg
+		}
 	}
-	if typ := wordOf(o.get(keyType)); toolish(typ) && !serverToolBlocks.has(typ) {
-		ps.toolish, ps.toolishMsg = fmt.Sprintf("a block of type %q, which the %s dialect does not know", typ, ps.detected), ps.msg
+}
+
+// toolishBlock says why o, a block the detected dialect did not read, may be a call or
+// result it cannot see (its type names a tool, call or function), or "".
+func (ps *parser) toolishBlock(o obj) string {
+	typ := wordOf(o.get(keyType))
+	if ps.detected == "" || !toolish(typ) || serverToolBlocks.has(typ) || blockSignal(o) == ps.detected {
+		return ""
 	}
+	return fmt.Sprintf("a block of type %q, which the %s dialect does not know", typ, ps.detected)
 }
 
 // detect names the dialect from shapes that only one dialect uses: first message-level
@@ -932,14 +947,31 @@ var serverToolBlocks = words("server_tool_use", "web_search_tool_result", "web_f
 // callKey reports a member of obj under which some dialect, or an older shape of one,
 // keeps a tool call, a result or their ids: not a member of a plain message or block.
 func callKey(m member, obj []byte) bool {
-	switch m.code {
-	case keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID, keyToolUseIDCamel,
-		keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation, keyToolInvocations:
+	if callKeyCodes[m.code] {
 		return true
-	case keyOther:
-		return m.is(obj, "function_call") || m.is(obj, "toolCalls") || m.is(obj, "tool_use")
 	}
-	return false
+	return m.code == keyOther && callName(m, obj)
+}
+
+// callKeyCodes are the key codes callKey takes, looked up for every member of every
+// message.
+var callKeyCodes = func() (t [keyCount]bool) {
+	for _, c := range []keyCode{keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID,
+		keyToolUseIDCamel, keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation,
+		keyToolInvocations} {
+		t[c] = true
+	}
+	return t
+}()
+
+// callName reports an uncoded key that callKey takes.
+func callName(m member, obj []byte) bool {
+	// Each name starts with f or t (or is spelled with an escape): most keys are passed
+	// over by their first byte.
+	if c := obj[m.keyStart+1]; c != 'f' && c != 't' && c != '\\' {
+		return false
+	}
+	return m.is(obj, "function_call") || m.is(obj, "toolCalls") || m.is(obj, "tool_use")
 }
 
 // toolish reports a block type that names a tool, a call or a function: a tool call or

@@ -33,7 +33,10 @@ func parseAISDKUI(m *message, ps *parser) error {
 	} else if v := m.get(keyToolInvocations); len(v) > 0 && v[0] == '[' {
 		parseInPlaceParts(m, ps, keyOther, keyToolInvocations, parseBlockList(v), o)
 	} else {
-		m.known = m.known && !m.has(keyParts) && !m.has(keyToolInvocations) // an ai 4 text message
+		// An ai 4 text message: its content is a string (content parts, such as a
+		// ModelMessage's tool-call, are no UIMessage's).
+		c := m.get(keyContent)
+		m.known = m.known && !m.has(keyParts) && !m.has(keyToolInvocations) && (c == nil || c[0] == '"')
 	}
 	return nil
 }

@@ -39,16 +39,23 @@ func parseAnthropic(m *message, ps *parser) error {
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
-			if isString(o.get(keyType), "tool_use") {
+			switch typ := o.get(keyType); {
+			case isString(typ, "tool_use"):
 				callShape(p, o, pathID, o, o, keyInput, false)
+			case isString(typ, "tool_result"):
+				ps.doubtful("a tool_result block is in an assistant message")
 			}
 		})
 	case "user":
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
-			if isString(o.get(keyType), "tool_result") {
+			switch typ := o.get(keyType); {
+			case isString(typ, "tool_result"):
 				resultShape(p, o, pathToolUseID)
 				p.set(partSynthetic, isSyntheticText(o.get(keyContent), nil))
+			case isString(typ, "tool_use"):
+				// The API takes a call only from the assistant: not read as one, never clean.
+				ps.doubtful("a tool_use block is in a user message")
 			}
 		})
 	}

@@ -36,18 +36,25 @@ func parseBedrock(m *message, ps *parser) error {
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
-			if o.has(keyToolUse) {
+			switch {
+			case o.has(keyToolUse):
 				tu := o.sub(keyToolUse)
 				callShape(p, tu, pathToolUseToolUseID, tu, tu, keyInput, false)
+			case o.has(keyToolResult):
+				ps.doubtful("a toolResult block is in an assistant message")
 			}
 		})
 	case "user":
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
-			if o.has(keyToolResult) {
+			switch {
+			case o.has(keyToolResult):
 				tr := o.sub(keyToolResult)
 				resultShape(p, tr, pathToolResultToolUseID)
 				p.set(partSynthetic, isSyntheticText(tr.get(keyContent), nil))
+			case o.has(keyToolUse):
+				// Converse takes a call only from the assistant: not read as one, never clean.
+				ps.doubtful("a toolUse block is in a user message")
 			}
 		})
 	}

@@ -81,22 +81,29 @@ func parseGemini(m *message, ps *parser) error {
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
 		return parseBlocks(m, ps, keyParts, func(p *part, o obj) {
-			if o.has(keyFunctionCall) {
+			switch {
+			case o.has(keyFunctionCall):
 				fc := o.sub(keyFunctionCall)
 				// Gemini call ids are optional and args may be omitted for no-parameter
 				// functions; calls pair with responses by name and order then.
 				callShape(p, fc, pathFunctionCallID, fc, fc, keyOther, true)
+			case o.has(keyFunctionResponse):
+				ps.doubtful("a functionResponse part is in a model turn")
 			}
 		})
-	case "user", "function", "tool":
+	case "user", "function", "tool", "": // "": no role, the user's turn
 		m.kind = msgUser
 		return parseBlocks(m, ps, keyParts, func(p *part, o obj) {
-			if o.has(keyFunctionResponse) {
+			switch {
+			case o.has(keyFunctionResponse):
 				fr := o.sub(keyFunctionResponse)
 				resultShape(p, fr, pathFunctionResponseID)
 				name, _ := inputString(fr.get(keyName))
 				p.setName(name)
 				p.set(partSynthetic, isSyntheticText(fr.get(keyResponse), nil))
+			case o.has(keyFunctionCall):
+				// Gemini takes a call only from the model: not read as one, never clean.
+				ps.doubtful("a functionCall part is in a user turn")
 			}
 		})
 	}

@@ -225,6 +225,16 @@ func parseLangChain(m *message, ps *parser) error {
 			blks, have := v.blocks(keyContent)
 			ps.eachBlock(v.inner.get(keyContent), blks, have, func(_ []byte, o obj) { ps.checkForeign(o) })
 		}
+		// A ChatMessage of role tool (or another message) that keeps a tool_call_id or
+		// tool_calls in its fields: not read as a result or call, so not a message tmend
+		// knows (plan.unreadCallMember does this for the flat form's members).
+		if v.form == lcData || v.form == lcConstructor {
+			for _, mb := range v.inner.ms {
+				if callKey(mb, v.inner.raw) && !isEmptyValue(mb.val(v.inner.raw)) {
+					m.known = false
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package repair
 
+import "fmt"
+
 // OpenAIChat is OpenAI Chat Completions: assistant tool_calls[] {id, type, function:{name,
 // arguments}}, answered by {role:"tool", tool_call_id} messages.
 const OpenAIChat Dialect = "openai-chat"
@@ -23,8 +25,9 @@ func parseOpenAIChat(m *message, ps *parser) error {
 	// tmend does not pair: not read as clean.
 	m.known = openAIChatRoles.has(role)
 	if string(role) == "assistant" {
-		_, legacy := findMember(m.raw, m.ms, "function_call")
-		m.known = !legacy
+		// (The SDK's own dump writes "function_call": null when there is none.)
+		fc, legacy := findMember(m.raw, m.ms, "function_call")
+		m.known = !legacy || string(fc.val(m.raw)) == "null"
 	}
 	switch string(role) {
 	case "assistant":
@@ -34,7 +37,10 @@ func parseOpenAIChat(m *message, ps *parser) error {
 		checkForeignContent(m, ps)
 		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {
 			if typ := o.get(keyType); typ != nil && !isString(typ, "function") {
-				return // a custom tool call, or a shape to come: not guessed at (checkUnrecognized)
+				// A custom tool call, or a shape to come: a call the provider needs answered
+				// that tmend cannot pair, so never clean.
+				ps.doubtful(fmt.Sprintf("a tool_calls entry of type %s is not one tmend reads", typ))
+				return
 			}
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)

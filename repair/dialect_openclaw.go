@@ -66,8 +66,28 @@ func parseOpenClaw(m *message, ps *parser) error {
 		parseResultMessage(m, ps, pathToolCallIDCamel, keyToolName)
 	default:
 		checkForeignContent(m, ps)
+		checkMisplacedCalls(m, ps, role)
 	}
 	return nil
+}
+
+// openClawCallTypes are the block types parseOpenClaw reads as calls in an assistant
+// message.
+var openClawCallTypes = words("toolCall", "toolUse", "functionCall", "tool_use", "tool_call", "function_call")
+
+// checkMisplacedCalls refuses a call block in a user (or other non-assistant, non-result)
+// message: pi keeps calls only in the assistant's, so such a block is not read as a call,
+// and never clean.
+func checkMisplacedCalls(m *message, ps *parser, role []byte) {
+	for _, blk := range m.contentBlocks() {
+		if blk.raw()[0] != '{' {
+			continue
+		}
+		if typ := wordOf(obj{blk.raw(), blk.members(), ps}.get(keyType)); openClawCallTypes.has(typ) {
+			ps.doubtful(fmt.Sprintf("a %q block is in a message of role %q", typ, role))
+			return
+		}
+	}
 }
 
 // argsKey returns the first of keys that o has, else the first key.

@@ -112,6 +112,11 @@ func parseResponses(m *message, ps *parser) error {
 		m.parts = ps.one(p)
 		return nil
 	}
+	if string(typ) == "item_reference" {
+		// The API resolves it to an item it stored (a call, an output, ...), which tmend
+		// cannot see: whether the calls and outputs around it pair is unknown.
+		ps.doubtful("an item_reference stands for an item the API stored, which tmend cannot read")
+	}
 	m.reasoning = string(typ) == "reasoning"
 	return nil
 }

@@ -469,14 +469,40 @@ func (p *plan) parse() error {
 		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.unknownMsg, p.ps.unknown)
 	}
 	// A message the dialect does not recognise may hold calls or results tmend cannot
-	// see: never clean, never repaired.
+	// see: never clean, never repaired. So may a member where some dialect keeps them
+	// that this one did not read (an OpenAI function_call on an Anthropic message, a
+	// system message's tool_calls).
 	for j := range p.msgs {
-		if !p.msgs[j].known {
+		m := &p.msgs[j]
+		if !m.known {
 			p.report.Dialect = ""
-			return p.fail(StatusUnknownDialect, "message %d (%s) is not a message of the %s dialect that tmend knows", j, p.msgs[j].describe(), d)
+			return p.fail(StatusUnknownDialect, "message %d (%s) is not a message of the %s dialect that tmend knows", j, m.describe(), d)
+		}
+		if name, ok := p.unreadCallMember(m); ok {
+			p.report.Dialect = ""
+			return p.fail(StatusUnknownDialect, "message %d (%s) has a member %q, where the %s dialect reads no tool call or result", j, m.describe(), name, d)
 		}
 	}
 	return nil
+}
+
+// unreadCallMember returns the name of a member of m, not empty, under which some dialect
+// keeps tool calls, results or their ids (callKey) and which the dialect's parser did not
+// read: m's parts member, any member of a message that is itself a call or result, and
+// the AI SDK 4 toolInvocations mirror of an in-place dialect.
+func (p *plan) unreadCallMember(m *message) (string, bool) {
+	if m.whole() {
+		return "", false
+	}
+	for i := range m.ms {
+		mb := &m.ms[i]
+		if !callKey(*mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code != keyOther && mb.code == m.partsKey && m.partsIn == keyOther ||
+			mb.code == keyToolInvocations && p.spec.inPlace {
+			continue
+		}
+		return mb.name(m.raw), true
+	}
+	return "", false
 }
 
 func kindOf(c byte) string {
