@@ -129,6 +129,9 @@ func classify(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		// A protocol violation is tmend's message the server refused, not an outage:
+		// sent again it is refused again, so the session fails instead of being retried.
+		case pgErr.Code == pgerrcode.ProtocolViolation:
 		case pgerrcode.IsConnectionException(pgErr.Code),
 			pgErr.Code == pgerrcode.AdminShutdown, pgErr.Code == pgerrcode.CrashShutdown,
 			pgErr.Code == pgerrcode.CannotConnectNow, pgErr.Code == pgerrcode.TooManyConnections:
