@@ -53,6 +53,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 	res := make([]batchResult, len(as))
 	ps := make([]*prepared, len(as))
 	var ids, keys, xmins []string
+	readKeys := make([]string, len(as)) // each session's keys as read, a JSON array
 	var runs []*int64
 	places, fresh := false, 0
 	for i, a := range as {
@@ -69,6 +70,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 			return nil, err
 		}
 		ps[i], ids, keys, xmins = &p, append(ids, a.Session.ID), append(keys, k), append(xmins, x)
+		readKeys[i] = k
 		runs = append(runs, nilIfZero(a.RunID))
 		places = places || p.plan.places()
 		fresh += p.plan.fresh
@@ -135,7 +137,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 	}
 
 	var w struct {
-		ids, before           []string
+		ids, before, keys     []string
 		to, from, size, after []int
 		runs                  []*int64
 		reports               reportArrays
@@ -172,7 +174,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.to, w.runs = append(w.ids, a.Session.ID), append(w.to, out.ToVersion), append(w.runs, nilIfZero(a.RunID))
 		w.from, w.size, w.after = append(w.from, out.FromVersion), append(w.size, a.Session.Size), append(w.after, len(a.NewMessages))
-		w.before = append(w.before, st.hash)
+		w.before, w.keys = append(w.before, st.hash), append(w.keys, readKeys[i])
 		w.reports.add(reports[i])
 		w.rows = append(w.rows, p)
 	}
@@ -186,7 +188,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 	if len(w.ids) > 0 {
 		l.queueRows(queue, w.rows)
 		queue(int64(len(w.ids)), l.sql.saveRepairs, append([]any{w.ids, l.t.key, w.to, w.runs, w.from, w.size, w.after,
-			w.before}, w.reports.args()...)...)
+			w.before, w.keys}, w.reports.args()...)...)
 		if l.src.NotifyChannel != "" {
 			payloads := make([]string, len(w.ids))
 			for i, id := range w.ids {

@@ -491,14 +491,18 @@ SELECT sid, whole, matched, last, last_hash, rh FROM m`, sid, pk, ord, t.ident, 
 	s.check = [2]string{check(""), check(" SKIP LOCKED")}
 	// The repaired versions and reports of a write's sessions, and the end of their
 	// holds: v's rows are a session id, its version, run, prior version, sizes, the prior
-	// version's hash, and its report.
+	// version's hash, its keys as read (a JSON array), and its report. A repaired version
+	// is the session's rows that were read or that this transaction wrote (after the
+	// appends wait, at its top level): a message appended by the platform since the check
+	// is not tmend's, and a rollback must not take it for tmend's write.
 	s.saveRepairs = fmt.Sprintf(`WITH v AS (
-  SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], $8::text[], %[1]s)
-    AS v (sid, n, run_id, from_v, size, after, before, %[2]s)
+  SELECT * FROM unnest($1::text[], $3::int[], $4::int8[], $5::int[], $6::int[], $7::int[], $8::text[], $9::text[], %[1]s)
+    AS v (sid, n, run_id, from_v, size, after, before, keys, %[2]s)
 ), repaired AS (
   INSERT INTO session_versions (source_key, session_id, version, kind, content, content_hash, size_bytes, run_id)
   SELECT $2, v.sid, v.n, 'repaired', x.c, encode(sha256(convert_to(x.c, 'UTF8')), 'hex'), octet_length(x.c), v.run_id
-  FROM v CROSS JOIN LATERAL (SELECT %[5]s AS c FROM (SELECT * FROM %[6]s t WHERE %[7]s = v.sid::%[8]s) t) x
+  FROM v CROSS JOIN LATERAL (SELECT %[5]s AS c FROM (SELECT * FROM %[6]s t WHERE %[7]s = v.sid::%[8]s
+    AND (%[9]s::text IN (SELECT jsonb_array_elements_text(v.keys::jsonb)) OR t.xmin = pg_current_xact_id()::xid)) t) x
   RETURNING session_id, content_hash
 ), unheld AS (
   DELETE FROM session_holds WHERE source_key = $2 AND session_id = ANY($1::text[])
@@ -507,8 +511,8 @@ INSERT INTO repair_reports (source_key, run_id, session_id, status, trigger, dia
   issue_codes, stage_counts, actions, before_hash, after_hash, before_bytes, after_bytes, from_version, to_version,
   actor, tmend_version, host)
 SELECT $2, v.run_id, v.sid, %[3]s, v.before, r.content_hash, v.size, v.after, v.from_v, v.n, %[4]s
-FROM repaired r JOIN v ON v.sid = r.session_id`, reportUnnest(9), reportColumns, reportHead, reportTail,
-		rowsJSON, t.ident, sid, t.sid)
+FROM repaired r JOIN v ON v.sid = r.session_id`, reportUnnest(10), reportColumns, reportHead, reportTail,
+		rowsJSON, t.ident, sid, t.sid, pk)
 
 	// The writes. New rows copy the columns tmend does not set from a template row of
 	// the session (the row before them); tmend sets the message's columns, the order
@@ -658,6 +662,7 @@ func (l *messageLayout) queueBegin(b *pgx.Batch, places bool, fresh int) (sequen
 	b.Queue("SAVEPOINT appends")
 	b.Queue(lock)
 	b.Queue("ROLLBACK TO SAVEPOINT appends")
+	b.Queue("RELEASE SAVEPOINT appends") // the writes at the top level: their xmin is the transaction's
 	return true
 }
 
@@ -686,7 +691,7 @@ func (l *messageLayout) readBegin(br pgx.BatchResults, places bool) ([]int64, er
 		return nil, err
 	}
 	slices.Sort(values)
-	return values, exec(3) // SAVEPOINT, LOCK, ROLLBACK TO
+	return values, exec(4) // SAVEPOINT, LOCK, ROLLBACK TO, RELEASE
 }
 
 // prepared is a session's write before its transaction: how its rows change, and the

@@ -672,3 +672,57 @@ FROM public.langchain_chat_histories t WHERE session_id = $1`, id).Scan(&rows))
 		require.Equal(t, rows, version, id)
 	}
 }
+
+// A message the platform appends while tmend writes a session (after the check, before
+// the repaired version is saved) is kept, and is not part of the repaired version: it is
+// not tmend's write, so a rollback must see the session changed since, not delete it.
+func TestMessagesLayoutAppendDuringWriteIsNotInRepairedVersion(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	l.add(t, "s1", lcHuman, lcCall2, lcResult1, lcHuman2)
+	sess := l.read(t, "s1")
+	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.True(t, res.Changed())
+	// tmend's INSERT of the synthetic result sleeps, after the check, while the flag is up.
+	_, err = l.pool.Exec(ctx, `CREATE TABLE public.slow (x int);
+INSERT INTO public.slow VALUES (1);
+CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM public.slow) THEN PERFORM pg_sleep(2); END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER slow AFTER INSERT ON public.langchain_chat_histories FOR EACH STATEMENT EXECUTE FUNCTION public.slow()`)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		out, err := l.st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+			Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
+		if err == nil && !out.Applied {
+			err = fmt.Errorf("not applied: %+v", out)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, l.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	const appended = `{"type":"human","data":{"content":"appended while tmend wrote"}}`
+	_, err = l.pool.Exec(ctx, `DELETE FROM public.slow`)
+	require.NoError(t, err)
+	l.add(t, "s1", appended)
+	require.NoError(t, <-done)
+
+	var version string
+	require.NoError(t, l.pool.QueryRow(ctx, `SELECT content FROM session_versions WHERE session_id = 's1' AND kind = 'repaired'`).Scan(&version))
+	require.NotContains(t, version, "appended while tmend wrote")
+	rows := l.rows(t, "s1")
+	require.Contains(t, rows[len(rows)-1].Message, "appended while tmend wrote")
+	var inVersion []json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(version), &inVersion))
+	require.Len(t, inVersion, len(rows)-1)
+}
