@@ -634,7 +634,6 @@ func (l *messageLayout) sessions(ctx context.Context, q model.Query) ([]model.Se
 	return out, nil
 }
 
-
 // queueBegin queues the start of a repair's transaction: BEGIN, the lock timeout and,
 // when the write places rows on a sequence order (places), the wait for the appends in
 // flight. A sequence hands out values in the order rows are inserted, not committed: a
