@@ -503,7 +503,7 @@ func (o obj) sub(key keyCode) obj {
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
 	for _, mb := range m.ms { // one pass for both spellings: this runs for every assistant message
-		if mb.code == keyStopReason || mb.code == keyStopReasonSnake {
+		if mb.code() == keyStopReason || mb.code() == keyStopReasonSnake {
 			switch string(wordOf(mb.val(m.raw))) {
 			case "error", "aborted":
 				return true
@@ -531,7 +531,7 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	partial, incomplete, hasArgs := false, false, argsKey == keyOther
 	for _, m := range o.ms {
 		v := m.val(o.raw)
-		switch m.code {
+		switch m.code() {
 		case idKey:
 			if string(v) != "null" {
 				o.ps.setID(p, v)
@@ -720,7 +720,7 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 func messageSignal(m *message, ps *parser) int {
 	var f msgFacts
 	for _, mb := range m.ms {
-		switch mb.code {
+		switch mb.code() {
 		case keyRole:
 			f.hasRole = true
 			f.role = wordOf(mb.val(m.raw))
@@ -903,7 +903,7 @@ func plainMessage(m *message) bool {
 	}
 	for _, mb := range m.ms {
 		switch {
-		case mb.code == keyContent && mb.val(m.raw)[0] == '{':
+		case mb.code() == keyContent && mb.val(m.raw)[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message
 		case callKey(mb, m.raw):
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
@@ -932,7 +932,7 @@ var serverToolBlocks = words("server_tool_use", "web_search_tool_result", "web_f
 // callKey reports a member of obj under which some dialect, or an older shape of one,
 // keeps a tool call, a result or their ids: not a member of a plain message or block.
 func callKey(m member, obj []byte) bool {
-	switch m.code {
+	switch m.code() {
 	case keyToolCalls, keyToolCallID, keyToolCallIDCamel, keyCallID, keyToolUseID, keyToolUseIDCamel,
 		keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation, keyToolInvocations:
 		return true
@@ -974,7 +974,7 @@ func callish(o obj) bool {
 		return true
 	}
 	for _, m := range o.ms {
-		switch m.code {
+		switch m.code() {
 		case keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation:
 			return true
 		}

@@ -42,8 +42,8 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 		return true
 	}
 	for _, m := range o.ms {
-		if m.code != keyFunctionResponse {
-			if mayHoldIDKey(raw[m.keyStart:m.valEnd]) {
+		if m.code() != keyFunctionResponse {
+			if mayHoldIDKey(raw[m.keyStart(raw):m.valEnd]) {
 				return true
 			}
 			continue
@@ -53,10 +53,10 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 			return true
 		}
 		for _, fm := range fr.ms {
-			switch fm.code {
+			switch fm.code() {
 			case keyID, keyName, keyResponse:
 			default:
-				if mayHoldIDKey(fr.raw[fm.keyStart:fm.valEnd]) {
+				if mayHoldIDKey(fr.raw[fm.keyStart(fr.raw):fm.valEnd]) {
 					return true
 				}
 			}

@@ -145,14 +145,14 @@ func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
 	for _, mb := range m.ms {
-		switch mb.code {
+		switch mb.code() {
 		case keyType:
 			typ = wordOf(mb.val(m.raw))
 		case keyID:
 			idv = mb.val(m.raw)
 		case keyData, keyKwargs:
 			if mb.valStart < mb.valEnd && m.raw[mb.valStart] == '{' {
-				nested = mb.code
+				nested = mb.code()
 			}
 		}
 	}

@@ -539,14 +539,48 @@ func skipString(b []byte, i int) int {
 }
 
 // member is one key/value pair of a validated object, as offsets into the object's
-// bytes. It is kept to 16 bytes because every message and block keeps a list of its
-// members, and a larger member (20 bytes, with the code added) made a repair 10% slower:
-// where the key ends is found again when needed (keyEnd).
+// bytes. Every message and block keeps a list of its members, and in a transcript of
+// many small blocks they are its largest records, so a member is 12 bytes: the key's
+// code and where the key starts share one word (head), as a distance back from the value
+// that fits 24 bits for any key under 16 MiB (a larger one's start is found by scanning
+// back, keyStart). A larger member (20 bytes) made a repair 10% slower; where the key
+// ends is found again when needed (keyEnd).
 type member struct {
-	keyStart int32 // offset of the key's opening quote
-	valStart int32
-	valEnd   int32
-	code     keyCode // of the decoded key
+	valStart, valEnd int32
+	head             uint32 // the key's code, and above it how far before valStart the key starts (keyFar: farther)
+}
+
+// keyFar is a member's head distance for a key starting that far or farther before its
+// value.
+const keyFar = 1<<24 - 1
+
+func newMember(keyStart, valStart, valEnd int, code keyCode) member {
+	return member{valStart: int32(valStart), valEnd: int32(valEnd), head: uint32(min(valStart-keyStart, keyFar))<<8 | uint32(code)}
+}
+
+// code is the code of the decoded key.
+func (m member) code() keyCode { return keyCode(m.head) }
+
+// keyStart returns the offset of the key's opening quote.
+func (m member) keyStart(obj []byte) int {
+	if d := int(m.head >> 8); d < keyFar {
+		return int(m.valStart) - d
+	}
+	// Inside the key every quote is escaped, by an odd run of backslashes; the opening
+	// quote follows '{', ',' or white space.
+	i := m.keyEnd(obj) - 2
+	for {
+		if obj[i] == '"' {
+			k := i - 1
+			for obj[k] == '\\' {
+				k--
+			}
+			if (i-1-k)%2 == 0 {
+				return i
+			}
+		}
+		i--
+	}
 }
 
 // keyEnd returns the offset just past the key's closing quote: only white space and the
@@ -560,7 +594,7 @@ func (m member) keyEnd(obj []byte) int {
 }
 
 // key returns the key as written, quotes included.
-func (m member) key(obj []byte) []byte { return obj[m.keyStart:m.keyEnd(obj)] }
+func (m member) key(obj []byte) []byte { return obj[m.keyStart(obj):m.keyEnd(obj)] }
 
 func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
 
@@ -830,8 +864,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 		}
 		out = out[:len(out)+1] // every field is set below
 		m := &out[len(out)-1]
-		m.keyStart, m.valStart, m.valEnd = int32(ks-start), int32(vs-start), int32(vend-start)
-		m.code = code
+		*m = newMember(ks-start, vs-start, vend-start, code)
 		i = skipSpace(b, vend)
 		if i >= len(b) {
 			return out, base, i, &SyntaxError{i, "unterminated object"}
@@ -894,7 +927,7 @@ func (s *keySet) dupOther(obj []byte, prev []member, key []byte) bool {
 			return false
 		}
 		for _, p := range prev {
-			if obj[p.keyStart+1] == key[1] && bytes.Equal(p.key(obj), key) {
+			if k := p.key(obj); k[1] == key[1] && bytes.Equal(k, key) {
 				return true
 			}
 		}
@@ -919,7 +952,7 @@ func checkEscapedDuplicates(obj []byte, ms []member) error {
 	for _, m := range ms {
 		k := m.name(obj)
 		if seen[k] {
-			return &SyntaxError{int(m.keyStart), fmt.Sprintf("duplicate key %q", k)}
+			return &SyntaxError{m.keyStart(obj), fmt.Sprintf("duplicate key %q", k)}
 		}
 		seen[k] = true
 	}
@@ -946,21 +979,20 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 	}
 	escaped := false
 	for {
-		end := skipString(obj, i)
-		m := member{keyStart: int32(i)}
-		esc := bytes.IndexByte(obj[i:end], '\\') >= 0
+		ks, end := i, skipString(obj, i)
+		esc := bytes.IndexByte(obj[ks:end], '\\') >= 0
 		escaped = escaped || esc
 		i = skipSpace(obj, skipSpace(obj, end)+1)
-		m.valStart = int32(i)
-		m.valEnd = int32(skip(obj, i))
+		var code keyCode
 		if esc {
-			name, _ := stringValue(obj[m.keyStart:end])
-			m.code = codeOf(name)
+			name, _ := stringValue(obj[ks:end])
+			code = codeOf(name)
 		} else {
-			m.code = codeOf(obj[m.keyStart+1 : end-1])
+			code = codeOf(obj[ks+1 : end-1])
 		}
-		if seen.dup(obj, 0, out[base:], int(m.keyStart), end, m.code, esc) {
-			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:end-1])}
+		m := newMember(ks, i, skip(obj, i), code)
+		if seen.dup(obj, 0, out[base:], ks, end, code, esc) {
+			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[ks+1:end-1])}
 		}
 		out = append(out, m)
 		i = skipSpace(obj, int(m.valEnd))
@@ -1111,7 +1143,7 @@ func removeMember(obj []byte, ms []member, idx int) []byte {
 	case len(ms) == 1:
 		return splice(obj, 1, len(obj)-1, nil)
 	case idx == 0:
-		return splice(obj, int(m.keyStart), int(ms[1].keyStart), nil)
+		return splice(obj, m.keyStart(obj), ms[1].keyStart(obj), nil)
 	default:
 		return splice(obj, int(ms[idx-1].valEnd), int(m.valEnd), nil)
 	}
@@ -1148,7 +1180,7 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 		return findCode(ms, c)
 	}
 	for _, m := range ms {
-		if m.code == keyOther && m.is(obj, key) {
+		if m.code() == keyOther && m.is(obj, key) {
 			return m, true
 		}
 	}
@@ -1158,7 +1190,7 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 // findCode returns the member whose key has code c, if any.
 func findCode(ms []member, c keyCode) (member, bool) {
 	for _, m := range ms {
-		if m.code == c {
+		if m.code() == c {
 			return m, true
 		}
 	}

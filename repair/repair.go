@@ -1263,7 +1263,7 @@ func looseID(id string) string {
 }
 
 func isBlockArray(m member) bool {
-	return m.code == keyContent || m.code == keyToolCalls || m.code == keyParts
+	return m.code() == keyContent || m.code() == keyToolCalls || m.code() == keyParts
 }
 
 // carriesSuspect looks for a suspect id in the members ms of object o: in the value of
@@ -1274,11 +1274,11 @@ func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool)
 	for _, m := range ms {
 		switch o[m.valStart] {
 		case '"':
-			if idKeys>>m.code&1 == 0 {
+			if idKeys>>m.code()&1 == 0 {
 				continue
 			}
 			if s, _ := idString(m.val(o)); p.suspects[strings.TrimSpace(s)] {
-				return keyNames[m.code], s, true
+				return keyNames[m.code()], s, true
 			}
 		case '[':
 			if skipBlocks && isBlockArray(m) {
@@ -1702,10 +1702,10 @@ func staleStops(prev, cur []byte) string {
 // staleStop reports whether member pm of prev is a stop member that cur (members cms)
 // does not repeat.
 func staleStop(prev []byte, pm member, cur []byte, cms []member) bool {
-	if !isStop(pm.code) {
+	if !isStop(pm.code()) {
 		return false
 	}
-	cm, ok := findCode(cms, pm.code)
+	cm, ok := findCode(cms, pm.code())
 	return !ok || !bytes.Equal(cm.val(cur), pm.val(prev))
 }
 
@@ -1721,7 +1721,7 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 		return false
 	}
 	for _, cm := range cms {
-		if cm.code == partsKey || cm.code == keyRole || isStop(cm.code) {
+		if cm.code() == partsKey || cm.code() == keyRole || isStop(cm.code()) {
 			continue
 		}
 		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
@@ -1750,7 +1750,7 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })
 	var extra objectBuilder
 	for _, cm := range cms {
-		switch cm.code {
+		switch cm.code() {
 		case partsKey:
 			eachElement(cm.val(cur), func(e []byte) bool { parts = append(parts, e); return true })
 		case keyRole:
@@ -1864,7 +1864,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		return nil, false
 	}
 	for idx := range m.ms {
-		if m.ms[idx].code == m.partsKey {
+		if m.ms[idx].code() == m.partsKey {
 			return removeMember(m.raw, m.ms, idx), true
 		}
 	}
