@@ -21,7 +21,7 @@ const (
 	memberMemory = int64(unsafe.Sizeof(member{}))
 	// indexMemory is a call's share of callIndex: up to four 4-byte slots.
 	indexMemory = 16
-	idMemory    = 16 // an id kept apart from the input (escaped or rewritten)
+	idMemory    = 16 // an id kept apart from the input (escaped or rewritten), or an id-less call's key (callKey)
 	// An action or issue holds its record, with as much again for the arrays append
 	// outgrew, and its strings: a call id, a tool name and a detail (about 64 bytes).
 	actionMemory    = 2*int64(unsafe.Sizeof(Action{})) + entryTextMemory

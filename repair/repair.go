@@ -117,10 +117,7 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 // a transcript of many small blocks has one of them per block.
 type callRef struct {
 	msg, part int32
-	// key pairs calls and results: the id without surrounding white space, or for an
-	// id-less Gemini call its turn, name and rank among same-named calls.
-	key  string
-	turn int32
+	turn      int32
 	// firstRes and lastRes chain its results (resultRef.nextRes) in transcript order; -1
 	// when it has none. nextSame chains the calls that share its key.
 	firstRes, lastRes, nextSame int32
@@ -209,6 +206,9 @@ type plan struct {
 	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
 	// no real result yet. Filled only once a response without an id is met outside a slot.
 	idlessOpen map[string]openCalls
+	// idlessKeys are the keys of the id-less calls by call index (callKey), up to the last
+	// one; none when every call has an id.
+	idlessKeys []string
 	idlessSeen int
 	// ambiguous is a response without an id that several calls may answer (strayCall), of
 	// ambiguousN calls, or -1; checkUnrecognized refuses it.
@@ -334,7 +334,8 @@ func (p *plan) release() {
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
-		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
+		idlessKeys: p.idlessKeys[:0],
+		byKey:      p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
@@ -558,13 +559,15 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(p.ps.id(pt)), kept: -1,
-					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
-					c.key = idlessKey(ti, pt.name(), p.names[pt.name()])
+					for len(p.idlessKeys) < len(p.calls) {
+						p.idlessKeys = append(p.idlessKeys, "") // calls with ids
+					}
+					p.idlessKeys = append(p.idlessKeys, idlessKey(ti, pt.name(), p.names[pt.name()]))
 					p.names[pt.name()]++
 				}
-				p.calls = append(p.calls, c)
+				p.calls = append(p.calls, callRef{msg: int32(k), part: int32(pi), turn: int32(ti), kept: -1,
+					firstRes: -1, lastRes: -1, nextSame: -1})
 			}
 		}
 		p.turns = append(p.turns, t)
@@ -623,7 +626,7 @@ func (p *plan) pair() {
 		if p.part(c.msg, c.part).malformed != wellFormed {
 			continue
 		}
-		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
+		if k, slot, ok := p.byKey.find(p.callKey(int32(ci)), p.chainKey); ok {
 			ch := &p.chains[k]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
@@ -697,7 +700,19 @@ func (p *plan) pair() {
 }
 
 // chainKey is the key of chain k.
-func (p *plan) chainKey(k int32) string { return p.calls[p.chains[k].head].key }
+func (p *plan) chainKey(k int32) string { return p.callKey(p.chains[k].head) }
+
+// callKey is the key that pairs call ci with its results: its id without surrounding
+// white space, or for an id-less Gemini call its turn, name and rank among same-named
+// calls (idlessKeys). Read from the part rather than kept in the call: a transcript of
+// many small blocks has a call record per two blocks.
+func (p *plan) callKey(ci int32) string {
+	c := &p.calls[ci]
+	if pt := p.part(c.msg, c.part); pt.hasID || int(ci) >= len(p.idlessKeys) {
+		return strings.TrimSpace(p.ps.id(pt))
+	}
+	return p.idlessKeys[ci]
+}
 
 // link adds result ri to the results of its call.
 func (p *plan) link(ri int32) {
@@ -1010,7 +1025,7 @@ func (p *plan) decide() {
 			// Paired by position (pair): it takes its call's id, as providers pair by id.
 			r, rp := &p.results[kept], p.resPart(kept)
 			p.issue(IssueResultWithoutCall, int(r.msg), rp, "blank id")
-			p.setPartID(int(r.msg), rp, c.key)
+			p.setPartID(int(r.msg), rp, p.callKey(int32(ci)))
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp,
 				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
 		}
@@ -1053,7 +1068,7 @@ func (p *plan) decide() {
 			p.act(StageSynthesizeMissingResults, ActionInsert, int(c.msg), pt, "synthetic error result")
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 			if pt.hasID {
-				p.suspects[c.key] = true
+				p.suspects[p.callKey(int32(ci))] = true
 			}
 		}
 	}
@@ -1224,7 +1239,7 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rn, cn := strings.TrimSpace(rp.name()), strings.TrimSpace(cp.name())
 	switch {
 	case usableID(&p.ps, rp) && usableID(&p.ps, cp):
-		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.calls[ci].key) {
+		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.callKey(int32(ci))) {
 			return "their ids differ only in a lone surrogate"
 		}
 	case !rp.hasID && !cp.hasID && rp.name() == cp.name():
@@ -1386,14 +1401,18 @@ func (p *plan) uniqueIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.chainOf(c.key)].head == int32(ci) {
+		if c.removed || !pt.hasID {
+			continue
+		}
+		key := p.callKey(int32(ci))
+		if c.nextSame < 0 && p.chains[p.chainOf(key)].head == int32(ci) {
 			continue // alone with its key
 		}
 		if seen == nil {
 			seen = map[string]bool{}
 		}
-		if !seen[c.key] {
-			seen[c.key] = true
+		if !seen[key] {
+			seen[key] = true
 			continue
 		}
 		used = p.renewCallID(c, used)
@@ -1414,11 +1433,12 @@ func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
 		used = p.usedIDs()
 	}
 	pt := p.part(c.msg, c.part)
+	key := strings.TrimSpace(p.ps.id(pt))
 	rule, ok := idRules[p.opts.Target]
 	if !ok {
-		rule = ruleLike(c.key)
+		rule = ruleLike(key)
 	}
-	id := rule.freshID(c.key, used)
+	id := rule.freshID(key, used)
 	p.issue(IssueDuplicateCallID, int(c.msg), pt, "")
 	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", p.ps.id(pt), id))
 	return used
@@ -1433,15 +1453,16 @@ func (p *plan) alignPaddedIDs() {
 		if c.removed || c.kept < 0 || !pt.hasID || p.ps.id(p.resPart(int(c.kept))) == p.ps.id(pt) {
 			continue
 		}
-		if p.ps.id(pt) != c.key {
+		key := strings.TrimSpace(p.ps.id(pt))
+		if p.ps.id(pt) != key {
 			p.issue(IssuePaddedCallID, int(c.msg), pt, "")
-			p.setPartID(int(c.msg), pt, c.key)
+			p.setPartID(int(c.msg), pt, key)
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(c.msg), pt, "white space around the id removed")
 		}
-		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != c.key {
+		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != key {
 			r := &p.results[c.kept]
 			p.issue(IssuePaddedCallID, int(r.msg), rp, "")
-			p.setPartID(int(r.msg), rp, c.key)
+			p.setPartID(int(r.msg), rp, key)
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp, "white space around the id removed")
 		}
 	}
@@ -1465,8 +1486,7 @@ func (p *plan) usedIDs() map[string]bool {
 func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 	pt := p.part(c.msg, c.part)
 	p.act(st, ActionRewrite, int(c.msg), pt, detail)
-	p.setPartID(int(c.msg), pt, id)
-	c.key = id
+	p.setPartID(int(c.msg), pt, id) // and so its key (callKey)
 	if c.kept >= 0 {
 		r := &p.results[c.kept]
 		rp := p.resPart(int(c.kept))
