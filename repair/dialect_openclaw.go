@@ -139,8 +139,8 @@ func parseLegacyCall(p *part, o obj) {
 		}
 		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
-	o.ps.canonicals = append(o.ps.canonicals, b.done())
-	p.canonical = int32(len(o.ps.canonicals))
+	o.ps.canonicals = append(o.ps.canonicals, canonicalForm{o.ps.partIndex(p), b.done()})
+	p.set(partCanonical, true)
 }
 
 // legacyArgsDepth bounds the nesting of arguments parsed out of a string, so that the

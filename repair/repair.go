@@ -339,7 +339,7 @@ func (p *plan) release() {
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
-			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0]},
+			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0], idStrs: p.ps.idStrs[:0]},
 	}
 	plans.Put(p)
 }
@@ -1012,10 +1012,10 @@ func (p *plan) decide() {
 			}
 			continue
 		}
-		if pt.canonical > 0 {
+		if pt.is(partCanonical) {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, int(c.msg), pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, int(c.msg), pt, "")
-			pt.setRaw(p.ps.canonicals[pt.canonical-1])
+			pt.setRaw(p.ps.canonical(pt))
 			pt.idPath = pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
