@@ -169,6 +169,31 @@ func TestCallRefSize(t *testing.T) {
 	}
 }
 
+// A key of one call, as most are, takes no chain (keyChain): its index slot holds the
+// call. A key repeated by a second call has one.
+func TestLoneKeysTakeNoChain(t *testing.T) {
+	t.Parallel()
+	p, err := newPlan(denseBlocks(1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	if len(p.calls) != 1000 || len(p.chains) != 0 {
+		t.Fatalf("%d calls of their own ids took %d chains, want none", len(p.calls), len(p.chains))
+	}
+	in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"},{"type":"tool_result","tool_use_id":"b","content":"ok"}]},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]}]`)
+	q, err := newPlan(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.release()
+	if len(q.chains) != 1 || q.chains[0].head != 0 || q.chains[0].tail != 2 || q.results[2].call != 2 {
+		t.Fatalf("chains %+v, results %+v: want one chain of calls 0 and 2, the last result paired with call 2", q.chains, q.results)
+	}
+}
+
 // The keys of id-less calls are kept apart from the calls, by call index (callKey): those
 // of calls after calls with ids must land at their own calls, and pair their responses
 // by turn, name and rank.

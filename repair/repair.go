@@ -130,7 +130,9 @@ type callRef struct {
 
 // keyChain is the list of well-formed calls sharing a key, with two cursors that only
 // move forward while results are paired in transcript order, so pairing stays linear
-// however many calls share an id.
+// however many calls share an id. A key of one call, as most are, has none in
+// plan.chains: its index slot holds the call (loneCall), whose chain is made when a
+// result looks it up (plan.chain); with one call, cursors kept would move no further.
 type keyChain struct {
 	head, tail int32
 	before     int32 // the latest call before the result being paired, or -1
@@ -183,7 +185,7 @@ type plan struct {
 	results []resultRef
 	turns   []turnRef
 	slotOf  []int32   // message index -> turn whose slot it is, or -1
-	byKey   callIndex // key -> index in chains (calls in the in-place dialects)
+	byKey   callIndex // key -> index in chains or a lone call (loneCall); calls in the in-place dialects
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
@@ -505,7 +507,6 @@ func (p *plan) findTurns() {
 	calls, results, callMsgs := p.countParts()
 	p.calls = slices.Grow(p.calls[:0], calls)
 	p.results = slices.Grow(p.results[:0], results)
-	p.chains = slices.Grow(p.chains[:0], calls)
 	p.turns = slices.Grow(p.turns[:0], callMsgs) // a turn starts at a message with a call
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
@@ -626,16 +627,22 @@ func (p *plan) pair() {
 		if p.part(c.msg, c.part).malformed != wellFormed {
 			continue
 		}
-		if k, slot, ok := p.byKey.find(p.callKey(int32(ci)), p.chainKey); ok {
-			ch := &p.chains[k]
+		if v, slot, ok := p.byKey.find(p.callKey(int32(ci)), p.chainKey); ok {
+			if v&loneCall != 0 { // the key's second call
+				head := v &^ loneCall
+				v = int32(len(p.chains))
+				p.byKey.set(slot, v)
+				p.chains = append(p.chains, keyChain{head: head, tail: head, before: -1, inTurn: head})
+			}
+			ch := &p.chains[v]
 			p.calls[ch.tail].nextSame = int32(ci)
 			ch.tail = int32(ci)
 			ch.mixed = ch.mixed || p.ps.id(p.part(c.msg, c.part)) != p.ps.id(p.part(p.calls[ch.head].msg, p.calls[ch.head].part))
 		} else {
-			p.byKey.set(slot, int32(len(p.chains)))
-			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
+			p.byKey.set(slot, int32(ci)|loneCall)
 		}
 	}
+	var lone keyChain
 	var slotNames map[[2]int]map[string]int // (turn, msg) -> name -> id-less results seen
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
@@ -663,8 +670,8 @@ func (p *plan) pair() {
 					slotNames[k][pt.name()]++
 				}
 			}
-			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
-				ch := &p.chains[k]
+			if v, _, ok := p.byKey.find(key, p.chainKey); ok {
+				ch := p.chain(v, &lone)
 				if inSlot {
 					r.call = int32(p.slotCall(ch, ti, p.ps.id(pt)))
 					r.slotted = r.call >= 0
@@ -699,8 +706,30 @@ func (p *plan) pair() {
 	}
 }
 
-// chainKey is the key of chain k.
-func (p *plan) chainKey(k int32) string { return p.callKey(p.chains[k].head) }
+// loneCall marks an index value (byKey) that is the only call of its key rather than
+// a chain: calls and chains number under 2^30, as a call takes at least three bytes.
+const loneCall = 1 << 30
+
+// chainKey is the key of index value v.
+func (p *plan) chainKey(v int32) string { return p.callKey(p.chainHead(v)) }
+
+// chainHead is the first call of index value v.
+func (p *plan) chainHead(v int32) int32 {
+	if v&loneCall != 0 {
+		return v &^ loneCall
+	}
+	return p.chains[v].head
+}
+
+// chain returns the chain of index value v; a lone call's is made in lone.
+func (p *plan) chain(v int32, lone *keyChain) *keyChain {
+	if v&loneCall == 0 {
+		return &p.chains[v]
+	}
+	ci := v &^ loneCall
+	*lone = keyChain{head: ci, tail: ci, before: -1, inTurn: ci}
+	return lone
+}
 
 // callKey is the key that pairs call ci with its results: its id without surrounding
 // white space, or for an id-less Gemini call its turn, name and rank among same-named
@@ -1405,7 +1434,7 @@ func (p *plan) uniqueIDs() {
 			continue
 		}
 		key := p.callKey(int32(ci))
-		if c.nextSame < 0 && p.chains[p.chainOf(key)].head == int32(ci) {
+		if c.nextSame < 0 && p.firstCallOf(key) == int32(ci) {
 			continue // alone with its key
 		}
 		if seen == nil {
@@ -1419,10 +1448,10 @@ func (p *plan) uniqueIDs() {
 	}
 }
 
-// chainOf is the chain of a key that has one.
-func (p *plan) chainOf(key string) int32 {
-	k, _, _ := p.byKey.find(key, p.chainKey)
-	return k
+// firstCallOf is the first call of a key that has one.
+func (p *plan) firstCallOf(key string) int32 {
+	v, _, _ := p.byKey.find(key, p.chainKey)
+	return p.chainHead(v)
 }
 
 // renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
