@@ -822,7 +822,7 @@ func partsTyped(blks []block) typing {
 		}
 		typed := false
 		if mb, ok := findCode(blk.members(), keyType); ok {
-			typed = blk.raw()[mb.valStart] == '"'
+			typed = blk.raw()[mb.valStart()] == '"'
 		}
 		switch {
 		case typed && (t == noParts || t == allTyped):

@@ -43,7 +43,7 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 	}
 	for _, m := range o.ms {
 		if m.code() != keyFunctionResponse {
-			if mayHoldIDKey(raw[m.keyStart(raw):m.valEnd]) {
+			if mayHoldIDKey(raw[m.keyStart(raw):m.valEnd()]) {
 				return true
 			}
 			continue
@@ -56,7 +56,7 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 			switch fm.code() {
 			case keyID, keyName, keyResponse:
 			default:
-				if mayHoldIDKey(fr.raw[fm.keyStart(fr.raw):fm.valEnd]) {
+				if mayHoldIDKey(fr.raw[fm.keyStart(fr.raw):fm.valEnd()]) {
 					return true
 				}
 			}

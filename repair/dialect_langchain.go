@@ -151,7 +151,7 @@ func lcRead(m *message, ps *parser, v *lcView) {
 		case keyID:
 			idv = mb.val(m.raw)
 		case keyData, keyKwargs:
-			if mb.valStart < mb.valEnd && m.raw[mb.valStart] == '{' {
+			if mb.valStart() < mb.valEnd() && m.raw[mb.valStart()] == '{' {
 				nested = mb.code()
 			}
 		}

@@ -540,31 +540,38 @@ func skipString(b []byte, i int) int {
 
 // member is one key/value pair of a validated object, as offsets into the object's
 // bytes. Every message and block keeps a list of its members, and in a transcript of
-// many small blocks they are its largest records, so a member is 12 bytes: the key's
-// code and where the key starts share one word (head), as a distance back from the value
-// that fits 24 bits for any key under 16 MiB (a larger one's start is found by scanning
-// back, keyStart). A larger member (20 bytes) made a repair 10% slower; where the key
-// ends is found again when needed (keyEnd).
+// many small blocks they are its largest records, so a member is 10 bytes, aligned to
+// one: where its value starts and ends, its key's code, and how far before the value the
+// key starts (keyFar when that far or farther: then found by scanning back, keyStart).
+// A larger member (20 bytes) made a repair 10% slower; where the key ends is found again
+// when needed (keyEnd).
 type member struct {
-	valStart, valEnd int32
-	head             uint32 // the key's code, and above it how far before valStart the key starts (keyFar: farther)
+	start, end [4]byte // the value's offsets, little-endian (valStart, valEnd)
+	kc         keyCode
+	back       uint8 // valStart minus the key's start, up to keyFar
 }
 
-// keyFar is a member's head distance for a key starting that far or farther before its
-// value.
-const keyFar = 1<<24 - 1
+// keyFar is a member's back for a key starting that far or farther before its value.
+const keyFar = 255
 
 func newMember(keyStart, valStart, valEnd int, code keyCode) member {
-	return member{valStart: int32(valStart), valEnd: int32(valEnd), head: uint32(min(valStart-keyStart, keyFar))<<8 | uint32(code)}
+	m := member{kc: code, back: uint8(min(valStart-keyStart, keyFar))}
+	binary.LittleEndian.PutUint32(m.start[:], uint32(valStart))
+	binary.LittleEndian.PutUint32(m.end[:], uint32(valEnd))
+	return m
 }
 
+func (m member) valStart() int { return int(binary.LittleEndian.Uint32(m.start[:])) }
+
+func (m member) valEnd() int { return int(binary.LittleEndian.Uint32(m.end[:])) }
+
 // code is the code of the decoded key.
-func (m member) code() keyCode { return keyCode(m.head) }
+func (m member) code() keyCode { return m.kc }
 
 // keyStart returns the offset of the key's opening quote.
 func (m member) keyStart(obj []byte) int {
-	if d := int(m.head >> 8); d < keyFar {
-		return int(m.valStart) - d
+	if m.back < keyFar {
+		return m.valStart() - int(m.back)
 	}
 	// Inside the key every quote is escaped, by an odd run of backslashes; the opening
 	// quote follows '{', ',' or white space.
@@ -586,7 +593,7 @@ func (m member) keyStart(obj []byte) int {
 // keyEnd returns the offset just past the key's closing quote: only white space and the
 // colon lie between it and the value.
 func (m member) keyEnd(obj []byte) int {
-	i := int(m.valStart) - 1
+	i := m.valStart() - 1
 	for obj[i] != '"' {
 		i--
 	}
@@ -596,7 +603,7 @@ func (m member) keyEnd(obj []byte) int {
 // key returns the key as written, quotes included.
 func (m member) key(obj []byte) []byte { return obj[m.keyStart(obj):m.keyEnd(obj)] }
 
-func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
+func (m member) val(obj []byte) []byte { return obj[m.valStart():m.valEnd()] }
 
 // is reports whether the member's key is key (which must need no escaping); for keys
 // without a code, which compare as bytes (findMember).
@@ -995,7 +1002,7 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[ks+1:end-1])}
 		}
 		out = append(out, m)
-		i = skipSpace(obj, int(m.valEnd))
+		i = skipSpace(obj, m.valEnd())
 		if obj[i] == '}' {
 			break
 		}
@@ -1115,7 +1122,7 @@ func splice(obj []byte, start, end int, repl []byte) []byte {
 
 // setMember returns obj with the value of member m replaced by val.
 func setMember(obj []byte, m member, val []byte) []byte {
-	return splice(obj, int(m.valStart), int(m.valEnd), val)
+	return splice(obj, m.valStart(), m.valEnd(), val)
 }
 
 // setOrAddMember returns obj with member key set to val: replaced where it is, else added
@@ -1145,7 +1152,7 @@ func removeMember(obj []byte, ms []member, idx int) []byte {
 	case idx == 0:
 		return splice(obj, m.keyStart(obj), ms[1].keyStart(obj), nil)
 	default:
-		return splice(obj, int(ms[idx-1].valEnd), int(m.valEnd), nil)
+		return splice(obj, ms[idx-1].valEnd(), m.valEnd(), nil)
 	}
 }
 

@@ -322,15 +322,15 @@ func TestScanMembersMatchesScanPairs(t *testing.T) {
 	}
 }
 
-// A member stays 12 bytes: members are the largest records of a transcript of many
+// A member stays 10 bytes: members are the largest records of a transcript of many
 // small blocks, and a 20-byte one made repairs 10% slower (see member).
 func TestMemberSize(t *testing.T) {
-	if n := unsafe.Sizeof(member{}); n != 12 {
-		t.Fatalf("member is %d bytes, want 12", n)
+	if n := unsafe.Sizeof(member{}); n != 10 {
+		t.Fatalf("member is %d bytes, want 10", n)
 	}
 }
 
-// A key starting 16 MiB or more before its value, which its member's head cannot place,
+// A key starting keyFar bytes or more before its value, which its member cannot place,
 // is found by scanning back, over quotes escaped inside it and white space after it.
 func TestFarKeyStart(t *testing.T) {
 	t.Parallel()

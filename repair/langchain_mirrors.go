@@ -94,7 +94,7 @@ func readLCFields(o obj) lcFields {
 			continue
 		}
 		// Only these lengths (or a key spelled with escapes) can be one of the names.
-		n := int(mb.valStart) - mb.keyStart(o.raw)
+		n := mb.valStart() - mb.keyStart(o.raw)
 		if n < 18 {
 			continue
 		}
@@ -507,7 +507,7 @@ func (e *objectEdit) done() ([]byte, bool) {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(out, e.raw[mb.keyStart(e.raw):mb.valStart]...)
+		out = append(out, e.raw[mb.keyStart(e.raw):mb.valStart()]...)
 		if v, ok := e.vals[i]; ok {
 			out = append(out, v...)
 		} else {

@@ -1316,7 +1316,7 @@ func isBlockArray(m member) bool {
 // down to depth levels.
 func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool) (key, id string, ok bool) {
 	for _, m := range ms {
-		switch o[m.valStart] {
+		switch o[m.valStart()] {
 		case '"':
 			if idKeys>>m.code()&1 == 0 {
 				continue
