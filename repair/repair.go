@@ -738,9 +738,18 @@ func (p *plan) chain(v int32, lone *keyChain) *keyChain {
 func (p *plan) callKey(ci int32) string {
 	c := &p.calls[ci]
 	if pt := p.part(c.msg, c.part); pt.hasID || int(ci) >= len(p.idlessKeys) {
-		return strings.TrimSpace(p.ps.id(pt))
+		return trimID(p.ps.id(pt))
 	}
 	return p.idlessKeys[ci]
+}
+
+// trimID is strings.TrimSpace, with a quick way out for an id that starts and ends with
+// ASCII other than space, as ids do: callKey reads a call's key at every look-up.
+func trimID(id string) string {
+	if n := len(id); n > 0 && id[0] > ' ' && id[0] < utf8.RuneSelf && id[n-1] > ' ' && id[n-1] < utf8.RuneSelf {
+		return id
+	}
+	return strings.TrimSpace(id)
 }
 
 // link adds result ri to the results of its call.
