@@ -518,7 +518,8 @@ func (o obj) sub(key keyCode) obj {
 
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
-	for _, mb := range m.ms { // one pass for both spellings: this runs for every assistant message
+	for imb := range m.ms {
+		mb := &m.ms[imb] // one pass for both spellings: this runs for every assistant message
 		if mb.code() == keyStopReason || mb.code() == keyStopReasonSnake {
 			switch string(wordOf(mb.val(m.raw))) {
 			case "error", "aborted":
@@ -545,7 +546,8 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	p.idPath = pathOf(idPath)
 	idKey := idPath[len(idPath)-1]
 	partial, incomplete, hasArgs := false, false, argsKey == keyOther
-	for _, m := range o.ms {
+	for im := range o.ms {
+		m := &o.ms[im]
 		v := m.val(o.raw)
 		switch m.code() {
 		case idKey:
@@ -735,8 +737,9 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 // messageSignal returns the registry index of the dialect whose message shape m has, or -1.
 func messageSignal(m *message, ps *parser) int {
 	var f msgFacts
-	for _, mb := range m.ms {
-		switch mb.code() {
+	for i := range m.ms {
+		mb := &m.ms[i]
+		switch mb.kc {
 		case keyRole:
 			f.hasRole = true
 			f.role = wordOf(mb.val(m.raw))
@@ -917,11 +920,12 @@ func plainMessage(m *message) bool {
 	default:
 		return false
 	}
-	for _, mb := range m.ms {
+	for imb := range m.ms {
+		mb := &m.ms[imb]
 		switch {
 		case mb.code() == keyContent && mb.val(m.raw)[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message
-		case callKey(mb, m.raw):
+		case callKey(*mb, m.raw):
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
@@ -989,7 +993,8 @@ func callish(o obj) bool {
 	if toolish(typ) {
 		return true
 	}
-	for _, m := range o.ms {
+	for im := range o.ms {
+		m := &o.ms[im]
 		switch m.code() {
 		case keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation:
 			return true

@@ -41,7 +41,8 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 	if !ok {
 		return true
 	}
-	for _, m := range o.ms {
+	for im := range o.ms {
+		m := &o.ms[im]
 		if m.code() != keyFunctionResponse {
 			if mayHoldIDKey(raw[m.keyStart(raw):m.valEnd()]) {
 				return true
@@ -52,7 +53,8 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 		if !ok {
 			return true
 		}
-		for _, fm := range fr.ms {
+		for ifm := range fr.ms {
+			fm := &fr.ms[ifm]
 			switch fm.code() {
 			case keyID, keyName, keyResponse:
 			default:

@@ -144,7 +144,8 @@ func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
 func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
-	for _, mb := range m.ms {
+	for imb := range m.ms {
+		mb := &m.ms[imb]
 		switch mb.code() {
 		case keyType:
 			typ = wordOf(mb.val(m.raw))

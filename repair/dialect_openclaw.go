@@ -132,7 +132,8 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	var b objectBuilder
 	b = b.str("type", "toolCall").raw("id", o.ps.idText(p)).raw("name", o.get(keyName)).raw("arguments", args)
-	for _, m := range o.ms {
+	for im := range o.ms {
+		m := &o.ms[im]
 		switch m.code() {
 		case keyType, keyID, keyName, keyInput, keyArguments, idPath[0]:
 			continue // in the canonical members (an empty id or a second copy of the arguments)

@@ -555,21 +555,27 @@ type member struct {
 const keyFar = 255
 
 func newMember(keyStart, valStart, valEnd int, code keyCode) member {
-	m := member{kc: code, back: uint8(min(valStart-keyStart, keyFar))}
-	binary.LittleEndian.PutUint32(m.start[:], uint32(valStart))
-	binary.LittleEndian.PutUint32(m.end[:], uint32(valEnd))
+	var m member
+	m.set(keyStart, valStart, valEnd, code)
 	return m
 }
 
-func (m member) valStart() int { return int(binary.LittleEndian.Uint32(m.start[:])) }
+// set fills m in place: a member built and copied in cost a stall (see scanMembersWith).
+func (m *member) set(keyStart, valStart, valEnd int, code keyCode) {
+	binary.LittleEndian.PutUint32(m.start[:], uint32(valStart))
+	binary.LittleEndian.PutUint32(m.end[:], uint32(valEnd))
+	m.kc, m.back = code, uint8(min(valStart-keyStart, keyFar))
+}
 
-func (m member) valEnd() int { return int(binary.LittleEndian.Uint32(m.end[:])) }
+func (m *member) valStart() int { return int(binary.LittleEndian.Uint32(m.start[:])) }
+
+func (m *member) valEnd() int { return int(binary.LittleEndian.Uint32(m.end[:])) }
 
 // code is the code of the decoded key.
-func (m member) code() keyCode { return m.kc }
+func (m *member) code() keyCode { return m.kc }
 
 // keyStart returns the offset of the key's opening quote.
-func (m member) keyStart(obj []byte) int {
+func (m *member) keyStart(obj []byte) int {
 	if m.back < keyFar {
 		return m.valStart() - int(m.back)
 	}
@@ -592,7 +598,7 @@ func (m member) keyStart(obj []byte) int {
 
 // keyEnd returns the offset just past the key's closing quote: only white space and the
 // colon lie between it and the value.
-func (m member) keyEnd(obj []byte) int {
+func (m *member) keyEnd(obj []byte) int {
 	i := m.valStart() - 1
 	for obj[i] != '"' {
 		i--
@@ -601,13 +607,13 @@ func (m member) keyEnd(obj []byte) int {
 }
 
 // key returns the key as written, quotes included.
-func (m member) key(obj []byte) []byte { return obj[m.keyStart(obj):m.keyEnd(obj)] }
+func (m *member) key(obj []byte) []byte { return obj[m.keyStart(obj):m.keyEnd(obj)] }
 
-func (m member) val(obj []byte) []byte { return obj[m.valStart():m.valEnd()] }
+func (m *member) val(obj []byte) []byte { return obj[m.valStart():m.valEnd()] }
 
 // is reports whether the member's key is key (which must need no escaping); for keys
 // without a code, which compare as bytes (findMember).
-func (m member) is(obj []byte, key string) bool {
+func (m *member) is(obj []byte, key string) bool {
 	raw := m.key(obj)
 	inner := raw[1 : len(raw)-1]
 	if len(inner) == len(key) {
@@ -622,7 +628,7 @@ func (m member) is(obj []byte, key string) bool {
 }
 
 // name returns the member's decoded key.
-func (m member) name(obj []byte) string {
+func (m *member) name(obj []byte) string {
 	k, _ := stringValue(m.key(obj))
 	return k
 }
@@ -871,7 +877,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 		}
 		out = out[:len(out)+1] // every field is set below
 		m := &out[len(out)-1]
-		*m = newMember(ks-start, vs-start, vend-start, code)
+		m.set(ks-start, vs-start, vend-start, code)
 		i = skipSpace(b, vend)
 		if i >= len(b) {
 			return out, base, i, &SyntaxError{i, "unterminated object"}
@@ -956,7 +962,8 @@ func (s *keySet) dupOther(obj []byte, prev []member, key []byte) bool {
 // checkEscapedDuplicates catches keys that are the same once their escapes are decoded.
 func checkEscapedDuplicates(obj []byte, ms []member) error {
 	seen := map[string]bool{}
-	for _, m := range ms {
+	for im := range ms {
+		m := &ms[im]
 		k := m.name(obj)
 		if seen[k] {
 			return &SyntaxError{m.keyStart(obj), fmt.Sprintf("duplicate key %q", k)}
@@ -1186,9 +1193,9 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 	if c := codeOf(key); c != keyOther {
 		return findCode(ms, c)
 	}
-	for _, m := range ms {
-		if m.code() == keyOther && m.is(obj, key) {
-			return m, true
+	for i := range ms {
+		if m := &ms[i]; m.kc == keyOther && m.is(obj, key) {
+			return *m, true
 		}
 	}
 	return member{}, false
@@ -1196,9 +1203,9 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 
 // findCode returns the member whose key has code c, if any.
 func findCode(ms []member, c keyCode) (member, bool) {
-	for _, m := range ms {
-		if m.code() == c {
-			return m, true
+	for i := range ms {
+		if ms[i].kc == c {
+			return ms[i], true
 		}
 	}
 	return member{}, false

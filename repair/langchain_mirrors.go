@@ -89,7 +89,8 @@ type lcFields struct {
 
 func readLCFields(o obj) lcFields {
 	var f lcFields
-	for _, mb := range o.ms {
+	for imb := range o.ms {
+		mb := &o.ms[imb]
 		if mb.code() != keyOther {
 			continue
 		}
@@ -388,7 +389,8 @@ func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (stri
 	}
 	var b objectBuilder
 	changed := false
-	for _, mb := range ms {
+	for imb := range ms {
+		mb := &ms[imb]
 		key := strings.TrimSpace(mb.name(mp))
 		name := mb.key(mp)
 		found, keep := false, false

@@ -1324,7 +1324,8 @@ func isBlockArray(m member) bool {
 // members (but the block arrays whose blocks are walked on their own, when skipBlocks),
 // down to depth levels.
 func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool) (key, id string, ok bool) {
-	for _, m := range ms {
+	for im := range ms {
+		m := &ms[im]
 		switch o[m.valStart()] {
 		case '"':
 			if idKeys>>m.code()&1 == 0 {
@@ -1334,7 +1335,7 @@ func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool)
 				return keyNames[m.code()], s, true
 			}
 		case '[':
-			if skipBlocks && isBlockArray(m) {
+			if skipBlocks && isBlockArray(*m) {
 				continue
 			}
 			fallthrough
