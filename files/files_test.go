@@ -315,7 +315,7 @@ func TestFilesReturnReportWriteErrors(t *testing.T) {
 }
 
 // A session within --max-bytes whose repair would take more than the default memory
-// bound, 16 MiB + 8 times --max-bytes (tiny blocks: 3 bytes of input, over 150 of
+// bound, 16 MiB + 8 times --max-bytes (tiny blocks: 3 bytes of input, about 150 of
 // working set each, so 200,000 of them need more than 16 MiB + 24 bytes a block), is
 // refused as too_large and passed through unchanged, while the sessions around it are
 // repaired.

@@ -2,8 +2,10 @@ package repair
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -158,16 +160,12 @@ type part struct {
 	rawAt, nameAt *byte
 	rawLen        int32
 	nameLen       int32
-	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText):
-	// in the input, or (idLen < 0) a rewritten id's in parser.idTexts; idLen is 0 without
-	// an id. idStr is 1 + the index in parser.idStrs of the decoded id (parser.id) when it
-	// is not the text's inner bytes as they are (escapes, a rewritten id), else 0. Offsets,
-	// not a slice and a string, as every part has one.
-	idAt, idLen, idStr int32
-	// canonical is 1 + the index in parser.canonicals of the dialect's canonical form of
-	// a call written in another shape the platform also accepts (OpenClaw's legacy
-	// snake_case blocks); 0 when canonical. Rare, so kept apart from the parts.
-	canonical int32
+	// idAt and idLen place the id's JSON text, which synthetic results copy (parser.idText),
+	// when it is a string in the input whose inner bytes are the id (parser.id) as they
+	// are; else (escapes, a rewritten id, not a string) idLen is -1 and idAt the index of
+	// the text in parser.idTexts and of the decoded id in parser.idStrs. idLen is 0
+	// without an id. Offsets, not a slice and a string, as every part has one.
+	idAt, idLen int32
 	// idPath leads from raw to the id member, for rewriting it.
 	idPath    keyPath
 	malformed malformed // why a call can never be valid
@@ -195,6 +193,9 @@ const (
 	// partInvalid: a LangChain invalid_tool_calls entry (arguments that did not parse),
 	// which some clients send as a call and others do not.
 	partInvalid
+	// partCanonical: a call written in another shape the platform also accepts (OpenClaw's
+	// legacy snake_case blocks), whose canonical form is kept apart (parser.canonical).
+	partCanonical
 )
 
 func (p part) is(f partFlags) bool { return p.flags&f != 0 }
@@ -335,6 +336,24 @@ func (m *message) get(key keyCode) []byte {
 	return nil
 }
 
+// canonicalForm is the canonical form of the part at index part of parser.parts.
+type canonicalForm struct {
+	part int32
+	raw  []byte
+}
+
+// partIndex is the index of p in ps.parts, which is sized once for every part of the
+// transcript (plan.parse), so a part keeps its place.
+func (ps *parser) partIndex(p *part) int32 {
+	return int32((uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(unsafe.SliceData(ps.parts)))) / unsafe.Sizeof(part{}))
+}
+
+// canonical returns the canonical form of p, which has one (partCanonical).
+func (ps *parser) canonical(p *part) []byte {
+	i, _ := slices.BinarySearchFunc(ps.canonicals, ps.partIndex(p), func(c canonicalForm, at int32) int { return cmp.Compare(c.part, at) })
+	return ps.canonicals[i].raw
+}
+
 // one returns a message's only part, kept with the others rather than allocated alone.
 func (ps *parser) one(p part) []part {
 	ps.parts = append(ps.parts, p)
@@ -392,48 +411,45 @@ type parser struct {
 	// several (LangChain); 0 until a message sets it. formMsg is that message.
 	form        uint8
 	formMsg     int
-	knownValues [][]byte    // every message's knownValues, in one allocation
-	canonicals  [][]byte    // the parts' canonical forms (part.canonical)
-	src         []byte      // the input, where the parts' ids are (part.idAt)
-	idTexts     [][]byte    // the ids' JSON texts that are not in src
-	idStrs      []string    // the ids that are not their texts' inner bytes (part.idStr)
-	fields      []fieldsObj // the messages' fields objects, as scanned (message.fieldsAt)
+	knownValues [][]byte        // every message's knownValues, in one allocation
+	canonicals  []canonicalForm // of the parts that have one (partCanonical), in order
+	src         []byte          // the input, where the parts' ids are (part.idAt)
+	idTexts     [][]byte        // the ids' JSON texts that are not their ids' inner bytes (part.idAt)
+	idStrs      []string        // and those ids, decoded
+	fields      []fieldsObj     // the messages' fields objects, as scanned (message.fieldsAt)
 }
 
 // setID makes v, a JSON value, p's id, decoded as idString does (lone surrogates kept
 // apart from U+FFFD; "" when v is not a string).
 func (ps *parser) setID(p *part, v []byte) {
-	p.idStr = 0
 	// v is a slice of src when it was read there (blocks hold no capacity, so where it
 	// starts is found by address).
 	at := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(ps.src))))
-	if at >= 0 && at+len(v) <= len(ps.src) && len(v) > 0 && &ps.src[at] == &v[0] {
+	if at >= 0 && at+len(v) <= len(ps.src) && len(v) >= 2 && &ps.src[at] == &v[0] && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
 		p.idAt, p.idLen = int32(at), int32(len(v))
-	} else {
-		ps.idTexts = append(ps.idTexts, v)
-		p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
+		return
 	}
-	if p.idLen < 0 || len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
-		id, _ := idString(v)
-		ps.idStrs = append(ps.idStrs, id)
-		p.idStr = int32(len(ps.idStrs))
-	}
+	id, _ := idString(v)
+	ps.keepID(p, v, id)
 }
 
 // rewriteID gives p the id id.
-func (ps *parser) rewriteID(p *part, id string) {
-	ps.idTexts = append(ps.idTexts, encodeID(id))
+func (ps *parser) rewriteID(p *part, id string) { ps.keepID(p, encodeID(id), id) }
+
+// keepID gives p the id id of JSON text text, both kept apart from the input.
+func (ps *parser) keepID(p *part, text []byte, id string) {
+	ps.idTexts = append(ps.idTexts, text)
 	ps.idStrs = append(ps.idStrs, id)
-	p.idAt, p.idLen, p.idStr = int32(len(ps.idTexts)-1), -1, int32(len(ps.idStrs))
+	p.idAt, p.idLen = int32(len(ps.idTexts)-1), -1
 }
 
 // id returns p's decoded id, "" when it has none: the inner bytes of its text in the
 // input (as inputString does, without a copy), or the decoded one kept apart.
 func (ps *parser) id(p *part) string {
-	if p.idStr > 0 {
-		return ps.idStrs[p.idStr-1]
-	}
-	if p.idLen <= 2 {
+	switch {
+	case p.idLen < 0:
+		return ps.idStrs[p.idAt]
+	case p.idLen <= 2:
 		return ""
 	}
 	return unsafe.String(&ps.src[p.idAt+1], p.idLen-2)
@@ -502,8 +518,9 @@ func (o obj) sub(key keyCode) obj {
 
 // failedTurn reports a message whose generation ended in error or was aborted.
 func failedTurn(m *message) bool {
-	for _, mb := range m.ms { // one pass for both spellings: this runs for every assistant message
-		if mb.code == keyStopReason || mb.code == keyStopReasonSnake {
+	for imb := range m.ms {
+		mb := &m.ms[imb] // one pass for both spellings: this runs for every assistant message
+		if mb.code() == keyStopReason || mb.code() == keyStopReasonSnake {
 			switch string(wordOf(mb.val(m.raw))) {
 			case "error", "aborted":
 				return true
@@ -529,9 +546,10 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	p.idPath = pathOf(idPath)
 	idKey := idPath[len(idPath)-1]
 	partial, incomplete, hasArgs := false, false, argsKey == keyOther
-	for _, m := range o.ms {
+	for im := range o.ms {
+		m := &o.ms[im]
 		v := m.val(o.raw)
-		switch m.code {
+		switch m.code() {
 		case idKey:
 			if string(v) != "null" {
 				o.ps.setID(p, v)
@@ -734,8 +752,9 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 // messageSignal returns the registry index of the dialect whose message shape m has, or -1.
 func messageSignal(m *message, ps *parser) int {
 	var f msgFacts
-	for _, mb := range m.ms {
-		switch mb.code {
+	for i := range m.ms {
+		mb := &m.ms[i]
+		switch mb.kc {
 		case keyRole:
 			f.hasRole = true
 			f.role = wordOf(mb.val(m.raw))
@@ -821,7 +840,7 @@ func partsTyped(blks []block) typing {
 		}
 		typed := false
 		if mb, ok := findCode(blk.members(), keyType); ok {
-			typed = blk.raw()[mb.valStart] == '"'
+			typed = blk.raw()[mb.valStart()] == '"'
 		}
 		switch {
 		case typed && (t == noParts || t == allTyped):
@@ -916,11 +935,12 @@ func plainMessage(m *message) bool {
 	default:
 		return false
 	}
-	for _, mb := range m.ms {
+	for imb := range m.ms {
+		mb := &m.ms[imb]
 		switch {
-		case mb.code == keyContent && mb.val(m.raw)[0] == '{':
+		case mb.code() == keyContent && mb.val(m.raw)[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message
-		case callKey(mb, m.raw):
+		case callKey(*mb, m.raw):
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}
@@ -947,10 +967,10 @@ var serverToolBlocks = words("server_tool_use", "web_search_tool_result", "web_f
 // callKey reports a member of obj under which some dialect, or an older shape of one,
 // keeps a tool call, a result or their ids: not a member of a plain message or block.
 func callKey(m member, obj []byte) bool {
-	if callKeyCodes[m.code] {
+	if callKeyCodes[m.code()] {
 		return true
 	}
-	return m.code == keyOther && callName(m, obj)
+	return m.code() == keyOther && callName(m, obj)
 }
 
 // callKeyCodes are the key codes callKey takes, looked up for every member of every
@@ -968,7 +988,7 @@ var callKeyCodes = func() (t [keyCount]bool) {
 func callName(m member, obj []byte) bool {
 	// Each name starts with f or t (or is spelled with an escape): most keys are passed
 	// over by their first byte.
-	if c := obj[m.keyStart+1]; c != 'f' && c != 't' && c != '\\' {
+	if c := obj[m.keyStart(obj)+1]; c != 'f' && c != 't' && c != '\\' {
 		return false
 	}
 	return m.is(obj, "function_call") || m.is(obj, "toolCalls") || m.is(obj, "tool_use")
@@ -1005,8 +1025,9 @@ func callish(o obj) bool {
 	if toolish(typ) {
 		return true
 	}
-	for _, m := range o.ms {
-		switch m.code {
+	for im := range o.ms {
+		m := &o.ms[im]
+		switch m.code() {
 		case keyFunctionCall, keyFunctionResponse, keyToolUse, keyToolResult, keyToolInvocation:
 			return true
 		}

@@ -41,9 +41,10 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 	if !ok {
 		return true
 	}
-	for _, m := range o.ms {
-		if m.code != keyFunctionResponse {
-			if mayHoldIDKey(raw[m.keyStart:m.valEnd]) {
+	for im := range o.ms {
+		m := &o.ms[im]
+		if m.code() != keyFunctionResponse {
+			if mayHoldIDKey(raw[m.keyStart(raw):m.valEnd()]) {
 				return true
 			}
 			continue
@@ -52,11 +53,12 @@ func geminiMayHideID(raw []byte, ps *parser) bool {
 		if !ok {
 			return true
 		}
-		for _, fm := range fr.ms {
-			switch fm.code {
+		for ifm := range fr.ms {
+			fm := &fr.ms[ifm]
+			switch fm.code() {
 			case keyID, keyName, keyResponse:
 			default:
-				if mayHoldIDKey(fr.raw[fm.keyStart:fm.valEnd]) {
+				if mayHoldIDKey(fr.raw[fm.keyStart(fr.raw):fm.valEnd()]) {
 					return true
 				}
 			}

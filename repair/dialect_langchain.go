@@ -144,15 +144,16 @@ func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
 func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
-	for _, mb := range m.ms {
-		switch mb.code {
+	for imb := range m.ms {
+		mb := &m.ms[imb]
+		switch mb.code() {
 		case keyType:
 			typ = wordOf(mb.val(m.raw))
 		case keyID:
 			idv = mb.val(m.raw)
 		case keyData, keyKwargs:
-			if mb.valStart < mb.valEnd && m.raw[mb.valStart] == '{' {
-				nested = mb.code
+			if mb.valStart() < mb.valEnd() && m.raw[mb.valStart()] == '{' {
+				nested = mb.code()
 			}
 		}
 	}

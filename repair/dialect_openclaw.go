@@ -152,15 +152,16 @@ func parseLegacyCall(p *part, o obj) {
 	}
 	var b objectBuilder
 	b = b.str("type", "toolCall").raw("id", o.ps.idText(p)).raw("name", o.get(keyName)).raw("arguments", args)
-	for _, m := range o.ms {
-		switch m.code {
+	for im := range o.ms {
+		m := &o.ms[im]
+		switch m.code() {
 		case keyType, keyID, keyName, keyInput, keyArguments, idPath[0]:
 			continue // in the canonical members (an empty id or a second copy of the arguments)
 		}
 		b = b.member(m.key(o.raw), m.val(o.raw))
 	}
-	o.ps.canonicals = append(o.ps.canonicals, b.done())
-	p.canonical = int32(len(o.ps.canonicals))
+	o.ps.canonicals = append(o.ps.canonicals, canonicalForm{o.ps.partIndex(p), b.done()})
+	p.set(partCanonical, true)
 }
 
 // legacyArgsDepth bounds the nesting of arguments parsed out of a string, so that the

@@ -248,7 +248,7 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 	// The first envelope member holding an array, in document order, is the transcript.
 	d.Key = keyNames[chosen]
 	m, _ := findCode(ms, chosen)
-	d.start, d.end = i+int(m.valStart), i+int(m.valEnd)
+	d.start, d.end = i+m.valStart(), i+m.valEnd()
 	if m, ok := findMember(obj, ms, "id"); ok {
 		v := m.val(obj)
 		if s, ok := stringValue(v); ok {

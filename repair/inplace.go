@@ -3,7 +3,6 @@ package repair
 import (
 	"bytes"
 	"fmt"
-	"strings"
 )
 
 // In-place dialects (the AI SDK's UIMessage, Mastra) keep a tool call and its result in
@@ -237,8 +236,8 @@ func (p *plan) decideInPlace() {
 				continue
 			}
 			ci := int32(len(p.calls))
-			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), key: strings.TrimSpace(p.ps.id(pt)), kept: -1})
-			k, slot, seen := p.byKey.find(p.calls[ci].key, p.callKey)
+			p.calls = append(p.calls, callRef{msg: int32(i), part: int32(pi), kept: -1})
+			k, slot, seen := p.byKey.find(p.callKey(ci), p.callKey)
 			if !seen {
 				p.byKey.set(slot, ci)
 				continue
@@ -309,9 +308,6 @@ func callInput(raw []byte) []byte {
 	}
 	return nil
 }
-
-// callKey is the key of call ci.
-func (p *plan) callKey(ci int32) string { return p.calls[ci].key }
 
 // renumberInPlace gives each call that reuses an earlier call's id for another call
 // (renew) a new id, as uniqueIDs does for other dialects.

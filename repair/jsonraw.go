@@ -539,20 +539,67 @@ func skipString(b []byte, i int) int {
 }
 
 // member is one key/value pair of a validated object, as offsets into the object's
-// bytes. It is kept to 16 bytes because every message and block keeps a list of its
-// members, and a larger member (20 bytes, with the code added) made a repair 10% slower:
-// where the key ends is found again when needed (keyEnd).
+// bytes. Every message and block keeps a list of its members, and in a transcript of
+// many small blocks they are its largest records, so a member is 10 bytes, aligned to
+// one: where its value starts and ends, its key's code, and how far before the value the
+// key starts (keyFar when that far or farther: then found by scanning back, keyStart).
+// A larger member (20 bytes) made a repair 10% slower; where the key ends is found again
+// when needed (keyEnd).
 type member struct {
-	keyStart int32 // offset of the key's opening quote
-	valStart int32
-	valEnd   int32
-	code     keyCode // of the decoded key
+	start, end [4]byte // the value's offsets, little-endian (valStart, valEnd)
+	kc         keyCode
+	back       uint8 // valStart minus the key's start, up to keyFar
+}
+
+// keyFar is a member's back for a key starting that far or farther before its value.
+const keyFar = 255
+
+func newMember(keyStart, valStart, valEnd int, code keyCode) member {
+	var m member
+	m.set(keyStart, valStart, valEnd, code)
+	return m
+}
+
+// set fills m in place: a member built and copied in cost a stall (see scanMembersWith).
+func (m *member) set(keyStart, valStart, valEnd int, code keyCode) {
+	binary.LittleEndian.PutUint32(m.start[:], uint32(valStart))
+	binary.LittleEndian.PutUint32(m.end[:], uint32(valEnd))
+	m.kc, m.back = code, uint8(min(valStart-keyStart, keyFar))
+}
+
+func (m *member) valStart() int { return int(binary.LittleEndian.Uint32(m.start[:])) }
+
+func (m *member) valEnd() int { return int(binary.LittleEndian.Uint32(m.end[:])) }
+
+// code is the code of the decoded key.
+func (m *member) code() keyCode { return m.kc }
+
+// keyStart returns the offset of the key's opening quote.
+func (m *member) keyStart(obj []byte) int {
+	if m.back < keyFar {
+		return m.valStart() - int(m.back)
+	}
+	// Inside the key every quote is escaped, by an odd run of backslashes; the opening
+	// quote follows '{', ',' or white space.
+	i := m.keyEnd(obj) - 2
+	for {
+		if obj[i] == '"' {
+			k := i - 1
+			for obj[k] == '\\' {
+				k--
+			}
+			if (i-1-k)%2 == 0 {
+				return i
+			}
+		}
+		i--
+	}
 }
 
 // keyEnd returns the offset just past the key's closing quote: only white space and the
 // colon lie between it and the value.
-func (m member) keyEnd(obj []byte) int {
-	i := int(m.valStart) - 1
+func (m *member) keyEnd(obj []byte) int {
+	i := m.valStart() - 1
 	for obj[i] != '"' {
 		i--
 	}
@@ -560,13 +607,13 @@ func (m member) keyEnd(obj []byte) int {
 }
 
 // key returns the key as written, quotes included.
-func (m member) key(obj []byte) []byte { return obj[m.keyStart:m.keyEnd(obj)] }
+func (m *member) key(obj []byte) []byte { return obj[m.keyStart(obj):m.keyEnd(obj)] }
 
-func (m member) val(obj []byte) []byte { return obj[m.valStart:m.valEnd] }
+func (m *member) val(obj []byte) []byte { return obj[m.valStart():m.valEnd()] }
 
 // is reports whether the member's key is key (which must need no escaping); for keys
 // without a code, which compare as bytes (findMember).
-func (m member) is(obj []byte, key string) bool {
+func (m *member) is(obj []byte, key string) bool {
 	raw := m.key(obj)
 	inner := raw[1 : len(raw)-1]
 	if len(inner) == len(key) {
@@ -581,7 +628,7 @@ func (m member) is(obj []byte, key string) bool {
 }
 
 // name returns the member's decoded key.
-func (m member) name(obj []byte) string {
+func (m *member) name(obj []byte) string {
 	k, _ := stringValue(m.key(obj))
 	return k
 }
@@ -830,8 +877,7 @@ func scanMembersWith(b []byte, start, depth int, out []member, value func(code k
 		}
 		out = out[:len(out)+1] // every field is set below
 		m := &out[len(out)-1]
-		m.keyStart, m.valStart, m.valEnd = int32(ks-start), int32(vs-start), int32(vend-start)
-		m.code = code
+		m.set(ks-start, vs-start, vend-start, code)
 		i = skipSpace(b, vend)
 		if i >= len(b) {
 			return out, base, i, &SyntaxError{i, "unterminated object"}
@@ -894,7 +940,7 @@ func (s *keySet) dupOther(obj []byte, prev []member, key []byte) bool {
 			return false
 		}
 		for _, p := range prev {
-			if obj[p.keyStart+1] == key[1] && bytes.Equal(p.key(obj), key) {
+			if k := p.key(obj); k[1] == key[1] && bytes.Equal(k, key) {
 				return true
 			}
 		}
@@ -916,10 +962,11 @@ func (s *keySet) dupOther(obj []byte, prev []member, key []byte) bool {
 // checkEscapedDuplicates catches keys that are the same once their escapes are decoded.
 func checkEscapedDuplicates(obj []byte, ms []member) error {
 	seen := map[string]bool{}
-	for _, m := range ms {
+	for im := range ms {
+		m := &ms[im]
 		k := m.name(obj)
 		if seen[k] {
-			return &SyntaxError{int(m.keyStart), fmt.Sprintf("duplicate key %q", k)}
+			return &SyntaxError{m.keyStart(obj), fmt.Sprintf("duplicate key %q", k)}
 		}
 		seen[k] = true
 	}
@@ -946,24 +993,23 @@ func appendMembers(obj []byte, out []member) ([]member, error) {
 	}
 	escaped := false
 	for {
-		end := skipString(obj, i)
-		m := member{keyStart: int32(i)}
-		esc := bytes.IndexByte(obj[i:end], '\\') >= 0
+		ks, end := i, skipString(obj, i)
+		esc := bytes.IndexByte(obj[ks:end], '\\') >= 0
 		escaped = escaped || esc
 		i = skipSpace(obj, skipSpace(obj, end)+1)
-		m.valStart = int32(i)
-		m.valEnd = int32(skip(obj, i))
+		var code keyCode
 		if esc {
-			name, _ := stringValue(obj[m.keyStart:end])
-			m.code = codeOf(name)
+			name, _ := stringValue(obj[ks:end])
+			code = codeOf(name)
 		} else {
-			m.code = codeOf(obj[m.keyStart+1 : end-1])
+			code = codeOf(obj[ks+1 : end-1])
 		}
-		if seen.dup(obj, 0, out[base:], int(m.keyStart), end, m.code, esc) {
-			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[m.keyStart+1:end-1])}
+		m := newMember(ks, i, skip(obj, i), code)
+		if seen.dup(obj, 0, out[base:], ks, end, code, esc) {
+			return out, &SyntaxError{i, fmt.Sprintf("duplicate key %q", obj[ks+1:end-1])}
 		}
 		out = append(out, m)
-		i = skipSpace(obj, int(m.valEnd))
+		i = skipSpace(obj, m.valEnd())
 		if obj[i] == '}' {
 			break
 		}
@@ -1083,7 +1129,7 @@ func splice(obj []byte, start, end int, repl []byte) []byte {
 
 // setMember returns obj with the value of member m replaced by val.
 func setMember(obj []byte, m member, val []byte) []byte {
-	return splice(obj, int(m.valStart), int(m.valEnd), val)
+	return splice(obj, m.valStart(), m.valEnd(), val)
 }
 
 // setOrAddMember returns obj with member key set to val: replaced where it is, else added
@@ -1111,9 +1157,9 @@ func removeMember(obj []byte, ms []member, idx int) []byte {
 	case len(ms) == 1:
 		return splice(obj, 1, len(obj)-1, nil)
 	case idx == 0:
-		return splice(obj, int(m.keyStart), int(ms[1].keyStart), nil)
+		return splice(obj, m.keyStart(obj), ms[1].keyStart(obj), nil)
 	default:
-		return splice(obj, int(ms[idx-1].valEnd), int(m.valEnd), nil)
+		return splice(obj, ms[idx-1].valEnd(), m.valEnd(), nil)
 	}
 }
 
@@ -1147,9 +1193,9 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 	if c := codeOf(key); c != keyOther {
 		return findCode(ms, c)
 	}
-	for _, m := range ms {
-		if m.code == keyOther && m.is(obj, key) {
-			return m, true
+	for i := range ms {
+		if m := &ms[i]; m.kc == keyOther && m.is(obj, key) {
+			return *m, true
 		}
 	}
 	return member{}, false
@@ -1157,9 +1203,9 @@ func findMember(obj []byte, ms []member, key string) (member, bool) {
 
 // findCode returns the member whose key has code c, if any.
 func findCode(ms []member, c keyCode) (member, bool) {
-	for _, m := range ms {
-		if m.code == c {
-			return m, true
+	for i := range ms {
+		if ms[i].kc == c {
+			return ms[i], true
 		}
 	}
 	return member{}, false

@@ -89,12 +89,13 @@ type lcFields struct {
 
 func readLCFields(o obj) lcFields {
 	var f lcFields
-	for _, mb := range o.ms {
-		if mb.code != keyOther {
+	for imb := range o.ms {
+		mb := &o.ms[imb]
+		if mb.code() != keyOther {
 			continue
 		}
 		// Only these lengths (or a key spelled with escapes) can be one of the names.
-		n := int(mb.valStart - mb.keyStart)
+		n := mb.valStart() - mb.keyStart(o.raw)
 		if n < 18 {
 			continue
 		}
@@ -388,7 +389,8 @@ func editIDMap(mp []byte, parts []part, removed []bool, keyOf func(pi int) (stri
 	}
 	var b objectBuilder
 	changed := false
-	for _, mb := range ms {
+	for imb := range ms {
+		mb := &ms[imb]
 		key := strings.TrimSpace(mb.name(mp))
 		name := mb.key(mp)
 		found, keep := false, false
@@ -442,7 +444,7 @@ func newObjectEdit(raw []byte) *objectEdit {
 // index finds the member with code code, or named name when code is keyOther.
 func (e *objectEdit) index(code keyCode, name string) int {
 	for i, mb := range e.ms {
-		if code != keyOther && mb.code == code || code == keyOther && mb.code == keyOther && mb.is(e.raw, name) {
+		if code != keyOther && mb.code() == code || code == keyOther && mb.code() == keyOther && mb.is(e.raw, name) {
 			return i
 		}
 	}
@@ -507,7 +509,7 @@ func (e *objectEdit) done() ([]byte, bool) {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(out, e.raw[mb.keyStart:mb.valStart]...)
+		out = append(out, e.raw[mb.keyStart(e.raw):mb.valStart()]...)
 		if v, ok := e.vals[i]; ok {
 			out = append(out, v...)
 		} else {

@@ -21,7 +21,7 @@ const (
 	memberMemory = int64(unsafe.Sizeof(member{}))
 	// indexMemory is a call's share of callIndex: up to four 4-byte slots.
 	indexMemory = 16
-	idMemory    = 16 // an id kept apart from the input (escaped or rewritten)
+	idMemory    = 16 // an id kept apart from the input (escaped or rewritten), or an id-less call's key (callKey)
 	// An action or issue holds its record, with as much again for the arrays append
 	// outgrew, and its strings: a call id, a tool name and a detail (about 64 bytes).
 	actionMemory    = 2*int64(unsafe.Sizeof(Action{})) + entryTextMemory
@@ -32,7 +32,7 @@ const (
 // DefaultMaxMemory is the default Options.MaxMemory of a run or a file check that takes
 // sessions up to maxBytes: 16 MiB plus 8 bytes per byte. The engine refuses as
 // too_large a session it estimates would need more, which only transcripts of many
-// tiny blocks reach (a million 60-byte tool blocks: about 4.3 times their size), so that
+// tiny blocks reach (a million 60-byte tool blocks: about 3.5 times their size), so that
 // no session within maxBytes makes the process run out of memory.
 func DefaultMaxMemory(maxBytes int64) int64 { return 16<<20 + 8*maxBytes }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // denseBlocks is an Anthropic transcript of n calls in one assistant message, answered
@@ -157,5 +158,65 @@ func TestWorkingSetErrsHigh(t *testing.T) {
 				t.Fatalf("estimate %d bytes for a live heap of %d: want between 1 and 2 times it", est, live)
 			}
 		})
+	}
+}
+
+// A call record holds no key (callKey reads it from the call's part): a transcript of
+// many small blocks has one per two blocks.
+func TestCallRefSize(t *testing.T) {
+	if n := unsafe.Sizeof(callRef{}); n != 32 {
+		t.Fatalf("callRef is %d bytes, want 32", n)
+	}
+}
+
+// A key of one call, as most are, takes no chain (keyChain): its index slot holds the
+// call. A key repeated by a second call has one.
+func TestLoneKeysTakeNoChain(t *testing.T) {
+	t.Parallel()
+	p, err := newPlan(denseBlocks(1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	if len(p.calls) != 1000 || len(p.chains) != 0 {
+		t.Fatalf("%d calls of their own ids took %d chains, want none", len(p.calls), len(p.chains))
+	}
+	in := []byte(`[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"},{"type":"tool_result","tool_use_id":"b","content":"ok"}]},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]}]`)
+	q, err := newPlan(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.release()
+	if len(q.chains) != 1 || q.chains[0].head != 0 || q.chains[0].tail != 2 || q.results[2].call != 2 {
+		t.Fatalf("chains %+v, results %+v: want one chain of calls 0 and 2, the last result paired with call 2", q.chains, q.results)
+	}
+}
+
+// The keys of id-less calls are kept apart from the calls, by call index (callKey): those
+// of calls after calls with ids must land at their own calls, and pair their responses
+// by turn, name and rank.
+func TestIdlessKeysAfterCallsWithIDs(t *testing.T) {
+	t.Parallel()
+	in := []byte(`[{"role":"user","parts":[{"text":"go"}]},
+{"role":"model","parts":[{"functionCall":{"id":"a","name":"f","args":{}}},{"functionCall":{"id":"b","name":"f","args":{}}}]},
+{"role":"user","parts":[{"functionResponse":{"id":"a","name":"f","response":{}}},{"functionResponse":{"id":"b","name":"f","response":{}}}]},
+{"role":"model","parts":[{"functionCall":{"name":"f","args":{"i":0}}},{"functionCall":{"name":"g","args":{}}},{"functionCall":{"name":"f","args":{"i":1}}}]},
+{"role":"user","parts":[{"functionResponse":{"name":"g","response":{}}},{"functionResponse":{"name":"f","response":{"i":0}}}]}]`)
+	p, err := newPlan(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	want := []string{"a", "b", idlessKey(1, "f", 0), idlessKey(1, "g", 0), idlessKey(1, "f", 1)}
+	for ci := range p.calls {
+		if k := p.callKey(int32(ci)); k != want[ci] {
+			t.Fatalf("call %d: key %q, want %q", ci, k, want[ci])
+		}
+	}
+	acts := p.report.Actions
+	if len(acts) != 1 || acts[0].Stage != StageSynthesizeMissingResults || acts[0].MessageIndex != 3 {
+		t.Fatalf("actions %+v, want one synthetic result for the second call of f", acts)
 	}
 }

@@ -117,10 +117,7 @@ func Validate(msgs []byte, opts Options) (Report, error) {
 // a transcript of many small blocks has one of them per block.
 type callRef struct {
 	msg, part int32
-	// key pairs calls and results: the id without surrounding white space, or for an
-	// id-less Gemini call its turn, name and rank among same-named calls.
-	key  string
-	turn int32
+	turn      int32
 	// firstRes and lastRes chain its results (resultRef.nextRes) in transcript order; -1
 	// when it has none. nextSame chains the calls that share its key.
 	firstRes, lastRes, nextSame int32
@@ -133,7 +130,9 @@ type callRef struct {
 
 // keyChain is the list of well-formed calls sharing a key, with two cursors that only
 // move forward while results are paired in transcript order, so pairing stays linear
-// however many calls share an id.
+// however many calls share an id. A key of one call, as most are, has none in
+// plan.chains: its index slot holds the call (loneCall), whose chain is made when a
+// result looks it up (plan.chain); with one call, cursors kept would move no further.
 type keyChain struct {
 	head, tail int32
 	before     int32 // the latest call before the result being paired, or -1
@@ -186,7 +185,7 @@ type plan struct {
 	results []resultRef
 	turns   []turnRef
 	slotOf  []int32   // message index -> turn whose slot it is, or -1
-	byKey   callIndex // key -> index in chains (calls in the in-place dialects)
+	byKey   callIndex // key -> index in chains or a lone call (loneCall); calls in the in-place dialects
 	chains  []keyChain
 	names   map[string]int // id-less calls of the current turn by name, while finding turns
 	// suspects are the ids of results about to be dropped as orphans and of calls about to
@@ -209,6 +208,9 @@ type plan struct {
 	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
 	// no real result yet. Filled only once a response without an id is met outside a slot.
 	idlessOpen map[string]openCalls
+	// idlessKeys are the keys of the id-less calls by call index (callKey), up to the last
+	// one; none when every call has an id.
+	idlessKeys []string
 	idlessSeen int
 	// ambiguous is a response without an id that several calls may answer (strayCall), of
 	// ambiguousN calls, or -1; checkUnrecognized refuses it.
@@ -334,11 +336,12 @@ func (p *plan) release() {
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
 		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
-		byKey: p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
+		idlessKeys: p.idlessKeys[:0],
+		byKey:      p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
-			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0]},
+			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0], idStrs: p.ps.idStrs[:0]},
 	}
 	plans.Put(p)
 }
@@ -496,8 +499,8 @@ func (p *plan) unreadCallMember(m *message) (string, bool) {
 	}
 	for i := range m.ms {
 		mb := &m.ms[i]
-		if !callKey(*mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code != keyOther && mb.code == m.partsKey && m.partsIn == keyOther ||
-			mb.code == keyToolInvocations && p.spec.inPlace {
+		if !callKey(*mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code() != keyOther && mb.code() == m.partsKey && m.partsIn == keyOther ||
+			mb.code() == keyToolInvocations && p.spec.inPlace {
 			continue
 		}
 		return mb.name(m.raw), true
@@ -530,7 +533,6 @@ func (p *plan) findTurns() {
 	calls, results, callMsgs := p.countParts()
 	p.calls = slices.Grow(p.calls[:0], calls)
 	p.results = slices.Grow(p.results[:0], results)
-	p.chains = slices.Grow(p.chains[:0], calls)
 	p.turns = slices.Grow(p.turns[:0], callMsgs) // a turn starts at a message with a call
 	for i := range p.slotOf {
 		p.slotOf[i] = -1
@@ -584,13 +586,15 @@ func (p *plan) findTurns() {
 				if pt.kind != partCall {
 					continue
 				}
-				c := callRef{msg: int32(k), part: int32(pi), turn: int32(ti), key: strings.TrimSpace(p.ps.id(pt)), kept: -1,
-					firstRes: -1, lastRes: -1, nextSame: -1}
 				if !pt.hasID {
-					c.key = idlessKey(ti, pt.name(), p.names[pt.name()])
+					for len(p.idlessKeys) < len(p.calls) {
+						p.idlessKeys = append(p.idlessKeys, "") // calls with ids
+					}
+					p.idlessKeys = append(p.idlessKeys, idlessKey(ti, pt.name(), p.names[pt.name()]))
 					p.names[pt.name()]++
 				}
-				p.calls = append(p.calls, c)
+				p.calls = append(p.calls, callRef{msg: int32(k), part: int32(pi), turn: int32(ti), kept: -1,
+					firstRes: -1, lastRes: -1, nextSame: -1})
 			}
 		}
 		p.turns = append(p.turns, t)
@@ -650,8 +654,14 @@ func (p *plan) pair() {
 		if p.part(c.msg, c.part).malformed != wellFormed {
 			continue
 		}
-		if k, slot, ok := p.byKey.find(c.key, p.chainKey); ok {
-			ch := &p.chains[k]
+		if v, slot, ok := p.byKey.find(p.callKey(int32(ci)), p.chainKey); ok {
+			if v&loneCall != 0 { // the key's second call
+				head := v &^ loneCall
+				v = int32(len(p.chains))
+				p.byKey.set(slot, v)
+				p.chains = append(p.chains, keyChain{head: head, tail: head, before: -1, inTurn: head})
+			}
+			ch := &p.chains[v]
 			if prevSame == nil {
 				prevSame = map[int32]int32{}
 			}
@@ -660,10 +670,10 @@ func (p *plan) pair() {
 			ch.tail = int32(ci)
 			ch.mixed = ch.mixed || p.ps.id(p.part(c.msg, c.part)) != p.ps.id(p.part(p.calls[ch.head].msg, p.calls[ch.head].part))
 		} else {
-			p.byKey.set(slot, int32(len(p.chains)))
-			p.chains = append(p.chains, keyChain{head: int32(ci), tail: int32(ci), before: -1, inTurn: int32(ci)})
+			p.byKey.set(slot, int32(ci)|loneCall)
 		}
 	}
+	var lone keyChain
 	var slotNames map[[2]int]map[string]int // (turn, msg) -> name -> id-less results seen
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
@@ -691,8 +701,8 @@ func (p *plan) pair() {
 					slotNames[k][pt.name()]++
 				}
 			}
-			if k, _, ok := p.byKey.find(key, p.chainKey); ok {
-				ch := &p.chains[k]
+			if v, _, ok := p.byKey.find(key, p.chainKey); ok {
+				ch := p.chain(v, &lone)
 				if inSlot {
 					r.call = int32(p.slotCall(ch, ti, p.ps.id(pt)))
 					r.slotted = r.call >= 0
@@ -747,8 +757,51 @@ func (p *plan) lateFor(ci, prev int32, pt *part) bool {
 	return true
 }
 
-// chainKey is the key of chain k.
-func (p *plan) chainKey(k int32) string { return p.calls[p.chains[k].head].key }
+// loneCall marks an index value (byKey) that is the only call of its key rather than
+// a chain: calls and chains number under 2^30, as a call takes at least three bytes.
+const loneCall = 1 << 30
+
+// chainKey is the key of index value v.
+func (p *plan) chainKey(v int32) string { return p.callKey(p.chainHead(v)) }
+
+// chainHead is the first call of index value v.
+func (p *plan) chainHead(v int32) int32 {
+	if v&loneCall != 0 {
+		return v &^ loneCall
+	}
+	return p.chains[v].head
+}
+
+// chain returns the chain of index value v; a lone call's is made in lone.
+func (p *plan) chain(v int32, lone *keyChain) *keyChain {
+	if v&loneCall == 0 {
+		return &p.chains[v]
+	}
+	ci := v &^ loneCall
+	*lone = keyChain{head: ci, tail: ci, before: -1, inTurn: ci}
+	return lone
+}
+
+// callKey is the key that pairs call ci with its results: its id without surrounding
+// white space, or for an id-less Gemini call its turn, name and rank among same-named
+// calls (idlessKeys). Read from the part rather than kept in the call: a transcript of
+// many small blocks has a call record per two blocks.
+func (p *plan) callKey(ci int32) string {
+	c := &p.calls[ci]
+	if pt := p.part(c.msg, c.part); pt.hasID || int(ci) >= len(p.idlessKeys) {
+		return trimID(p.ps.id(pt))
+	}
+	return p.idlessKeys[ci]
+}
+
+// trimID is strings.TrimSpace, with a quick way out for an id that starts and ends with
+// ASCII other than space, as ids do: callKey reads a call's key at every look-up.
+func trimID(id string) string {
+	if n := len(id); n > 0 && id[0] > ' ' && id[0] < utf8.RuneSelf && id[n-1] > ' ' && id[n-1] < utf8.RuneSelf {
+		return id
+	}
+	return strings.TrimSpace(id)
+}
 
 // link adds result ri to the results of its call.
 func (p *plan) link(ri int32) {
@@ -1048,10 +1101,10 @@ func (p *plan) decide() {
 			}
 			continue
 		}
-		if pt.canonical > 0 {
+		if pt.is(partCanonical) {
 			p.act(StageNormalizeCallBlocks, ActionRewrite, int(c.msg), pt, "call block rewritten to the canonical toolCall shape")
 			p.issue(IssueNoncanonicalCall, int(c.msg), pt, "")
-			pt.setRaw(p.ps.canonicals[pt.canonical-1])
+			pt.setRaw(p.ps.canonical(pt))
 			pt.idPath = pathOf(pathID)
 			p.edits[c.msg].dirty = true
 		}
@@ -1061,7 +1114,7 @@ func (p *plan) decide() {
 			// Paired by position (pair): it takes its call's id, as providers pair by id.
 			r, rp := &p.results[kept], p.resPart(kept)
 			p.issue(IssueResultWithoutCall, int(r.msg), rp, "blank id")
-			p.setPartID(int(r.msg), rp, c.key)
+			p.setPartID(int(r.msg), rp, p.callKey(int32(ci)))
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp,
 				fmt.Sprintf("blank id set to that of the only call of message %d without a result", c.msg))
 		}
@@ -1104,7 +1157,7 @@ func (p *plan) decide() {
 			p.act(StageSynthesizeMissingResults, ActionInsert, int(c.msg), pt, "synthetic error result")
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 			if pt.hasID {
-				p.suspects[c.key] = true
+				p.suspects[p.callKey(int32(ci))] = true
 			}
 		}
 	}
@@ -1275,7 +1328,7 @@ func (p *plan) mayAnswerWhy(ri, ci int) string {
 	rn, cn := strings.TrimSpace(rp.name()), strings.TrimSpace(cp.name())
 	switch {
 	case usableID(&p.ps, rp) && usableID(&p.ps, cp):
-		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.calls[ci].key) {
+		if looseID(strings.TrimSpace(p.ps.id(rp))) == looseID(p.callKey(int32(ci))) {
 			return "their ids differ only in a lone surrogate"
 		}
 	case !rp.hasID && !cp.hasID && rp.name() == cp.name():
@@ -1314,7 +1367,7 @@ func looseID(id string) string {
 }
 
 func isBlockArray(m member) bool {
-	return m.code == keyContent || m.code == keyToolCalls || m.code == keyParts
+	return m.code() == keyContent || m.code() == keyToolCalls || m.code() == keyParts
 }
 
 // carriesSuspect looks for a suspect id in the members ms of object o: in the value of
@@ -1322,17 +1375,18 @@ func isBlockArray(m member) bool {
 // members (but the block arrays whose blocks are walked on their own, when skipBlocks),
 // down to depth levels.
 func (p *plan) carriesSuspect(o []byte, ms []member, depth int, skipBlocks bool) (key, id string, ok bool) {
-	for _, m := range ms {
-		switch o[m.valStart] {
+	for im := range ms {
+		m := &ms[im]
+		switch o[m.valStart()] {
 		case '"':
-			if idKeys>>m.code&1 == 0 {
+			if idKeys>>m.code()&1 == 0 {
 				continue
 			}
 			if s, _ := idString(m.val(o)); p.suspects[strings.TrimSpace(s)] {
-				return keyNames[m.code], s, true
+				return keyNames[m.code()], s, true
 			}
 		case '[':
-			if skipBlocks && isBlockArray(m) {
+			if skipBlocks && isBlockArray(*m) {
 				continue
 			}
 			fallthrough
@@ -1437,24 +1491,28 @@ func (p *plan) uniqueIDs() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.hasID || c.nextSame < 0 && p.chains[p.chainOf(c.key)].head == int32(ci) {
+		if c.removed || !pt.hasID {
+			continue
+		}
+		key := p.callKey(int32(ci))
+		if c.nextSame < 0 && p.firstCallOf(key) == int32(ci) {
 			continue // alone with its key
 		}
 		if seen == nil {
 			seen = map[string]bool{}
 		}
-		if !seen[c.key] {
-			seen[c.key] = true
+		if !seen[key] {
+			seen[key] = true
 			continue
 		}
 		used = p.renewCallID(c, used)
 	}
 }
 
-// chainOf is the chain of a key that has one.
-func (p *plan) chainOf(key string) int32 {
-	k, _, _ := p.byKey.find(key, p.chainKey)
-	return k
+// firstCallOf is the first call of a key that has one.
+func (p *plan) firstCallOf(key string) int32 {
+	v, _, _ := p.byKey.find(key, p.chainKey)
+	return p.chainHead(v)
 }
 
 // renewCallID gives call c, which reuses an earlier call's id, a new id derived from the
@@ -1465,11 +1523,12 @@ func (p *plan) renewCallID(c *callRef, used map[string]bool) map[string]bool {
 		used = p.usedIDs()
 	}
 	pt := p.part(c.msg, c.part)
+	key := strings.TrimSpace(p.ps.id(pt))
 	rule, ok := idRules[p.opts.Target]
 	if !ok {
-		rule = ruleLike(c.key)
+		rule = ruleLike(key)
 	}
-	id := rule.freshID(c.key, used)
+	id := rule.freshID(key, used)
 	p.issue(IssueDuplicateCallID, int(c.msg), pt, "")
 	p.rewriteCallID(c, StageNormalizeCallIDs, id, fmt.Sprintf("id %q of an earlier call rewritten to %q", p.ps.id(pt), id))
 	return used
@@ -1484,15 +1543,16 @@ func (p *plan) alignPaddedIDs() {
 		if c.removed || c.kept < 0 || !pt.hasID || p.ps.id(p.resPart(int(c.kept))) == p.ps.id(pt) {
 			continue
 		}
-		if p.ps.id(pt) != c.key {
+		key := strings.TrimSpace(p.ps.id(pt))
+		if p.ps.id(pt) != key {
 			p.issue(IssuePaddedCallID, int(c.msg), pt, "")
-			p.setPartID(int(c.msg), pt, c.key)
+			p.setPartID(int(c.msg), pt, key)
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(c.msg), pt, "white space around the id removed")
 		}
-		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != c.key {
+		if rp := p.resPart(int(c.kept)); p.ps.id(rp) != key {
 			r := &p.results[c.kept]
 			p.issue(IssuePaddedCallID, int(r.msg), rp, "")
-			p.setPartID(int(r.msg), rp, c.key)
+			p.setPartID(int(r.msg), rp, key)
 			p.act(StageNormalizeCallIDs, ActionRewrite, int(r.msg), rp, "white space around the id removed")
 		}
 	}
@@ -1516,8 +1576,7 @@ func (p *plan) usedIDs() map[string]bool {
 func (p *plan) rewriteCallID(c *callRef, st Stage, id, detail string) {
 	pt := p.part(c.msg, c.part)
 	p.act(st, ActionRewrite, int(c.msg), pt, detail)
-	p.setPartID(int(c.msg), pt, id)
-	c.key = id
+	p.setPartID(int(c.msg), pt, id) // and so its key (callKey)
 	if c.kept >= 0 {
 		r := &p.results[c.kept]
 		rp := p.resPart(int(c.kept))
@@ -1753,10 +1812,10 @@ func staleStops(prev, cur []byte) string {
 // staleStop reports whether member pm of prev is a stop member that cur (members cms)
 // does not repeat.
 func staleStop(prev []byte, pm member, cur []byte, cms []member) bool {
-	if !isStop(pm.code) {
+	if !isStop(pm.code()) {
 		return false
 	}
-	cm, ok := findCode(cms, pm.code)
+	cm, ok := findCode(cms, pm.code())
 	return !ok || !bytes.Equal(cm.val(cur), pm.val(prev))
 }
 
@@ -1772,7 +1831,7 @@ func mergeable(prev, cur []byte, partsKey keyCode) bool {
 		return false
 	}
 	for _, cm := range cms {
-		if cm.code == partsKey || cm.code == keyRole || isStop(cm.code) {
+		if cm.code() == partsKey || cm.code() == keyRole || isStop(cm.code()) {
 			continue
 		}
 		if pm, ok := findMember(prev, pms, cm.name(cur)); ok && !bytes.Equal(pm.val(prev), cm.val(cur)) {
@@ -1801,7 +1860,7 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 	eachElement(pm.val(prev), func(e []byte) bool { parts = append(parts, e); return true })
 	var extra objectBuilder
 	for _, cm := range cms {
-		switch cm.code {
+		switch cm.code() {
 		case partsKey:
 			eachElement(cm.val(cur), func(e []byte) bool { parts = append(parts, e); return true })
 		case keyRole:
@@ -1915,7 +1974,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		return nil, false
 	}
 	for idx := range m.ms {
-		if m.ms[idx].code == m.partsKey {
+		if m.ms[idx].code() == m.partsKey {
 			return removeMember(m.raw, m.ms, idx), true
 		}
 	}
