@@ -62,6 +62,14 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 	}
 	err := p.parse()
 	var ue *UnrepairableError
+	if err == nil && p.ps.toolish != "" {
+		// A block whose type names a call, which the dialect does not read: Repair calls
+		// the transcript unknown_dialect, unless a check after pairing refuses it first
+		// (one that names the id such a block carries). Rare, so Repair is asked.
+		if _, rerr := Repair(msgs, opts); errors.As(rerr, &ue) && ue.Status == StatusUnknownDialect {
+			err = rerr
+		}
+	}
 	if err != nil && (!errors.As(err, &ue) || ue.Status != StatusUnknownDialect) {
 		return Outline{}, err
 	}
