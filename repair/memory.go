@@ -32,7 +32,7 @@ const (
 // DefaultMaxMemory is the default Options.MaxMemory of a run or a file check that takes
 // sessions up to maxBytes: 16 MiB plus 8 bytes per byte. The engine refuses as
 // too_large a session it estimates would need more, which only transcripts of many
-// tiny blocks reach (a million 60-byte tool blocks: about 3.5 times their size), so that
+// tiny blocks reach (a million 60-byte tool blocks: about 3.6 times their size), so that
 // no session within maxBytes makes the process run out of memory.
 func DefaultMaxMemory(maxBytes int64) int64 { return 16<<20 + 8*maxBytes }
 
