@@ -86,14 +86,21 @@ func tracedDB(tb testing.TB) (traced, plain *pgxpool.Pool, log *queryLog) {
 	cfg, err := store.ParseConfig(url, store.DefaultSchema)
 	require.NoError(tb, err)
 	log = &queryLog{}
-	cfg.ConnConfig.Tracer = log
-	traced, err = pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(tb, err)
-	tb.Cleanup(traced.Close)
+	traced = tracedPool(tb, cfg, log)
 	plain, err = store.Connect(context.Background(), url, store.DefaultSchema)
 	require.NoError(tb, err)
 	tb.Cleanup(plain.Close)
 	return traced, plain, log
+}
+
+// tracedPool is a pool of cfg whose statements go through tracer.
+func tracedPool(tb testing.TB, cfg *pgxpool.Config, tracer pgx.QueryTracer) *pgxpool.Pool {
+	tb.Helper()
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool
 }
 
 // seqScans returns the tables a statement's plan reads with a sequential scan.

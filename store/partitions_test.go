@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -281,10 +280,7 @@ func TestCreateRunIsOneTransactionWhenNoRunIsDead(t *testing.T) {
 	ctx := t.Context()
 	cfg := b.pool.Config()
 	begins := &beginCounter{}
-	cfg.ConnConfig.Tracer = begins
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, cfg, begins)
 	st, err := store.Open(ctx, pool, store.DefaultSource, false)
 	require.NoError(t, err)
 	src := store.DefaultSource.Name()

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tmend/tmend/repair"
@@ -106,10 +105,7 @@ func TestLargeRepairIsSentFromItsBuffer(t *testing.T) {
 	cfg, err := store.ParseConfig(storetest.NewDBURL(t), "")
 	require.NoError(t, err)
 	tracer := &bigArgs{}
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, cfg, tracer)
 	st, err := store.Open(ctx, pool, store.DefaultSource, false)
 	require.NoError(t, err)
 
