@@ -42,14 +42,15 @@ func (s *Store) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outco
 	outs, errs := make([]model.Outcome, len(as)), make([]error, len(as))
 	alone := func(i int) { outs[i], errs[i] = s.Apply(ctx, as[i]) }
 	bl, ok := s.layout.(batchLayout)
+	_, rows := s.layout.(*rowLayout)
 	// A batch holds one lease and each session once; the others go alone, and so does a
-	// repair over sendBackMax, which the row layout's apply sends from its own buffer
-	// (sendArg).
+	// repair over sendBackMax of one row per session, which apply sends from its own
+	// buffer (sendArg).
 	var batch []int
 	seen := make(map[string]bool, len(as))
 	for i, a := range as {
 		if !ok || seen[a.Session.ID] || a.Compaction != nil && !s.CanCompact() || !sameLease(a.Report.Lease, as[0].Report.Lease) ||
-			len(a.NewMessages) > sendBackMax {
+			rows && len(a.NewMessages) > sendBackMax {
 			continue
 		}
 		seen[a.Session.ID] = true
