@@ -316,8 +316,8 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
-	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
-	outs := make(chan done, s.cfg.Workers*2)
+	work := make(chan []item, s.cfg.BatchSize+s.cfg.Workers)
+	outs := make(chan []done, s.cfg.Workers*2)
 	writes := make(chan write, writeBatch)
 	pages := make(chan pageEnd, 4)
 	bud := newBudget(s.cfg.MaxInflightBytes)
@@ -336,20 +336,28 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for it := range work {
-				d := done{reported: it.reported, page: it.page}
-				if it.reported == nil {
-					var w *write
-					d.out, w = s.handle(res, o, it.sess)
-					if w != nil { // the writer releases its bytes once written
-						w.out, w.page, w.bytes = d.out, it.page, it.bytes
-						writes <- *w
-						continue
+			for items := range work {
+				ds := make([]done, 0, len(items))
+				freed := 0
+				for i, it := range items {
+					items[i] = item{} // its content is garbage once handled
+					d := done{reported: it.reported, page: it.page}
+					if it.reported == nil {
+						var w *write
+						d.out, w = s.handle(res, o, it.sess)
+						if w != nil { // the writer releases its bytes once written
+							w.out, w.page, w.bytes = d.out, it.page, it.bytes
+							writes <- *w
+							continue
+						}
 					}
+					freed += it.bytes
+					ds = append(ds, d)
 				}
-				it.sess = model.Session{}
-				bud.release(it.bytes)
-				outs <- d
+				bud.release(freed)
+				if len(ds) > 0 {
+					outs <- ds
+				}
 			}
 		}()
 	}
@@ -378,8 +386,8 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 				began := time.Now()
 				ds := s.write(ctx, res, batch, cancel)
 				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
-				for _, d := range ds {
-					outs <- d
+				if len(ds) > 0 {
+					outs <- ds
 				}
 				for _, w := range batch {
 					bud.release(w.bytes)
@@ -421,32 +429,37 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		}
 		return open[seq]
 	}
+	count := func(d done) {
+		p := page(d.page)
+		p.handled++
+		if r := d.reported; r != nil {
+			stages := make(map[repair.Stage]int, len(r.StageCounts))
+			for st, n := range r.StageCounts {
+				stages[repair.Stage(st)] = n
+			}
+			res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+			p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+			if c := reportedCompaction(r); c != nil {
+				res.Compaction.Add(c)
+				p.res.Compaction.Add(c)
+			}
+			return
+		}
+		res.Add(d.out)
+		p.res.Add(d.out)
+		if o.KeepOutcomes && d.out.Status != model.StatusClean {
+			res.Outcomes = append(res.Outcomes, d.out)
+		}
+	}
 	for outs != nil || pages != nil {
 		select {
-		case d, ok := <-outs:
+		case ds, ok := <-outs:
 			if !ok {
 				outs = nil
 				continue
 			}
-			p := page(d.page)
-			p.handled++
-			if r := d.reported; r != nil {
-				stages := make(map[repair.Stage]int, len(r.StageCounts))
-				for st, n := range r.StageCounts {
-					stages[repair.Stage(st)] = n
-				}
-				res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
-				p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
-				if c := reportedCompaction(r); c != nil {
-					res.Compaction.Add(c)
-					p.res.Compaction.Add(c)
-				}
-			} else {
-				res.Add(d.out)
-				p.res.Add(d.out)
-				if o.KeepOutcomes && d.out.Status != model.StatusClean {
-					res.Outcomes = append(res.Outcomes, d.out)
-				}
+			for _, d := range ds {
+				count(d)
 			}
 			if o.Progress != nil {
 				o.Progress(Progress{Counts: res.Counts, Elapsed: time.Since(start)})
@@ -561,6 +574,14 @@ func reportOnly(r model.Report) *write { return &write{report: &r} }
 
 // item is a session handed to a worker, with the bytes it holds of the budget and the
 // page it came from.
+// Sessions go to the workers handoff at a time, or fewer of handoffBytes together, so
+// that the reader, which the database waits for, seldom waits for a processor behind
+// the workers to hand over a session (a page's 500 sessions were 500 sends and wakeups).
+const (
+	handoff      = 16
+	handoffBytes = 256 << 10
+)
+
 type item struct {
 	sess     model.Session
 	reported *model.ReportRow
@@ -573,9 +594,9 @@ type item struct {
 // only as large as the room left, and a session that does not fit comes deferred and is
 // read alone once there is room for it (or once nothing else is in flight). After a
 // page's sessions it sends the page's end.
-func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, pages chan<- pageEnd, bud *budget, log zerolog.Logger) error {
+func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- []item, pages chan<- pageEnd, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
-		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes, Slice: o.part.slice, After: o.part.after}
+		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes, Slice: o.part.slice, After: o.part.after, NoRows: o.DryRun}
 	sent := 0
 	var seenBytes, seenRows int // content read so far, to size pages
 	for seq := 0; ; seq++ {
@@ -624,6 +645,23 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 			}
 		}
 		handed := 0
+		var items []item
+		itemBytes := 0
+		hand := func() error {
+			if len(items) == 0 {
+				return nil
+			}
+			select {
+			case work <- items:
+				handed += len(items)
+				items, itemBytes = nil, 0
+				return nil
+			case <-o.Stop:
+				return errStopped
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		for _, sess := range page {
 			it := item{page: seq}
 			if r, ok := reported[sess.ID]; ok {
@@ -631,6 +669,10 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 				it.reported = &r
 			} else {
 				if sess.Deferred {
+					// What waits in items holds budget the session may need.
+					if err := hand(); err != nil {
+						return s.readStopped(ctx, err)
+					}
 					full, ok, err := s.readAlone(ctx, o, bud, sess)
 					if err != nil || !ok {
 						if err != nil {
@@ -642,14 +684,16 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 				}
 				it.sess, it.bytes = sess, len(sess.Messages)
 			}
-			select {
-			case work <- it:
-				handed++
-			case <-o.Stop:
-				return errStopped
-			case <-ctx.Done():
-				return nil
+			items = append(items, it)
+			itemBytes += it.bytes
+			if len(items) == handoff || itemBytes >= handoffBytes {
+				if err := hand(); err != nil {
+					return s.readStopped(ctx, err)
+				}
 			}
+		}
+		if err := hand(); err != nil {
+			return s.readStopped(ctx, err)
 		}
 		sent += len(page)
 		var after model.Cursor
@@ -722,7 +766,7 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		var err error
-		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes})
+		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes, NoRows: o.DryRun})
 		return err
 	})
 	if err != nil || len(page) == 0 {
