@@ -78,6 +78,10 @@ type Config struct {
 	// Compact, when set, compacts each session after its repair with this profile (the
 	// store must support it: CanCompact).
 	Compact compact.Profile
+	// ReportsLinger is how long the reports of sessions left as they are wait for more to
+	// be written with them, in one transaction (default 50ms): it delays their page's
+	// commit by as much, not the run's end (the last ones go once the workers are done).
+	ReportsLinger time.Duration
 }
 
 func (c *Config) defaults() {
@@ -106,6 +110,9 @@ func (c *Config) defaults() {
 	c.Overlap = max(c.Overlap, q)
 	if c.Retries < 1 {
 		c.Retries = 7
+	}
+	if c.ReportsLinger <= 0 {
+		c.ReportsLinger = 50 * time.Millisecond
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = 500 * time.Millisecond
@@ -362,8 +369,9 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		}()
 	}
 	// A writer takes whatever the workers queued (up to writeBatch sessions) and writes it
-	// with a store call for the repairs and one for the reports alone: no timer, so a page's last sessions are written as soon as
-	// they come, and the page commits.
+	// with a store call for the repairs and one for the reports alone. A repair goes as
+	// soon as it comes; reports alone wait up to ReportsLinger for more (in a dry run they
+	// came one to three at a time: a transaction each on the database the read runs on).
 	var wwg sync.WaitGroup
 	for range writers {
 		wwg.Add(1)
@@ -371,6 +379,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 			defer wwg.Done()
 			for w := range writes {
 				batch := []write{w}
+				var linger <-chan time.Time
 			fill:
 				for len(batch) < writeBatch {
 					select {
@@ -379,7 +388,24 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 							break fill
 						}
 						batch = append(batch, w)
+						continue
 					default:
+					}
+					if !reportsOnly(batch) {
+						break fill
+					}
+					if linger == nil {
+						linger = time.After(s.cfg.ReportsLinger)
+					}
+					select {
+					case w, ok := <-writes:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, w)
+					case <-linger:
+						break fill
+					case <-ctx.Done():
 						break fill
 					}
 				}
@@ -493,6 +519,16 @@ const (
 	writeBatch = 64
 	writers    = 2
 )
+
+// reportsOnly says whether a batch holds reports alone.
+func reportsOnly(batch []write) bool {
+	for _, w := range batch {
+		if w.report == nil {
+			return false
+		}
+	}
+	return true
+}
 
 // write is a handled session on its way to the writer: its write (a repair, or only its
 // report), and its outcome to finish once written.

@@ -687,3 +687,31 @@ func TestDryRunReportsAllPresentAndCounted(t *testing.T) {
 	require.Equal(t, 30, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND session_id LIKE 'odd-%'", res.RunID))
 	require.Equal(t, res.Counts.Scanned, count(t, b.pool, "SELECT num_scanned FROM repair_runs WHERE id = $1", res.RunID))
 }
+
+// reportCalls counts the store calls that write reports alone.
+type reportCalls struct {
+	*store.Store
+	calls atomic.Int32
+}
+
+func (s *reportCalls) InsertReports(ctx context.Context, rs []model.Report) error {
+	s.calls.Add(1)
+	return s.Store.InsertReports(ctx, rs)
+}
+
+// A dry run's reports wait for more to go with them (a transaction each, on the database
+// the run reads, was most of what a dry run's writes cost it): with a linger longer than
+// the run, every batch but each writer's last is full.
+func TestDryRunReportsGoTogether(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 300)
+	st := &reportCalls{Store: b.store}
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name(), BatchSize: 23,
+		RetryBase: time.Millisecond, ReportsLinger: time.Hour})
+	res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	reported := res.Counts.Scanned - res.Counts.Clean
+	require.Greater(t, reported, 64)
+	require.Equal(t, reported, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1", res.RunID))
+	require.LessOrEqual(t, int(st.calls.Load()), reported/64+2, "%d reports", reported)
+}
