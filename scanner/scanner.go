@@ -378,7 +378,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		go func() {
 			defer wwg.Done()
 			for w := range writes {
-				batch := []write{w}
+				batch, held := []write{w}, w.bytes
 				var linger <-chan time.Time
 			fill:
 				for len(batch) < writeBatch {
@@ -387,11 +387,12 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 						if !ok {
 							break fill
 						}
-						batch = append(batch, w)
+						batch, held = append(batch, w), held+w.bytes
 						continue
 					default:
 					}
-					if !reportsOnly(batch) {
+					// What waits holds its budget: a writer stops waiting at a quarter of it.
+					if !reportsOnly(batch) || held >= s.cfg.MaxInflightBytes/(2*writers) {
 						break fill
 					}
 					if linger == nil {
@@ -402,7 +403,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 						if !ok {
 							break fill
 						}
-						batch = append(batch, w)
+						batch, held = append(batch, w), held+w.bytes
 					case <-linger:
 						break fill
 					case <-ctx.Done():

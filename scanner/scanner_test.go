@@ -715,3 +715,25 @@ func TestDryRunReportsGoTogether(t *testing.T) {
 	require.Equal(t, reported, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1", res.RunID))
 	require.LessOrEqual(t, int(st.calls.Load()), reported/64+2, "%d reports", reported)
 }
+
+// Reports waiting for more hold their sessions' budget: a writer stops waiting at a
+// quarter of it, so that the reader, waiting for room, never waits for the linger.
+func TestWaitingReportsLeaveTheReaderRoom(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	var sessions []model.Session
+	for i := range 20 {
+		msgs := fmt.Sprintf(`[{"role":"user","content":"%s"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+			strings.Repeat("x", 60_000))
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%02d", i), Messages: []byte(msgs), UpdatedAt: old})
+	}
+	storetest.Sessions(t, pool, sessions...)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxInflightBytes: 300_000, ReportsLinger: time.Hour})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 20, res.Counts.Repaired)
+}
