@@ -323,7 +323,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
-	work := make(chan []item, s.cfg.BatchSize+s.cfg.Workers)
+	work := make(chan []item, (s.cfg.BatchSize+handoff-1)/handoff+s.cfg.Workers)
 	outs := make(chan []done, s.cfg.Workers*2)
 	writes := make(chan write, writeBatch)
 	pages := make(chan pageEnd, 4)
