@@ -13,7 +13,7 @@ var responsesSpec = &spec{
 	envelope: "input",
 	parse:    parseResponses,
 	messageSignal: func(f msgFacts) bool {
-		if len(f.typ) == 0 {
+		if len(f.typ) < shortestItemType { // most messages of other dialects: spared the lookups
 			return false
 		}
 		_, call := responsesCalls[string(f.typ)]
@@ -55,6 +55,18 @@ var responsesOutputs = map[string]bool{
 	"computer_call_output":    true,
 	"tool_search_output":      true,
 }
+
+// shortestItemType is the length of the shortest type the message signal looks for.
+var shortestItemType = func() int {
+	n := len("reasoning")
+	for typ := range responsesCalls {
+		n = min(n, len(typ))
+	}
+	for typ := range responsesOutputs {
+		n = min(n, len(typ))
+	}
+	return n
+}()
 
 // serverSearch reports a Codex tool search item without a call_id: the server ran the
 // search (execution "server") and put call and output in one response; it is not a

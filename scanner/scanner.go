@@ -78,6 +78,10 @@ type Config struct {
 	// Compact, when set, compacts each session after its repair with this profile (the
 	// store must support it: CanCompact).
 	Compact compact.Profile
+	// ReportsLinger is how long the reports of sessions left as they are wait for more to
+	// be written with them, in one transaction (default 50ms): it delays their page's
+	// commit by as much, not the run's end (the last ones go once the workers are done).
+	ReportsLinger time.Duration
 }
 
 func (c *Config) defaults() {
@@ -106,6 +110,9 @@ func (c *Config) defaults() {
 	c.Overlap = max(c.Overlap, q)
 	if c.Retries < 1 {
 		c.Retries = 7
+	}
+	if c.ReportsLinger <= 0 {
+		c.ReportsLinger = 50 * time.Millisecond
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = 500 * time.Millisecond
@@ -316,8 +323,8 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 	defer cancel(nil)
 	// A page of slack lets the reader fetch the next page while the workers repair this
 	// one, so the database keeps producing rows (its text output is the costly part).
-	work := make(chan item, s.cfg.BatchSize+s.cfg.Workers)
-	outs := make(chan done, s.cfg.Workers*2)
+	work := make(chan []item, (s.cfg.BatchSize+handoff-1)/handoff+s.cfg.Workers)
+	outs := make(chan []done, s.cfg.Workers*2)
 	writes := make(chan write, writeBatch)
 	pages := make(chan pageEnd, 4)
 	bud := newBudget(s.cfg.MaxInflightBytes)
@@ -336,33 +343,43 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for it := range work {
-				d := done{reported: it.reported, page: it.page}
-				if it.reported == nil {
-					var w *write
-					d.out, w = s.handle(res, o, it.sess)
-					if w != nil { // the writer releases its bytes once written
-						w.out, w.page, w.bytes = d.out, it.page, it.bytes
-						writes <- *w
-						continue
+			for items := range work {
+				ds := make([]done, 0, len(items))
+				freed := 0
+				for i, it := range items {
+					items[i] = item{} // its content is garbage once handled
+					d := done{reported: it.reported, page: it.page}
+					if it.reported == nil {
+						var w *write
+						d.out, w = s.handle(res, o, it.sess)
+						if w != nil { // the writer releases its bytes once written
+							w.out, w.page, w.bytes = d.out, it.page, it.bytes
+							writes <- *w
+							continue
+						}
 					}
+					freed += it.bytes
+					ds = append(ds, d)
 				}
-				it.sess = model.Session{}
-				bud.release(it.bytes)
-				outs <- d
+				bud.release(freed)
+				if len(ds) > 0 {
+					outs <- ds
+				}
 			}
 		}()
 	}
 	// A writer takes whatever the workers queued (up to writeBatch sessions) and writes it
-	// with a store call for the repairs and one for the reports alone: no timer, so a page's last sessions are written as soon as
-	// they come, and the page commits.
+	// with a store call for the repairs and one for the reports alone. A repair goes as
+	// soon as it comes; reports alone wait up to ReportsLinger for more (in a dry run they
+	// came one to three at a time: a transaction each on the database the read runs on).
 	var wwg sync.WaitGroup
 	for range writers {
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
 			for w := range writes {
-				batch := []write{w}
+				batch, held := []write{w}, w.bytes
+				var linger <-chan time.Time
 			fill:
 				for len(batch) < writeBatch {
 					select {
@@ -370,16 +387,34 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 						if !ok {
 							break fill
 						}
-						batch = append(batch, w)
+						batch, held = append(batch, w), held+w.bytes
+						continue
 					default:
+					}
+					// What waits holds its budget: a writer stops waiting at a quarter of it.
+					if !reportsOnly(batch) || held >= s.cfg.MaxInflightBytes/(2*writers) {
+						break fill
+					}
+					if linger == nil {
+						linger = time.After(s.cfg.ReportsLinger)
+					}
+					select {
+					case w, ok := <-writes:
+						if !ok {
+							break fill
+						}
+						batch, held = append(batch, w), held+w.bytes
+					case <-linger:
+						break fill
+					case <-ctx.Done():
 						break fill
 					}
 				}
 				began := time.Now()
 				ds := s.write(ctx, res, batch, cancel)
 				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
-				for _, d := range ds {
-					outs <- d
+				if len(ds) > 0 {
+					outs <- ds
 				}
 				for _, w := range batch {
 					bud.release(w.bytes)
@@ -421,32 +456,37 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 		}
 		return open[seq]
 	}
+	count := func(d done) {
+		p := page(d.page)
+		p.handled++
+		if r := d.reported; r != nil {
+			stages := make(map[repair.Stage]int, len(r.StageCounts))
+			for st, n := range r.StageCounts {
+				stages[repair.Stage(st)] = n
+			}
+			res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+			p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
+			if c := reportedCompaction(r); c != nil {
+				res.Compaction.Add(c)
+				p.res.Compaction.Add(c)
+			}
+			return
+		}
+		res.Add(d.out)
+		p.res.Add(d.out)
+		if o.KeepOutcomes && d.out.Status != model.StatusClean {
+			res.Outcomes = append(res.Outcomes, d.out)
+		}
+	}
 	for outs != nil || pages != nil {
 		select {
-		case d, ok := <-outs:
+		case ds, ok := <-outs:
 			if !ok {
 				outs = nil
 				continue
 			}
-			p := page(d.page)
-			p.handled++
-			if r := d.reported; r != nil {
-				stages := make(map[repair.Stage]int, len(r.StageCounts))
-				for st, n := range r.StageCounts {
-					stages[repair.Stage(st)] = n
-				}
-				res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
-				p.res.Count(r.Status, stages, r.IssueCodes, r.Dialect)
-				if c := reportedCompaction(r); c != nil {
-					res.Compaction.Add(c)
-					p.res.Compaction.Add(c)
-				}
-			} else {
-				res.Add(d.out)
-				p.res.Add(d.out)
-				if o.KeepOutcomes && d.out.Status != model.StatusClean {
-					res.Outcomes = append(res.Outcomes, d.out)
-				}
+			for _, d := range ds {
+				count(d)
 			}
 			if o.Progress != nil {
 				o.Progress(Progress{Counts: res.Counts, Elapsed: time.Since(start)})
@@ -480,6 +520,16 @@ const (
 	writeBatch = 64
 	writers    = 2
 )
+
+// reportsOnly says whether a batch holds reports alone.
+func reportsOnly(batch []write) bool {
+	for _, w := range batch {
+		if w.report == nil {
+			return false
+		}
+	}
+	return true
+}
 
 // write is a handled session on its way to the writer: its write (a repair, or only its
 // report), and its outcome to finish once written.
@@ -561,6 +611,14 @@ func reportOnly(r model.Report) *write { return &write{report: &r} }
 
 // item is a session handed to a worker, with the bytes it holds of the budget and the
 // page it came from.
+// Sessions go to the workers handoff at a time, or fewer of handoffBytes together, so
+// that the reader, which the database waits for, seldom waits for a processor behind
+// the workers to hand over a session (a page's 500 sessions were 500 sends and wakeups).
+const (
+	handoff      = 16
+	handoffBytes = 256 << 10
+)
+
 type item struct {
 	sess     model.Session
 	reported *model.ReportRow
@@ -573,9 +631,9 @@ type item struct {
 // only as large as the room left, and a session that does not fit comes deferred and is
 // read alone once there is room for it (or once nothing else is in flight). After a
 // page's sessions it sends the page's end.
-func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- item, pages chan<- pageEnd, bud *budget, log zerolog.Logger) error {
+func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, work chan<- []item, pages chan<- pageEnd, bud *budget, log zerolog.Logger) error {
 	q := model.Query{Mode: o.Mode, SessionID: o.SessionID, From: res.ScannedFrom, To: res.ScannedThrough,
-		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes, Slice: o.part.slice, After: o.part.after}
+		Limit: s.cfg.BatchSize, MaxBytes: s.cfg.MaxBytes, Slice: o.part.slice, After: o.part.after, NoRows: o.DryRun}
 	sent := 0
 	var seenBytes, seenRows int // content read so far, to size pages
 	for seq := 0; ; seq++ {
@@ -624,6 +682,23 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 			}
 		}
 		handed := 0
+		var items []item
+		itemBytes := 0
+		hand := func() error {
+			if len(items) == 0 {
+				return nil
+			}
+			select {
+			case work <- items:
+				handed += len(items)
+				items, itemBytes = nil, 0
+				return nil
+			case <-o.Stop:
+				return errStopped
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		for _, sess := range page {
 			it := item{page: seq}
 			if r, ok := reported[sess.ID]; ok {
@@ -631,6 +706,10 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 				it.reported = &r
 			} else {
 				if sess.Deferred {
+					// What waits in items holds budget the session may need.
+					if err := hand(); err != nil {
+						return s.readStopped(ctx, err)
+					}
 					full, ok, err := s.readAlone(ctx, o, bud, sess)
 					if err != nil || !ok {
 						if err != nil {
@@ -642,14 +721,16 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 				}
 				it.sess, it.bytes = sess, len(sess.Messages)
 			}
-			select {
-			case work <- it:
-				handed++
-			case <-o.Stop:
-				return errStopped
-			case <-ctx.Done():
-				return nil
+			items = append(items, it)
+			itemBytes += it.bytes
+			if len(items) == handoff || itemBytes >= handoffBytes {
+				if err := hand(); err != nil {
+					return s.readStopped(ctx, err)
+				}
 			}
+		}
+		if err := hand(); err != nil {
+			return s.readStopped(ctx, err)
 		}
 		sent += len(page)
 		var after model.Cursor
@@ -722,7 +803,7 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		var err error
-		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes})
+		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes, NoRows: o.DryRun})
 		return err
 	})
 	if err != nil || len(page) == 0 {

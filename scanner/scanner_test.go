@@ -687,3 +687,53 @@ func TestDryRunReportsAllPresentAndCounted(t *testing.T) {
 	require.Equal(t, 30, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1 AND session_id LIKE 'odd-%'", res.RunID))
 	require.Equal(t, res.Counts.Scanned, count(t, b.pool, "SELECT num_scanned FROM repair_runs WHERE id = $1", res.RunID))
 }
+
+// reportCalls counts the store calls that write reports alone.
+type reportCalls struct {
+	*store.Store
+	calls atomic.Int32
+}
+
+func (s *reportCalls) InsertReports(ctx context.Context, rs []model.Report) error {
+	s.calls.Add(1)
+	return s.Store.InsertReports(ctx, rs)
+}
+
+// A dry run's reports wait for more to go with them (a transaction each, on the database
+// the run reads, was most of what a dry run's writes cost it): with a linger longer than
+// the run, every batch but each writer's last is full.
+func TestDryRunReportsGoTogether(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 300)
+	st := &reportCalls{Store: b.store}
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name(), BatchSize: 23,
+		RetryBase: time.Millisecond, ReportsLinger: time.Hour})
+	res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	reported := res.Counts.Scanned - res.Counts.Clean
+	require.Greater(t, reported, 64)
+	require.Equal(t, reported, count(t, b.pool, "SELECT count(*) FROM repair_reports WHERE run_id = $1", res.RunID))
+	require.LessOrEqual(t, int(st.calls.Load()), reported/64+2, "%d reports", reported)
+}
+
+// Reports waiting for more hold their sessions' budget: a writer stops waiting at a
+// quarter of it, so that the reader, waiting for room, never waits for the linger.
+func TestWaitingReportsLeaveTheReaderRoom(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	var sessions []model.Session
+	for i := range 20 {
+		msgs := fmt.Sprintf(`[{"role":"user","content":"%s"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+			strings.Repeat("x", 60_000))
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%02d", i), Messages: []byte(msgs), UpdatedAt: old})
+	}
+	storetest.Sessions(t, pool, sessions...)
+	sc := scanner.New(st, zerolog.Nop(), scanner.Config{Source: "x", MaxInflightBytes: 300_000, ReportsLinger: time.Hour})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := sc.Run(ctx, scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 20, res.Counts.Repaired)
+}

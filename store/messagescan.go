@@ -45,7 +45,7 @@ func (l *messageLayout) scanPage(ctx context.Context, q model.Query) ([]model.Se
 	if q.Limit <= 0 && q.Mode != model.ModeSession {
 		return nil, nil
 	}
-	p := pageAssembler{maxBytes: int64(q.MaxBytes), pageBytes: int64(q.PageBytes), limit: q.Limit}
+	p := pageAssembler{maxBytes: int64(q.MaxBytes), pageBytes: int64(q.PageBytes), limit: q.Limit, noRows: q.NoRows}
 	if p.pageBytes <= 0 {
 		p.pageBytes = math.MaxInt64
 	}
@@ -194,6 +194,7 @@ func (l *messageLayout) readHolds(ctx context.Context, page []model.Session) err
 type pageAssembler struct {
 	maxBytes, pageBytes int64
 	limit               int
+	noRows              bool // the sessions come without their Rows
 	out                 []model.Session
 	cum                 int64 // the content of the page so far
 	ended               bool  // a deferred session ended the page
@@ -292,6 +293,13 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	if !c.keep {
 		return nil
 	}
+	if c.rows > 1 {
+		c.buf.WriteByte(',')
+	}
+	c.buf.Write(v[3])
+	if p.noRows {
+		return nil
+	}
 	ord, err := int8Value(fd[2], v[2])
 	if err != nil {
 		return fmt.Errorf("session %q: order: %w", c.id, err)
@@ -300,10 +308,6 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("session %q: xmin: %w", c.id, err)
 	}
-	if c.rows > 1 {
-		c.buf.WriteByte(',')
-	}
-	c.buf.Write(v[3])
 	c.keys = append(c.keys, v[1]...)
 	c.ends = append(c.ends, len(c.keys))
 	c.ords = append(c.ords, ord)
@@ -336,6 +340,9 @@ func (p *pageAssembler) end() error {
 	case counted > 0:
 		c.buf.WriteByte(']')
 		s.Messages = bytes.Clone(c.buf.Bytes())
+		if p.noRows {
+			break
+		}
 		keys := string(c.keys)
 		s.Rows = make([]model.Row, len(c.ends))
 		from := 0

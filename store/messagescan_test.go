@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,18 @@ func TestMessagesLayoutFullReadIsTheIncrementalRead(t *testing.T) {
 					incr := read(t, q)
 					require.NotEmpty(t, full)
 					require.Empty(t, cmp.Diff(incr, full), "pages: incremental (-) and full (+)")
+					// A dry run's read: the same pages without the rows, both ways.
+					var bare [][]model.Session
+					for _, page := range full {
+						bare = append(bare, slices.Clone(page))
+						for i := range bare[len(bare)-1] {
+							bare[len(bare)-1][i].Rows = nil
+						}
+					}
+					q.NoRows = true
+					require.Empty(t, cmp.Diff(bare, read(t, q)), "incremental pages without rows")
+					q.Mode = model.ModeFull
+					require.Empty(t, cmp.Diff(bare, read(t, q)), "full pages without rows")
 					for _, page := range full {
 						for _, s := range page {
 							switch {

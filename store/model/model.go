@@ -136,6 +136,8 @@ type Query struct {
 	PageBytes int
 	// Slice limits a full or incremental page to one partition of the sessions.
 	Slice Slice
+	// NoRows leaves Session.Rows out (a dry run writes nothing by them).
+	NoRows bool
 }
 
 // Slice is one partition of the sessions: those whose id is greater than Lower and at
