@@ -375,14 +375,15 @@ const lcForms = {
   },
 };
 
-function lcModel(provider, reply) {
+// outputVersion "v1": LangChain 1's standard content blocks in the AIMessage.
+function lcModel(provider, reply, { outputVersion } = {}) {
   const s = stub(reply ?? textOK[provider]);
   let model;
   if (provider === 'anthropic') {
-    model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, clientOptions: { fetch: s.fetch } });
+    model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, outputVersion, clientOptions: { fetch: s.fetch } });
   } else {
     model = new ChatOpenAI({
-      model: 'gpt-4o', apiKey: 'stub', maxRetries: 0, configuration: { fetch: s.fetch },
+      model: 'gpt-4o', apiKey: 'stub', maxRetries: 0, outputVersion, configuration: { fetch: s.fetch },
       useResponsesApi: provider === 'openai-responses',
     });
   }
@@ -401,7 +402,7 @@ async function lcRequest(provider, messages) {
 
 // lcCall produces an AIMessage the way an app gets it: the provider package's own conversion
 // of a (canned) provider response that calls a tool.
-async function lcCall(provider, { id, args = '{"city":"Paris"}' } = {}) {
+async function lcCall(provider, { id, args = '{"city":"Paris"}', outputVersion } = {}) {
   const human = new HumanMessage('Weather in Paris?');
   let reply;
   if (provider === 'anthropic') {
@@ -411,7 +412,7 @@ async function lcCall(provider, { id, args = '{"city":"Paris"}' } = {}) {
   } else {
     reply = openaiResponsesReply([{ type: 'function_call', id: 'fc_01', call_id: id ?? 'call_01', name: 'get_weather', arguments: args, status: 'completed' }]);
   }
-  const { model } = lcModel(provider, reply);
+  const { model } = lcModel(provider, reply, { outputVersion });
   const ai = await model.invoke([human]);
   return { human, ai };
 }
@@ -469,6 +470,17 @@ function lcCases() {
       const { human, ai } = await lcCall('openai-chat', { args: '{"city": "Par' });
       assert.ok(ai.invalid_tool_calls.length === 1 && ai.tool_calls.length === 0, 'ChatOpenAI files the call under invalid_tool_calls');
       return [human, ai, new HumanMessage('Hello?')];
+    }],
+    // LangChain JS 1 stores a "v1" AIMessage with its fields again in lc_kwargs, and its
+    // contentBlocks: copies of the call that loading never reads.
+    ['ChatOpenAI outputVersion "v1" call, no ToolMessage', 'openai-chat', async () => {
+      const { human, ai } = await lcCall('openai-chat', { outputVersion: 'v1' });
+      assert.ok(ai.content.some?.((b) => b.type === 'tool_call'), 'a "v1" AIMessage keeps the call as a tool_call content block');
+      return [human, ai, new HumanMessage('Are you still there?')];
+    }],
+    ['ChatAnthropic outputVersion "v1" call, no ToolMessage', 'anthropic', async () => {
+      const { human, ai } = await lcCall('anthropic', { outputVersion: 'v1' });
+      return [human, ai, new HumanMessage('Are you still there?')];
     }],
     ['ChatOpenAI Responses call, no ToolMessage', 'openai-responses', async () => {
       const { human, ai } = await lcCall('openai-responses');
@@ -546,6 +558,23 @@ function mastraCases() {
       ]);
       return mastraSession(user, answer, { ...answer, id: 'msg_a1_retry' }, mastraStore([uiUser('msg_u2', 'Thanks!')]));
     }),
+    // A tool that threw: MessageList writes the part in ai 5's state output-error and keeps
+    // its earlier copy, state "call", in toolInvocations; the prompt reads the part.
+    mk('a tool that threw (output-error part, "call" in toolInvocations), retried', 'broken', () => {
+      const [user, answer] = mastraStore([
+        uiUser('msg_u1', 'Weather in Paris?'),
+        uiAssistant('msg_a1', weatherPart('output-error', { errorText: 'weather service down' }), { type: 'text', text: 'The weather service is down.' }),
+      ]);
+      assert.ok(answer.content.toolInvocations?.[0]?.state === 'call', 'MessageList keeps the call in toolInvocations');
+      return mastraSession(user, answer, { ...answer, id: 'msg_a1_retry' }, mastraStore([uiUser('msg_u2', 'Thanks!')]));
+    }),
+    // A denied call: MessageList leaves it out of toolInvocations.
+    mk('a denied call (output-denied, not in toolInvocations) beside one left in state "call"', 'tolerated', () => mastraSession(
+      mastraStore([uiUser('msg_u1', 'Clear the cache, then the weather in Paris.'), uiAssistant('msg_a1',
+        { type: 'tool-clearCache', toolCallId: 'toolu_05', state: 'output-denied', input: {}, approval: { id: 'approval_1', approved: false, reason: 'not now' } },
+        weatherPart('input-available'))]),
+      mastraStore([uiUser('msg_u2', 'Hello?')]),
+    )),
     mk('tool-invocation left in state "call"', 'tolerated', () => mastraSession(
       mastraStore([uiUser('msg_u1', 'Weather in Paris?'), uiAssistant('msg_a1', { type: 'text', text: 'Checking.' }, weatherPart('input-available'))]),
       mastraStore([uiUser('msg_u2', 'Hello?')]),

@@ -373,14 +373,14 @@ func (p *plan) rebuildInPlace(i int, kept [][]byte) []byte {
 
 // withParts returns obj (with members ms) with its member partsKey set to parts, and its
 // toolInvocations mirror, when parts are tool-invocation parts beside it, set to their
-// invocations.
+// invocations in AI SDK 4's states (as Mastra derives it: see mirrorsParts).
 func withParts(obj []byte, ms []member, partsKey keyCode, parts [][]byte) []byte {
 	mirror, hasMirror := findCode(ms, keyToolInvocations)
 	if hasMirror && partsKey != keyToolInvocations {
 		var invs [][]byte
 		for _, pr := range parts {
 			pms, _ := membersOf(pr)
-			if inv, ok := findCode(pms, keyToolInvocation); ok {
+			if inv, ok := findCode(pms, keyToolInvocation); ok && aiSDK4States.has(wordOf(stateOf(inv.val(pr)))) {
 				invs = append(invs, inv.val(pr))
 			}
 		}
@@ -422,14 +422,72 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	// AI SDK 4 kept each invocation twice, the same object in both places (its members
 	// in any order: Mastra writes them so); a copy that says something else (another
 	// state, a result the part lacks) cannot be kept in step.
-	i := 0
-	same := true
-	eachElement(holder.get(keyToolInvocations), func(e []byte) bool {
-		same = i < len(invs) && sameMembers(invs[i], e)
-		i++
-		return same
-	})
-	if !same || i != len(invs) {
+	if !mirrorsParts(invs, holder.get(keyToolInvocations)) {
 		ps.doubtful("the toolInvocations array does not repeat the message's tool-invocation parts exactly")
 	}
+}
+
+// mirrorsParts reports whether the toolInvocations array mirror repeats invs, the
+// tool-invocation parts' invocations, in order. An invocation in a state AI SDK 4 lacks
+// (output-error, output-denied, approval-*: Mastra writes ai 5's states in its parts) may
+// be missing from the mirror, or be there as it was before it got that state (state call
+// or partial-call, no other member changed): Mastra derives the mirror with only ai 4's
+// states, and keeps a tool that threw as its earlier call. Mastra reads the parts (its
+// prompt skips a mirror entry whose call is in a part; its ai 4 view keeps only results),
+// so such a mirror says nothing the parts do not.
+func mirrorsParts(invs [][]byte, mirror []byte) bool {
+	var elems [][]byte
+	eachElement(mirror, func(e []byte) bool {
+		elems = append(elems, e)
+		return true
+	})
+	j := 0
+	for _, inv := range invs {
+		switch {
+		case j < len(elems) && (sameMembers(inv, elems[j]) || staleCopy(inv, elems[j])):
+			j++
+		case aiSDK4States.has(wordOf(stateOf(inv))):
+			return false // an AI SDK 4 invocation the mirror lacks or tells otherwise
+		}
+	}
+	return j == len(elems)
+}
+
+// aiSDK4States are the states of an AI SDK 4 tool invocation.
+var aiSDK4States = words("partial-call", "call", "result")
+
+// staleCopy reports whether mirror entry e is invocation inv as it was before it got a
+// state AI SDK 4 lacks: state call or partial-call, every other member of e as in inv.
+func staleCopy(inv, e []byte) bool {
+	if aiSDK4States.has(wordOf(stateOf(inv))) || !isString(stateOf(e), "call") && !isString(stateOf(e), "partial-call") {
+		return false
+	}
+	ims, err1 := membersOf(inv)
+	ems, err2 := membersOf(e)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for _, em := range ems {
+		if em.name(e) == "state" {
+			continue
+		}
+		im, ok := findMember(inv, ims, em.name(e))
+		if !ok || !bytes.Equal(im.val(inv), em.val(e)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateOf is an invocation's state member, or nil.
+func stateOf(inv []byte) []byte {
+	ms, err := membersOf(inv)
+	if err != nil {
+		return nil
+	}
+	m, ok := findCode(ms, keyState)
+	if !ok {
+		return nil
+	}
+	return m.val(inv)
 }
