@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // In-place dialects (the AI SDK's UIMessage, Mastra) keep a tool call and its result in
@@ -283,7 +284,107 @@ func (p *plan) decideInPlace() {
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		}
 	}
+	p.dropDanglingReasoningParts(last, running)
 	p.dropBareMarkers()
+}
+
+// dropDanglingReasoningParts follows the Responses rule (dropDanglingReasoning) in an
+// assistant message: a reasoning part with an OpenAI item id and no text, file or tool
+// part after it in the message (a stream stopped right after the reasoning) goes, as the
+// SDK would send it as a reasoning item followed by the user's next message. One followed
+// by another assistant message that stays is left, as a reasoning item followed by a
+// model item is; the last message's, while the session is within its quiet period, may
+// still stream.
+func (p *plan) dropDanglingReasoningParts(last int, running bool) {
+	acts, issues := len(p.report.Actions), len(p.report.Issues)
+	nextAssistant := false // the next message that stays is the assistant's
+	for i := len(p.msgs) - 1; i >= 0; i-- {
+		m := &p.msgs[i]
+		if m.kind == msgAssistant && !nextAssistant && !(i == last && running) {
+			p.dropTrailingReasoning(i)
+		}
+		if p.keepsContent(i) {
+			nextAssistant = m.kind == msgAssistant
+		}
+	}
+	// Found from the end: reported from the start.
+	slices.Reverse(p.report.Actions[acts:])
+	slices.Reverse(p.report.Issues[issues:])
+}
+
+// dropTrailingReasoning removes the Responses reasoning parts of message i that no text,
+// file or tool part follows.
+func (p *plan) dropTrailingReasoning(i int) {
+	m, removed := &p.msgs[i], p.removedOf(i)
+	for pi := len(m.parts) - 1; pi >= 0; pi-- {
+		if removed[pi] {
+			continue
+		}
+		raw := m.parts[pi].raw()
+		if m.parts[pi].kind == partCall || modelContentPart(raw) {
+			return
+		}
+		if !responsesReasoningPart(raw) {
+			continue
+		}
+		p.removePart(i, pi, StageDropDanglingReasoning)
+		p.report.Actions = append(p.report.Actions, Action{Stage: StageDropDanglingReasoning, Action: ActionDrop,
+			MessageIndex: i, Detail: "reasoning part with no text or tool part after it"})
+		p.report.Issues = append(p.report.Issues, Issue{Code: IssueDanglingReasoning, MessageIndex: i})
+	}
+}
+
+// keepsContent reports whether in-place message i keeps something besides step-start
+// parts (dropBareMarkers removes a message left with those only).
+func (p *plan) keepsContent(i int) bool {
+	if p.edits[i].drop {
+		return false
+	}
+	if p.msgs[i].otherContent {
+		return true
+	}
+	for pi, removed := range p.removedOf(i) {
+		if !removed && !isStepStart(p.msgs[i].parts[pi].raw()) {
+			return true
+		}
+	}
+	return false
+}
+
+// modelContentPart reports a text or file part: the SDK sends it as the model's output.
+func modelContentPart(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	t, ok := findCode(ms, keyType)
+	return ok && (isString(t.val(raw), "text") || isString(t.val(raw), "file"))
+}
+
+// responsesReasoningPart reports a reasoning part from OpenAI's Responses API: its
+// providerMetadata.openai.itemId names the reasoning item the SDK sends back.
+func responsesReasoningPart(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	t, ok := findCode(ms, keyType)
+	if !ok || !isString(t.val(raw), "reasoning") {
+		return false
+	}
+	v := raw
+	for _, key := range []string{"providerMetadata", "openai", "itemId"} {
+		vms, err := membersOf(v)
+		if err != nil {
+			return false
+		}
+		m, ok := findMember(v, vms, key)
+		if !ok {
+			return false
+		}
+		v = m.val(v)
+	}
+	return len(v) > 0 && v[0] == '"'
 }
 
 // samePart reports whether two tool parts are one call stored twice (by a retry, or
