@@ -476,6 +476,22 @@ async function lcCutStream() {
   return { human, ai: acc };
 }
 
+// lcCutResponsesStream streams from ChatOpenAI (Responses API) through a stub whose event
+// stream stops right after a reasoning item began: the AIMessageChunk holds no content and
+// no call, only additional_kwargs.reasoning.
+async function lcCutResponsesStream() {
+  const body = [
+    { type: 'response.created', response: { id: 'resp_cut', created_at: 1767225600, model: 'gpt-5' } },
+    { type: 'response.output_item.added', output_index: 0, item: { type: 'reasoning', id: 'rs_01', summary: [] } },
+  ].map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+  const fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  const model = new ChatOpenAI({ model: 'gpt-5', apiKey: 'stub', maxRetries: 0, useResponsesApi: true, configuration: { fetch } });
+  const human = new HumanMessage('Weather in Paris?');
+  let acc;
+  for await (const chunk of await model.stream([human])) acc = acc ? acc.concat(chunk) : chunk;
+  return { human, ai: acc };
+}
+
 const toolMessage = (ai, i = 0) => new ToolMessage({ content: '{"city":"Paris","celsius":21}', tool_call_id: (ai.tool_calls[i] ?? ai.invalid_tool_calls[i]).id, name: 'get_weather' });
 
 function lcCases() {
@@ -519,6 +535,13 @@ function lcCases() {
     ['ChatAnthropic outputVersion "v1" call, no ToolMessage', 'anthropic', async () => {
       const { human, ai } = await lcCall('anthropic', { outputVersion: 'v1' });
       return [human, ai, new HumanMessage('Are you still there?')];
+    }],
+    // ChatOpenAI sends the reasoning item followed by the next human message: OpenAI
+    // answers 400 (provided without its required following item).
+    ['ChatOpenAI Responses stream cut after the reasoning item began (AIMessageChunk)', 'openai-responses', async () => {
+      const { human, ai } = await lcCutResponsesStream();
+      assert.ok(ai.additional_kwargs.reasoning?.id === 'rs_01' && !ai.tool_calls.length, 'the chunk holds the reasoning item only');
+      return [human, ai, new HumanMessage('Hello?')];
     }],
     ['ChatOpenAI Responses call, no ToolMessage', 'openai-responses', async () => {
       const { human, ai } = await lcCall('openai-responses');
