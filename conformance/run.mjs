@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 process.env.LANGCHAIN_TRACING_V2 = 'false';
 process.env.LANGSMITH_TRACING = 'false';
 process.env.MASTRA_TELEMETRY_DISABLED = '1';
+globalThis.AI_SDK_LOG_WARNINGS = false; // the AI SDK's own warnings (dropped reasoning metadata)
 globalThis.fetch = async (input) => {
   throw new Error(`conformance: a request to ${input?.url ?? input} bypassed the stubs`);
 };
@@ -153,7 +154,9 @@ function aiModel(v, provider, reply) {
 // the captured requests' messages; a library error propagates.
 // With webSearch, the request goes to Anthropic only, with its provider-executed web search
 // tool declared (the SDK needs it to send the stored call back as a server_tool_use block).
-async function aiRequests(v, messages, { webSearch = false } = {}) {
+// With responses, the request goes to OpenAI's Responses API with store: false (reasoning
+// items sent whole, encrypted content included, rather than as item_references).
+async function aiRequests(v, messages, { webSearch = false, responses = false } = {}) {
   const out = [];
   for (const provider of webSearch ? ['anthropic'] : ['anthropic', 'openai-chat']) {
     const { model, seen } = aiModel(v, provider);
@@ -162,7 +165,35 @@ async function aiRequests(v, messages, { webSearch = false } = {}) {
     assert.equal(seen.length, 1, `${provider}: one request`);
     out.push({ dialect: provider, messages: seen[0].body.messages });
   }
+  if (responses) {
+    const s = stub(textOK['openai-responses']);
+    const model = AI[v].openai({ apiKey: 'stub', fetch: s.fetch }).responses('gpt-5');
+    await AI[v].ai.generateText({ model, messages, maxRetries: 0, providerOptions: { openai: { store: false } } });
+    out.push({ dialect: 'openai-responses', messages: s.seen[0].body.input });
+  }
   return out;
+}
+
+// aiResponsesReasoningCut streams from OpenAI's Responses API (stubbed) a turn whose stream
+// stops right after its reasoning item (encrypted, as with store: false), and returns the
+// assistant UIMessage the client holds then: a reasoning part with the item id.
+async function aiResponsesReasoningCut(v) {
+  const { ai } = AI[v];
+  const enc = 'gAAAAB_encrypted';
+  const body = [
+    { type: 'response.created', response: { id: 'resp_1', created_at: 1767225600, model: 'gpt-5' } },
+    { type: 'response.output_item.added', output_index: 0, item: { type: 'reasoning', id: 'rs_01', encrypted_content: enc } },
+    { type: 'response.reasoning_summary_part.added', item_id: 'rs_01', summary_index: 0 },
+    { type: 'response.reasoning_summary_text.delta', item_id: 'rs_01', summary_index: 0, delta: 'The user wants the weather.' },
+    { type: 'response.reasoning_summary_part.done', item_id: 'rs_01', summary_index: 0 },
+    { type: 'response.output_item.done', output_index: 0, item: { type: 'reasoning', id: 'rs_01', encrypted_content: enc, summary: [{ type: 'summary_text', text: 'The user wants the weather.' }] } },
+  ].map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+  const fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  const model = AI[v].openai({ apiKey: 'stub', fetch }).responses('gpt-5');
+  const r = ai.streamText({ model, messages: [{ role: 'user', content: 'Weather in Paris?' }], maxRetries: 0, onError: () => {} });
+  let message;
+  for await (const m of ai.readUIMessageStream({ stream: r.toUIMessageStream({ sendReasoning: true }) })) message = m;
+  return { ...JSON.parse(JSON.stringify(message)), id: 'msg_a1' };
 }
 
 // The UIMessage path of the chatbot template: validateUIMessages, convertToModelMessages, then
@@ -264,6 +295,13 @@ function aiCases() {
         weatherPart('input-available')),
       uiUser('msg_u2', 'Hello?'),
     ], { webSearch: true });
+    // The SDK sends the reasoning part as a reasoning item followed by the user's next
+    // message: OpenAI answers 400 (provided without its required following item).
+    ui('OpenAI Responses stream stopped after the reasoning item', async () => {
+      const a = await aiResponsesReasoningCut(v);
+      assert.ok(a.parts.some((p) => p.type === 'reasoning' && p.providerMetadata?.openai?.itemId), 'the reasoning part keeps its item id');
+      return [uiUser('msg_u1', 'Weather in Paris?'), a, uiUser('msg_u2', 'Hello?')];
+    }, { responses: true });
     if (v >= 6) {
       const approval = (state, approvalState) => () => [
         uiUser('msg_u1', 'Delete the staging bucket.'),
@@ -375,14 +413,15 @@ const lcForms = {
   },
 };
 
-function lcModel(provider, reply) {
+// outputVersion "v1": LangChain 1's standard content blocks in the AIMessage.
+function lcModel(provider, reply, { outputVersion } = {}) {
   const s = stub(reply ?? textOK[provider]);
   let model;
   if (provider === 'anthropic') {
-    model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, clientOptions: { fetch: s.fetch } });
+    model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, outputVersion, clientOptions: { fetch: s.fetch } });
   } else {
     model = new ChatOpenAI({
-      model: 'gpt-4o', apiKey: 'stub', maxRetries: 0, configuration: { fetch: s.fetch },
+      model: 'gpt-4o', apiKey: 'stub', maxRetries: 0, outputVersion, configuration: { fetch: s.fetch },
       useResponsesApi: provider === 'openai-responses',
     });
   }
@@ -401,7 +440,7 @@ async function lcRequest(provider, messages) {
 
 // lcCall produces an AIMessage the way an app gets it: the provider package's own conversion
 // of a (canned) provider response that calls a tool.
-async function lcCall(provider, { id, args = '{"city":"Paris"}' } = {}) {
+async function lcCall(provider, { id, args = '{"city":"Paris"}', outputVersion } = {}) {
   const human = new HumanMessage('Weather in Paris?');
   let reply;
   if (provider === 'anthropic') {
@@ -411,7 +450,7 @@ async function lcCall(provider, { id, args = '{"city":"Paris"}' } = {}) {
   } else {
     reply = openaiResponsesReply([{ type: 'function_call', id: 'fc_01', call_id: id ?? 'call_01', name: 'get_weather', arguments: args, status: 'completed' }]);
   }
-  const { model } = lcModel(provider, reply);
+  const { model } = lcModel(provider, reply, { outputVersion });
   const ai = await model.invoke([human]);
   return { human, ai };
 }
@@ -431,6 +470,22 @@ async function lcCutStream() {
   ].join('');
   const fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
   const model = new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey: 'stub', maxRetries: 0, streaming: true, clientOptions: { fetch } });
+  const human = new HumanMessage('Weather in Paris?');
+  let acc;
+  for await (const chunk of await model.stream([human])) acc = acc ? acc.concat(chunk) : chunk;
+  return { human, ai: acc };
+}
+
+// lcCutResponsesStream streams from ChatOpenAI (Responses API) through a stub whose event
+// stream stops right after a reasoning item began: the AIMessageChunk holds no content and
+// no call, only additional_kwargs.reasoning.
+async function lcCutResponsesStream() {
+  const body = [
+    { type: 'response.created', response: { id: 'resp_cut', created_at: 1767225600, model: 'gpt-5' } },
+    { type: 'response.output_item.added', output_index: 0, item: { type: 'reasoning', id: 'rs_01', summary: [] } },
+  ].map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+  const fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  const model = new ChatOpenAI({ model: 'gpt-5', apiKey: 'stub', maxRetries: 0, useResponsesApi: true, configuration: { fetch } });
   const human = new HumanMessage('Weather in Paris?');
   let acc;
   for await (const chunk of await model.stream([human])) acc = acc ? acc.concat(chunk) : chunk;
@@ -468,6 +523,24 @@ function lcCases() {
     ['ChatOpenAI invalid_tool_calls', 'openai-chat', async () => {
       const { human, ai } = await lcCall('openai-chat', { args: '{"city": "Par' });
       assert.ok(ai.invalid_tool_calls.length === 1 && ai.tool_calls.length === 0, 'ChatOpenAI files the call under invalid_tool_calls');
+      return [human, ai, new HumanMessage('Hello?')];
+    }],
+    // LangChain JS 1 stores a "v1" AIMessage with its fields again in lc_kwargs, and its
+    // contentBlocks: copies of the call that loading never reads.
+    ['ChatOpenAI outputVersion "v1" call, no ToolMessage', 'openai-chat', async () => {
+      const { human, ai } = await lcCall('openai-chat', { outputVersion: 'v1' });
+      assert.ok(ai.content.some?.((b) => b.type === 'tool_call'), 'a "v1" AIMessage keeps the call as a tool_call content block');
+      return [human, ai, new HumanMessage('Are you still there?')];
+    }],
+    ['ChatAnthropic outputVersion "v1" call, no ToolMessage', 'anthropic', async () => {
+      const { human, ai } = await lcCall('anthropic', { outputVersion: 'v1' });
+      return [human, ai, new HumanMessage('Are you still there?')];
+    }],
+    // ChatOpenAI sends the reasoning item followed by the next human message: OpenAI
+    // answers 400 (provided without its required following item).
+    ['ChatOpenAI Responses stream cut after the reasoning item began (AIMessageChunk)', 'openai-responses', async () => {
+      const { human, ai } = await lcCutResponsesStream();
+      assert.ok(ai.additional_kwargs.reasoning?.id === 'rs_01' && !ai.tool_calls.length, 'the chunk holds the reasoning item only');
       return [human, ai, new HumanMessage('Hello?')];
     }],
     ['ChatOpenAI Responses call, no ToolMessage', 'openai-responses', async () => {
@@ -546,6 +619,23 @@ function mastraCases() {
       ]);
       return mastraSession(user, answer, { ...answer, id: 'msg_a1_retry' }, mastraStore([uiUser('msg_u2', 'Thanks!')]));
     }),
+    // A tool that threw: MessageList writes the part in ai 5's state output-error and keeps
+    // its earlier copy, state "call", in toolInvocations; the prompt reads the part.
+    mk('a tool that threw (output-error part, "call" in toolInvocations), retried', 'broken', () => {
+      const [user, answer] = mastraStore([
+        uiUser('msg_u1', 'Weather in Paris?'),
+        uiAssistant('msg_a1', weatherPart('output-error', { errorText: 'weather service down' }), { type: 'text', text: 'The weather service is down.' }),
+      ]);
+      assert.ok(answer.content.toolInvocations?.[0]?.state === 'call', 'MessageList keeps the call in toolInvocations');
+      return mastraSession(user, answer, { ...answer, id: 'msg_a1_retry' }, mastraStore([uiUser('msg_u2', 'Thanks!')]));
+    }),
+    // A denied call: MessageList leaves it out of toolInvocations.
+    mk('a denied call (output-denied, not in toolInvocations) beside one left in state "call"', 'tolerated', () => mastraSession(
+      mastraStore([uiUser('msg_u1', 'Clear the cache, then the weather in Paris.'), uiAssistant('msg_a1',
+        { type: 'tool-clearCache', toolCallId: 'toolu_05', state: 'output-denied', input: {}, approval: { id: 'approval_1', approved: false, reason: 'not now' } },
+        weatherPart('input-available'))]),
+      mastraStore([uiUser('msg_u2', 'Hello?')]),
+    )),
     mk('tool-invocation left in state "call"', 'tolerated', () => mastraSession(
       mastraStore([uiUser('msg_u1', 'Weather in Paris?'), uiAssistant('msg_a1', { type: 'text', text: 'Checking.' }, weatherPart('input-available'))]),
       mastraStore([uiUser('msg_u2', 'Hello?')]),
@@ -593,13 +683,15 @@ const describe = (v) => v.error
   ? v.error
   : v.checks.map((k) => `${k.dialect} ${k.clean ? 'clean' : k.issues.join('+') || k.status}`).join(', ');
 
-// texts collects what a person wrote or read: every "text" string, and the string content of
-// user and human messages. None of it may go missing in a repair.
+// texts collects what a person wrote or read: every "text" string (but a reasoning part's),
+// and the string content of user and human messages. None of it may go missing in a repair.
 function texts(node, out = new Set(), role) {
   if (Array.isArray(node)) {
     for (const n of node) texts(n, out, role);
   } else if (node && typeof node === 'object') {
     const r = node.lc === 1 && Array.isArray(node.id) ? node.id.at(-1) : node.role ?? node.type ?? role;
+    // A model's reasoning (a dangling reasoning part goes) is no text a person wrote.
+    if (node.type === 'reasoning') return out;
     for (const [k, val] of Object.entries(node)) {
       if (k === 'text' && typeof val === 'string' && val) out.add(val);
       else if (k === 'content' && typeof val === 'string' && val && ['user', 'human', 'HumanMessage'].includes(r)) out.add(val);

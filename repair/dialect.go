@@ -117,6 +117,9 @@ type spec struct {
 	// resultName is the member of a result message naming its tool, which converters to
 	// Gemini copy into functionResponse.name (OpenClaw's toolName); keyOther: none.
 	resultName keyCode
+	// follower says what a reasoning message (message.reasoning) is followed by, for
+	// dropDanglingReasoning; nil: responsesFollower.
+	follower func(m *message) follower
 }
 
 // msgFacts are the members of a message that detection looks at, found in one pass.

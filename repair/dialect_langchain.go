@@ -36,6 +36,14 @@ var langChainSpec = &spec{
 		return lcSynth(v, c, id, text)
 	},
 	rebuild: rebuildLangChain,
+	// After a reasoning-only AI message, another AI message is the model's output; a
+	// human, system or tool message is input (ChatOpenAI sends each as a Responses item).
+	follower: func(m *message) follower {
+		if m.kind == msgAssistant {
+			return followsModel
+		}
+		return followsInput
+	},
 }
 
 // lcForm is a stored form of LangChain messages.
@@ -284,6 +292,23 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	}
 	m.otherContent = lcMirrors(m, ps, v, f)
 	m.knownFrom, m.knownTo = int32(knownFrom), int32(len(ps.knownValues))
+	// ChatOpenAI (Responses API) keeps a reasoning item in additional_kwargs.reasoning and
+	// sends it before the message's own items: with no content and no call (a stream cut
+	// right after the reasoning item began), the message is that reasoning item alone.
+	m.reasoning = len(m.parts) == 0 && !m.otherContent && lcHasReasoning(ps, f.kwargs)
+}
+
+// lcHasReasoning reports an additional_kwargs object kwargs with a reasoning object.
+func lcHasReasoning(ps *parser, kwargs []byte) bool {
+	if len(kwargs) == 0 || kwargs[0] != '{' || !mayHold(kwargs, `"reasoning"`, `"reasoning"`) {
+		return false
+	}
+	kw, ok, _ := ps.obj(kwargs)
+	if !ok {
+		return false
+	}
+	mb, ok := findMember(kw.raw, kw.ms, "reasoning")
+	return ok && mb.val(kw.raw)[0] == '{'
 }
 
 // eachElem calls fn with each element of the array v and, for an object, its members

@@ -29,6 +29,7 @@ var openClawSpec = &spec{
 	},
 
 	resultName: keyToolName,
+	follower:   openClawFollower,
 }
 
 var pathToolCallIDCamel = []keyCode{keyToolCallIDCamel}
@@ -51,6 +52,10 @@ func parseOpenClaw(m *message, ps *parser) error {
 	case "assistant":
 		m.kind = msgAssistant
 		m.failed = failedTurn(m)
+		// pi-ai sends a Responses reasoning item kept as a thinking block (its signature the
+		// item's JSON) unless the turn failed: alone in its message (the output limit hit
+		// during the reasoning), it is a reasoning item with nothing of its own after it.
+		m.reasoning = !m.failed && responsesThinkingOnly(m.get(keyContent))
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
 			typ := o.get(keyType)
 			switch {
@@ -69,6 +74,45 @@ func parseOpenClaw(m *message, ps *parser) error {
 		checkMisplacedCalls(m, ps, role)
 	}
 	return nil
+}
+
+// openClawFollower: after a reasoning-only assistant message, another assistant message is
+// the model's output; anything else pi sends as input.
+func openClawFollower(m *message) follower {
+	if m.kind == msgAssistant {
+		return followsModel
+	}
+	return followsInput
+}
+
+// responsesThinkingOnly reports a content array of thinking blocks only, each with a
+// thinkingSignature holding an OpenAI Responses reasoning item ({"type":"reasoning",...}).
+func responsesThinkingOnly(content []byte) bool {
+	if len(content) == 0 || content[0] != '[' {
+		return false
+	}
+	n := 0
+	ok := true
+	eachElement(content, func(e []byte) bool {
+		n++
+		ms, err := membersOf(e)
+		if err != nil {
+			ok = false
+			return false
+		}
+		t, found := findCode(ms, keyType)
+		sig, hasSig := findMember(e, ms, "thinkingSignature")
+		if ok = found && isString(t.val(e), "thinking") && hasSig; !ok {
+			return false
+		}
+		text, isStr := stringValue(sig.val(e))
+		var item struct {
+			Type string `json:"type"`
+		}
+		ok = isStr && json.Unmarshal([]byte(text), &item) == nil && item.Type == "reasoning"
+		return ok
+	})
+	return ok && n > 0
 }
 
 // openClawCallTypes are the block types parseOpenClaw reads as calls in an assistant

@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // In-place dialects (the AI SDK's UIMessage, Mastra) keep a tool call and its result in
@@ -283,7 +284,107 @@ func (p *plan) decideInPlace() {
 			p.issue(IssueCallWithoutResult, int(c.msg), pt, "")
 		}
 	}
+	p.dropDanglingReasoningParts(last, running)
 	p.dropBareMarkers()
+}
+
+// dropDanglingReasoningParts follows the Responses rule (dropDanglingReasoning) in an
+// assistant message: a reasoning part with an OpenAI item id and no text, file or tool
+// part after it in the message (a stream stopped right after the reasoning) goes, as the
+// SDK would send it as a reasoning item followed by the user's next message. One followed
+// by another assistant message that stays is left, as a reasoning item followed by a
+// model item is; the last message's, while the session is within its quiet period, may
+// still stream.
+func (p *plan) dropDanglingReasoningParts(last int, running bool) {
+	acts, issues := len(p.report.Actions), len(p.report.Issues)
+	nextAssistant := false // the next message that stays is the assistant's
+	for i := len(p.msgs) - 1; i >= 0; i-- {
+		m := &p.msgs[i]
+		if m.kind == msgAssistant && !nextAssistant && !(i == last && running) {
+			p.dropTrailingReasoning(i)
+		}
+		if p.keepsContent(i) {
+			nextAssistant = m.kind == msgAssistant
+		}
+	}
+	// Found from the end: reported from the start.
+	slices.Reverse(p.report.Actions[acts:])
+	slices.Reverse(p.report.Issues[issues:])
+}
+
+// dropTrailingReasoning removes the Responses reasoning parts of message i that no text,
+// file or tool part follows.
+func (p *plan) dropTrailingReasoning(i int) {
+	m, removed := &p.msgs[i], p.removedOf(i)
+	for pi := len(m.parts) - 1; pi >= 0; pi-- {
+		if removed[pi] {
+			continue
+		}
+		raw := m.parts[pi].raw()
+		if m.parts[pi].kind == partCall || modelContentPart(raw) {
+			return
+		}
+		if !responsesReasoningPart(raw) {
+			continue
+		}
+		p.removePart(i, pi, StageDropDanglingReasoning)
+		p.report.Actions = append(p.report.Actions, Action{Stage: StageDropDanglingReasoning, Action: ActionDrop,
+			MessageIndex: i, Detail: "reasoning part with no text or tool part after it"})
+		p.report.Issues = append(p.report.Issues, Issue{Code: IssueDanglingReasoning, MessageIndex: i})
+	}
+}
+
+// keepsContent reports whether in-place message i keeps something besides step-start
+// parts (dropBareMarkers removes a message left with those only).
+func (p *plan) keepsContent(i int) bool {
+	if p.edits[i].drop {
+		return false
+	}
+	if p.msgs[i].otherContent {
+		return true
+	}
+	for pi, removed := range p.removedOf(i) {
+		if !removed && !isStepStart(p.msgs[i].parts[pi].raw()) {
+			return true
+		}
+	}
+	return false
+}
+
+// modelContentPart reports a text or file part: the SDK sends it as the model's output.
+func modelContentPart(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	t, ok := findCode(ms, keyType)
+	return ok && (isString(t.val(raw), "text") || isString(t.val(raw), "file"))
+}
+
+// responsesReasoningPart reports a reasoning part from OpenAI's Responses API: its
+// providerMetadata.openai.itemId names the reasoning item the SDK sends back.
+func responsesReasoningPart(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	t, ok := findCode(ms, keyType)
+	if !ok || !isString(t.val(raw), "reasoning") {
+		return false
+	}
+	v := raw
+	for _, key := range []string{"providerMetadata", "openai", "itemId"} {
+		vms, err := membersOf(v)
+		if err != nil {
+			return false
+		}
+		m, ok := findMember(v, vms, key)
+		if !ok {
+			return false
+		}
+		v = m.val(v)
+	}
+	return len(v) > 0 && v[0] == '"'
 }
 
 // samePart reports whether two tool parts are one call stored twice (by a retry, or
@@ -373,14 +474,14 @@ func (p *plan) rebuildInPlace(i int, kept [][]byte) []byte {
 
 // withParts returns obj (with members ms) with its member partsKey set to parts, and its
 // toolInvocations mirror, when parts are tool-invocation parts beside it, set to their
-// invocations.
+// invocations in AI SDK 4's states (as Mastra derives it: see mirrorsParts).
 func withParts(obj []byte, ms []member, partsKey keyCode, parts [][]byte) []byte {
 	mirror, hasMirror := findCode(ms, keyToolInvocations)
 	if hasMirror && partsKey != keyToolInvocations {
 		var invs [][]byte
 		for _, pr := range parts {
 			pms, _ := membersOf(pr)
-			if inv, ok := findCode(pms, keyToolInvocation); ok {
+			if inv, ok := findCode(pms, keyToolInvocation); ok && aiSDK4States.has(wordOf(stateOf(inv.val(pr)))) {
 				invs = append(invs, inv.val(pr))
 			}
 		}
@@ -422,14 +523,72 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 	// AI SDK 4 kept each invocation twice, the same object in both places (its members
 	// in any order: Mastra writes them so); a copy that says something else (another
 	// state, a result the part lacks) cannot be kept in step.
-	i := 0
-	same := true
-	eachElement(holder.get(keyToolInvocations), func(e []byte) bool {
-		same = i < len(invs) && sameMembers(invs[i], e)
-		i++
-		return same
-	})
-	if !same || i != len(invs) {
+	if !mirrorsParts(invs, holder.get(keyToolInvocations)) {
 		ps.doubtful("the toolInvocations array does not repeat the message's tool-invocation parts exactly")
 	}
+}
+
+// mirrorsParts reports whether the toolInvocations array mirror repeats invs, the
+// tool-invocation parts' invocations, in order. An invocation in a state AI SDK 4 lacks
+// (output-error, output-denied, approval-*: Mastra writes ai 5's states in its parts) may
+// be missing from the mirror, or be there as it was before it got that state (state call
+// or partial-call, no other member changed): Mastra derives the mirror with only ai 4's
+// states, and keeps a tool that threw as its earlier call. Mastra reads the parts (its
+// prompt skips a mirror entry whose call is in a part; its ai 4 view keeps only results),
+// so such a mirror says nothing the parts do not.
+func mirrorsParts(invs [][]byte, mirror []byte) bool {
+	var elems [][]byte
+	eachElement(mirror, func(e []byte) bool {
+		elems = append(elems, e)
+		return true
+	})
+	j := 0
+	for _, inv := range invs {
+		switch {
+		case j < len(elems) && (sameMembers(inv, elems[j]) || staleCopy(inv, elems[j])):
+			j++
+		case aiSDK4States.has(wordOf(stateOf(inv))):
+			return false // an AI SDK 4 invocation the mirror lacks or tells otherwise
+		}
+	}
+	return j == len(elems)
+}
+
+// aiSDK4States are the states of an AI SDK 4 tool invocation.
+var aiSDK4States = words("partial-call", "call", "result")
+
+// staleCopy reports whether mirror entry e is invocation inv as it was before it got a
+// state AI SDK 4 lacks: state call or partial-call, every other member of e as in inv.
+func staleCopy(inv, e []byte) bool {
+	if aiSDK4States.has(wordOf(stateOf(inv))) || !isString(stateOf(e), "call") && !isString(stateOf(e), "partial-call") {
+		return false
+	}
+	ims, err1 := membersOf(inv)
+	ems, err2 := membersOf(e)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	for _, em := range ems {
+		if em.name(e) == "state" {
+			continue
+		}
+		im, ok := findMember(inv, ims, em.name(e))
+		if !ok || !bytes.Equal(im.val(inv), em.val(e)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateOf is an invocation's state member, or nil.
+func stateOf(inv []byte) []byte {
+	ms, err := membersOf(inv)
+	if err != nil {
+		return nil
+	}
+	m, ok := findCode(ms, keyState)
+	if !ok {
+		return nil
+	}
+	return m.val(inv)
 }

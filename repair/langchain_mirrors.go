@@ -85,6 +85,11 @@ func copyIDKey(list copyList, o obj) keyCode {
 // names are too long for a key code), found in one pass.
 type lcFields struct {
 	invalid, kwargs, meta, chunks []byte
+	// LangChain JS 1 serializes an output_version "v1" AI message with its constructor's
+	// fields again (lc_kwargs, nested) and its contentBlocks getter (also as
+	// content_blocks); loading reads neither (contentBlocks comes from content), so the
+	// calls they repeat are not calls.
+	lcKwargs, blocksCamel, blocksSnake []byte
 }
 
 func readLCFields(o obj) lcFields {
@@ -96,10 +101,16 @@ func readLCFields(o obj) lcFields {
 		}
 		// Only these lengths (or a key spelled with escapes) can be one of the names.
 		n := mb.valStart() - mb.keyStart(o.raw)
-		if n < 18 {
+		if n < 12 {
 			continue
 		}
 		switch {
+		case mb.is(o.raw, "lc_kwargs"):
+			f.lcKwargs = mb.val(o.raw)
+		case mb.is(o.raw, "contentBlocks"):
+			f.blocksCamel = mb.val(o.raw)
+		case mb.is(o.raw, "content_blocks"):
+			f.blocksSnake = mb.val(o.raw)
 		case mb.is(o.raw, "invalid_tool_calls"):
 			f.invalid = mb.val(o.raw)
 		case mb.is(o.raw, "additional_kwargs"):
@@ -220,6 +231,11 @@ func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
 		}
 	}
 	ps.eachCopy(copiesChunks, f.chunks, nil, false, match(copiesChunks), nil)
+	for _, v := range [][]byte{f.lcKwargs, f.blocksCamel, f.blocksSnake} {
+		if len(v) > 0 {
+			ps.knownValues = append(ps.knownValues, v)
+		}
+	}
 	return other
 }
 

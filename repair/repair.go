@@ -1687,6 +1687,9 @@ func (p *plan) dropDanglingReasoning() {
 			}
 			if !p.edits[j].drop {
 				next = responsesFollower(&p.msgs[j])
+				if p.spec.follower != nil {
+					next = p.spec.follower(&p.msgs[j])
+				}
 				break
 			}
 			if len(p.after[j]) > 0 {

@@ -14,8 +14,10 @@ import { join } from 'node:path';
 import { SessionManager, convertToLlm } from '@mariozechner/pi-coding-agent';
 import { getModel } from '@mariozechner/pi-ai';
 import { streamAnthropic } from '@mariozechner/pi-ai/anthropic';
+import { streamOpenAIResponses } from '@mariozechner/pi-ai/openai-responses';
 
 const MODEL = getModel('anthropic', 'claude-sonnet-4-5');
+const RESPONSES = getModel('openai', 'gpt-5');
 const usage = { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, totalTokens: 15, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
 let clock = Date.UTC(2026, 0, 10, 9);
 const user = (text) => ({ role: 'user', content: text, timestamp: clock++ });
@@ -67,6 +69,19 @@ const BREAKS = {
     sm.appendMessage(result('toolu_01', 'a.txt (again)'));
     sm.appendMessage(assistant([text('One file.')], 'stop'));
   },
+  // pi-ai's openai-responses provider keeps a reasoning item as a thinking block whose
+  // signature is the item's JSON; a turn that hit the output limit during its reasoning
+  // holds it alone, and pi-ai sends it followed by the next user message.
+  'OpenAI Responses turn cut by the output limit after its reasoning': (sm) => {
+    const reasoning = (id) => ({ type: 'thinking', thinking: 'Plan the listing.',
+      thinkingSignature: JSON.stringify({ type: 'reasoning', id, summary: [{ type: 'summary_text', text: 'Plan the listing.' }], encrypted_content: 'gAAAAB_enc' }) });
+    const openai = (content, stopReason) => ({ ...assistant(content, stopReason), api: 'openai-responses', provider: 'openai', model: RESPONSES.id });
+    sm.appendMessage(user('list my files'));
+    sm.appendMessage(openai([reasoning('rs_01')], 'length'));
+    sm.appendMessage(user('and now?'));
+    sm.appendMessage(openai([reasoning('rs_02'), text('Listing.')], 'stop'));
+    return { provider: 'openai-responses' };
+  },
   'branch and compaction': (sm) => {
     sm.appendMessage(user('build'));
     const a = sm.appendMessage(assistant([call('toolu_01', 'make')]));
@@ -83,28 +98,31 @@ const BREAKS = {
   },
 };
 
-// request builds what pi-ai would send to Anthropic for the session's context.
-async function request(messages) {
+// request builds what pi-ai would send to Anthropic (or OpenAI's Responses API) for the
+// session's context.
+async function request(messages, provider = 'anthropic') {
   let payload;
-  const stream = streamAnthropic(MODEL, { systemPrompt: 'x', messages: convertToLlm(messages) }, {
-    apiKey: 'sk-ant-conformance',
+  const [streamFn, model] = provider === 'anthropic' ? [streamAnthropic, MODEL] : [streamOpenAIResponses, RESPONSES];
+  const stream = streamFn(model, { systemPrompt: 'x', messages: convertToLlm(messages) }, {
+    apiKey: 'sk-conformance',
     onPayload: (p) => {
       payload = p;
       throw new Error('conformance: stop before the request is sent');
     },
   });
   for await (const _ of stream) { /* drain: the error event ends it */ }
-  if (!payload) throw new Error('pi-ai built no Anthropic request');
-  return payload.messages;
+  if (!payload) throw new Error(`pi-ai built no ${provider} request`);
+  return provider === 'anthropic' ? payload.messages : payload.input.filter((i) => i.role !== 'developer');
 }
 
-// verdict checks the context as stored (openclaw) and as sent (anthropic).
-async function verdict(h, sm) {
+// verdict checks the context as stored (openclaw) and as sent (anthropic, or the provider
+// the case names).
+async function verdict(h, sm, provider = 'anthropic') {
   const messages = sm.buildSessionContext().messages;
   const r = h.tmend(['check', '--json', '--dialect', 'openclaw', '-'], JSON.stringify(messages));
   const session = h.jsonLines(r.stdout).find((l) => l.type === 'session') ?? {};
   const stored = { clean: r.status === 0, issues: [...new Set((session.issues ?? []).map((i) => i.code))] };
-  const sent = h.providerCheck('anthropic', await request(messages));
+  const sent = h.providerCheck(provider, await request(messages, provider));
   return { stored, sent };
 }
 
@@ -138,7 +156,7 @@ export function cases(h) {
         const sm = SessionManager.create('/home/dev/proj', dir);
         const want = build(sm) ?? {};
         const file = sm.getSessionFile();
-        const before = await verdict(h, sm);
+        const before = await verdict(h, sm, want.provider);
         if (before.stored.clean && before.sent.clean) problems.push('pi builds a valid context from the "broken" session: the case proves nothing');
         const wantTexts = userTexts(h, file);
 
@@ -158,9 +176,9 @@ export function cases(h) {
         if (backups.length !== 1) problems.push(`want one backup beside the file, found ${backups.length}`);
 
         const loaded = SessionManager.open(file, dir);
-        const after = await verdict(h, loaded);
+        const after = await verdict(h, loaded, want.provider);
         if (!after.stored.clean) problems.push(`the repaired context breaks the rules: ${after.stored.issues.join(', ')}`);
-        if (!after.sent.clean) problems.push(`the repaired request breaks Anthropic's rules: ${after.sent.issues.join(', ')}`);
+        if (!after.sent.clean) problems.push(`the repaired request breaks the provider's rules: ${after.sent.issues.join(', ')}`);
         problems.push(...treeProblems(file));
         const have = userTexts(h, file);
         const lost = [...wantTexts].filter((t) => !have.has(t));
