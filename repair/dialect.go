@@ -402,6 +402,8 @@ type parser struct {
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
 	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
 	providerCalls map[string]bool
+	// itemIDs are the Responses item ids seen so far (the API rejects a repeated one).
+	itemIDs map[string]bool
 	// unknown says why a message is not one the dialect can read as its own although it
 	// looks like one (a LangChain message in another stored form than the transcript's
 	// others): the transcript is then of no known dialect.
@@ -590,6 +592,34 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	case !hasArgs:
 		p.malformed = malNoArgs
 	}
+}
+
+// argsKind refuses a well-formed call whose arguments member key of args is of another
+// JSON kind than the provider takes (want '{' an object, '"' a JSON string; null too when
+// nullOK): the API rejects the request, and whether a string is the object's JSON text,
+// an object the parse of the string, or null no arguments, is more than tmend can tell.
+func argsKind(p *part, args obj, key keyCode, want byte, nullOK bool, what string) {
+	v, ok := args.lookup(key)
+	if !ok || p.malformed != wellFormed || v[0] == want || nullOK && v[0] == 'n' {
+		return
+	}
+	args.ps.doubtful(fmt.Sprintf("%s is a JSON %s, not a JSON %s, which the provider rejects", what, kindOf(v[0]), kindOf(want)))
+}
+
+// wantArgs makes the transcript doubtful when the arguments member key of o is there but
+// not of the JSON kind the provider takes (an object, or a string of JSON): whether to
+// parse a string, or how to read null, tmend cannot tell, and the provider rejects it.
+func (o obj) wantArgs(key keyCode, kind byte) {
+	if v, ok := o.lookup(key); ok && v[0] != kind {
+		o.ps.doubtful(fmt.Sprintf("a call's %s is a JSON %s, not %s %s", keyNames[key], kindOf(v[0]), article(kind), kindOf(kind)))
+	}
+}
+
+func article(kind byte) string {
+	if kind == '{' || kind == '[' {
+		return "an"
+	}
+	return "a"
 }
 
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in

@@ -1,6 +1,9 @@
 package repair
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // OpenAIResponses is the OpenAI Responses API: items {type:"function_call", call_id, name,
 // arguments} (and custom_tool_call, local_shell_call, computer_call, Codex's
@@ -92,6 +95,17 @@ func parseResponses(m *message, ps *parser) error {
 	typ := m.word(keyType)
 	o := obj{m.raw, m.ms, ps}
 	m.known = responsesItems.has(typ) || typ == nil && !m.has(keyType) && responsesRoles.has(m.word(keyRole))
+	if id, ok := inputString(m.get(keyID)); ok && id != "" {
+		// "Duplicate item found with id": which item keeps it, or whether one is the
+		// other stored twice, tmend cannot tell.
+		if ps.itemIDs[id] {
+			ps.doubtful(fmt.Sprintf("two items have the id %q", id))
+		}
+		if ps.itemIDs == nil {
+			ps.itemIDs = map[string]bool{}
+		}
+		ps.itemIDs[id] = true
+	}
 	if serverSearch(m, typ) {
 		m.known = true
 		return nil
@@ -102,6 +116,14 @@ func parseResponses(m *message, ps *parser) error {
 		p := rawPart(m.raw)
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
+		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
+			o.wantArgs(c.args, '"') // JSON text, or a custom tool's free text
+		}
+		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
+			// function_call arguments and custom_tool_call input are JSON strings (Codex's
+			// tool_search_call keeps an object).
+			argsKind(&p, o, c.args, '"', false, "a "+string(typ)+" item's "+keyNames[c.args])
+		}
 		if c.name != "" && p.nameLen == 0 {
 			p.setName(c.name)
 			if p.malformed == malNoName {
@@ -120,6 +142,11 @@ func parseResponses(m *message, ps *parser) error {
 			idPath = pathID
 		}
 		resultShape(&p, o, idPath)
+		if v := m.get(keyOutput); string(typ) != "tool_search_output" && (v == nil || string(v) == "null") {
+			// The API requires output; an empty one or an error text would each say
+			// something the tool never did.
+			ps.doubtful("a " + string(typ) + " item has no output")
+		}
 		p.set(partSynthetic, isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m))
 		m.parts = ps.one(p)
 		return nil
