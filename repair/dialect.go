@@ -606,22 +606,6 @@ func argsKind(p *part, args obj, key keyCode, want byte, nullOK bool, what strin
 	args.ps.doubtful(fmt.Sprintf("%s is a JSON %s, not a JSON %s, which the provider rejects", what, kindOf(v[0]), kindOf(want)))
 }
 
-// wantArgs makes the transcript doubtful when the arguments member key of o is there but
-// not of the JSON kind the provider takes (an object, or a string of JSON): whether to
-// parse a string, or how to read null, tmend cannot tell, and the provider rejects it.
-func (o obj) wantArgs(key keyCode, kind byte) {
-	if v, ok := o.lookup(key); ok && v[0] != kind {
-		o.ps.doubtful(fmt.Sprintf("a call's %s is a JSON %s, not %s %s", keyNames[key], kindOf(v[0]), article(kind), kindOf(kind)))
-	}
-}
-
-func article(kind byte) string {
-	if kind == '{' || kind == '[' {
-		return "an"
-	}
-	return "a"
-}
-
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in
 // nameKey, its text in content.
 func parseResultMessage(m *message, ps *parser, idPath []keyCode, nameKey keyCode) {

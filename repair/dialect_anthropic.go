@@ -42,7 +42,6 @@ func parseAnthropic(m *message, ps *parser) error {
 			switch typ := o.get(keyType); {
 			case isString(typ, "tool_use"):
 				callShape(p, o, pathID, o, o, keyInput, false)
-				o.wantArgs(keyInput, '{')
 				argsKind(p, o, keyInput, '{', false, "a tool_use block's input")
 			case isString(typ, "tool_result"):
 				ps.doubtful("a tool_result block is in an assistant message")

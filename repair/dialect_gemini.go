@@ -89,9 +89,6 @@ func parseGemini(m *message, ps *parser) error {
 				// Gemini call ids are optional and args may be omitted for no-parameter
 				// functions; calls pair with responses by name and order then.
 				callShape(p, fc, pathFunctionCallID, fc, fc, keyOther, true)
-				if v := fc.get(keyArgs); string(v) != "null" {
-					fc.wantArgs(keyArgs, '{') // a Struct: absent or null is none
-				}
 				argsKind(p, fc, keyArgs, '{', true, "a functionCall's args")
 			case o.has(keyFunctionResponse):
 				ps.doubtful("a functionResponse part is in a model turn")

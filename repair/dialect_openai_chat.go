@@ -44,7 +44,6 @@ func parseOpenAIChat(m *message, ps *parser) error {
 			}
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
-			fn.wantArgs(keyArguments, '"')
 			argsKind(p, fn, keyArguments, '"', false, "a tool call's function.arguments")
 			if !o.has(keyFunction) {
 				p.malformed = malNoFunction

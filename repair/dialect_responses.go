@@ -117,9 +117,6 @@ func parseResponses(m *message, ps *parser) error {
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
 		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
-			o.wantArgs(c.args, '"') // JSON text, or a custom tool's free text
-		}
-		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
 			// function_call arguments and custom_tool_call input are JSON strings (Codex's
 			// tool_search_call keeps an object).
 			argsKind(&p, o, c.args, '"', false, "a "+string(typ)+" item's "+keyNames[c.args])
