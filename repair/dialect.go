@@ -120,6 +120,29 @@ type spec struct {
 	// follower says what a reasoning message (message.reasoning) is followed by, for
 	// dropDanglingReasoning; nil: responsesFollower.
 	follower func(m *message) follower
+	// order returns the first message whose place the provider rejects in a way no stage
+	// changes, and why (the transcript is then refused); nil: none.
+	order func(msgs []message) (int, string)
+}
+
+// toolParts reports whether m holds a call or result part.
+func toolParts(m *message) bool {
+	for i := range m.parts {
+		if k := m.parts[i].kind; k == partCall || k == partResult {
+			return true
+		}
+	}
+	return false
+}
+
+// wellFormedCalls reports whether m holds a call strip_malformed_calls keeps.
+func wellFormedCalls(m *message) bool {
+	for i := range m.parts {
+		if m.parts[i].kind == partCall && m.parts[i].malformed == wellFormed {
+			return true
+		}
+	}
+	return false
 }
 
 // msgFacts are the members of a message that detection looks at, found in one pass.

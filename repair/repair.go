@@ -462,6 +462,11 @@ func (p *plan) parse() error {
 			return p.fail(StatusUnparseable, "message %d: %v", j, err)
 		}
 	}
+	if p.spec.order != nil && p.ps.doubt == "" {
+		if at, why := p.spec.order(p.msgs); why != "" {
+			p.ps.doubt, p.ps.doubtMsg = why, at
+		}
+	}
 	if p.ps.foreign != "" {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "shapes of several dialects are mixed: %s, and %s (message %d)",
