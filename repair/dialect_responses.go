@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // OpenAIResponses is the OpenAI Responses API: items {type:"function_call", call_id, name,
@@ -35,6 +36,7 @@ var responsesSpec = &spec{
 		}
 		return objectBuilder(nil).str("type", typ).raw("call_id", id).str("output", text).done()
 	},
+	order: outputTypesMatch,
 }
 
 // responsesCalls maps each Responses call item type to its arguments member, the
@@ -49,6 +51,41 @@ var responsesCalls = map[string]struct {
 	"local_shell_call": {keyAction, "local_shell", callPlain},
 	"computer_call":    {keyAction, "computer", callComputer},
 	"tool_search_call": {keyArguments, "tool_search", callToolSearch},
+}
+
+// answers says which output item types answer each call item type: Codex answers a
+// local shell call with a function_call_output too.
+var answers = map[string][]string{
+	"function_call":    {"function_call_output"},
+	"custom_tool_call": {"custom_tool_call_output"},
+	"local_shell_call": {"local_shell_call_output", "function_call_output"},
+	"computer_call":    {"computer_call_output"},
+	"tool_search_call": {"tool_search_output"},
+}
+
+// outputTypesMatch finds an output item whose call_id names a call of a type it does not
+// answer (a custom_tool_call answered by a function_call_output, or the reverse): Codex
+// reads it as an orphan output beside an unanswered call, a reader that pairs by call_id
+// as the call's answer of the wrong type. tmend cannot tell which, so it refuses.
+func outputTypesMatch(msgs []message) (int, string) {
+	var callType map[string]string
+	for j := range msgs {
+		m := &msgs[j]
+		typ, id := m.word(keyType), m.get(keyCallID)
+		if m.kind == msgCall && id != nil {
+			if callType == nil {
+				callType = map[string]string{}
+			}
+			callType[string(id)] = string(typ)
+		}
+		if m.kind != msgResult || id == nil {
+			continue
+		}
+		if ct, ok := callType[string(id)]; ok && !slices.Contains(answers[ct], string(typ)) {
+			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call?", typ, ct, id)
+		}
+	}
+	return 0, ""
 }
 
 var responsesOutputs = map[string]bool{
