@@ -80,6 +80,13 @@ func parseAnthropic(m *message, ps *parser) error {
 				argsKind(p, o, keyInput, '{', false, "a tool_use block's input")
 			case isString(typ, "tool_result"):
 				ps.doubtful("a tool_result block is in an assistant message")
+			case !isString(typ, "server_tool_use") && !isString(typ, "mcp_tool_use") && !toolish(wordOf(typ)):
+				// A block of a type tmend does not read that carries an id: a call (left
+				// unanswered, or answered by a result tmend would drop), or a block of the
+				// app's own that it strips before sending? tmend cannot tell.
+				if id, ok := inputString(o.get(keyID)); ok && id != "" {
+					ps.doubtful(fmt.Sprintf("a block of type %s carries the id %q", typ, id))
+				}
 			}
 		})
 	case "user":
