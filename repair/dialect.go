@@ -122,7 +122,7 @@ type spec struct {
 	follower func(m *message) follower
 	// order returns the first message whose place the provider rejects in a way no stage
 	// changes, and why (the transcript is then refused); nil: none.
-	order func(msgs []message) (int, string)
+	order func(msgs []message, ps *parser) (int, string)
 }
 
 // toolParts reports whether m holds a call or result part.
@@ -422,11 +422,11 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// hashes is scratch space for an order check (duplicateItemIDs).
+	hashes []uint64
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
 	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
 	providerCalls map[string]bool
-	// itemIDs are the Responses item ids seen so far (the API rejects a repeated one).
-	itemIDs map[string]bool
 	// unknown says why a message is not one the dialect can read as its own although it
 	// looks like one (a LangChain message in another stored form than the transcript's
 	// others): the transcript is then of no known dialect.

@@ -35,7 +35,7 @@ var anthropicSpec = &spec{
 // has yet to run stays open only beside a client tool_use (run with its tool_result) or in
 // the last message (a pause_turn to continue). tmend cannot write a server tool's result,
 // and whether the call ran is unknown, so the transcript is refused.
-func serverCallsUnanswered(msgs []message) (int, string) {
+func serverCallsUnanswered(msgs []message, _ *parser) (int, string) {
 	for j := range msgs {
 		m := &msgs[j]
 		if m.kind != msgAssistant || j == len(msgs)-1 || wellFormedCalls(m) {

@@ -30,7 +30,7 @@ var bedrockSpec = &spec{
 // call turn), or two of one role in a row, neither holding a call or result (a removal or
 // an insertion may yet make those alternate). Merge, drop, or add
 // a turn? tmend does not decide.
-func bedrockOrder(msgs []message) (int, string) {
+func bedrockOrder(msgs []message, _ *parser) (int, string) {
 	for j := range msgs {
 		m := &msgs[j]
 		switch {

@@ -81,7 +81,7 @@ var (
 // with calls gets its responses after it, or goes with them; a turn of malformed calls
 // only goes, and its neighbours are merged). Merge the two model turns,
 // or add a user turn? tmend does not decide.
-func geminiOrder(msgs []message) (int, string) {
+func geminiOrder(msgs []message, _ *parser) (int, string) {
 	for j := range msgs {
 		m := &msgs[j]
 		if m.kind != msgAssistant || !wellFormedCalls(m) {

@@ -36,7 +36,68 @@ var responsesSpec = &spec{
 		}
 		return objectBuilder(nil).str("type", typ).raw("call_id", id).str("output", text).done()
 	},
-	order: outputTypesMatch,
+	order: func(msgs []message, ps *parser) (int, string) {
+		if at, why := duplicateItemIDs(msgs, ps); why != "" {
+			return at, why
+		}
+		return outputTypesMatch(msgs)
+	},
+}
+
+// duplicateItemIDs finds a second item with an id an earlier one has ("Duplicate item
+// found with id"): which item keeps it, or whether one is the other stored twice, tmend
+// cannot tell. Ids are compared as written, by their hashes first, in an open-addressing
+// table kept in the parser (a map per transcript cost a third of a Responses check).
+func duplicateItemIDs(msgs []message, ps *parser) (int, string) {
+	size := 16
+	for size < 2*len(msgs) {
+		size *= 2
+	}
+	t := grow(ps.hashes, size)
+	ps.hashes = t
+	for j := range msgs {
+		v := msgs[j].get(keyID)
+		if len(v) <= 2 || v[0] != '"' {
+			continue
+		}
+		h := hashID(v) | 1 // 0 marks an empty slot
+		for k := h & uint64(size-1); ; k = (k + 1) & uint64(size-1) {
+			if t[k] == 0 {
+				t[k] = h
+				break
+			}
+			if t[k] == h {
+				return sameItemIDs(msgs)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// sameItemIDs finds the first item whose id an earlier item has, comparing the ids' texts
+// (only once two hashes agree).
+func sameItemIDs(msgs []message) (int, string) {
+	for j := range msgs {
+		v := msgs[j].get(keyID)
+		if len(v) <= 2 || v[0] != '"' {
+			continue
+		}
+		for k := range j {
+			if bytes.Equal(msgs[k].get(keyID), v) {
+				return j, fmt.Sprintf("two items have the id %s", v)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// hashID is the 64-bit FNV-1a hash of b.
+func hashID(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
 }
 
 // responsesCalls maps each Responses call item type to its arguments member, the
@@ -68,6 +129,9 @@ var answers = map[string][]string{
 // reads it as an orphan output beside an unanswered call, a reader that pairs by call_id
 // as the call's answer of the wrong type. tmend cannot tell which, so it refuses.
 func outputTypesMatch(msgs []message) (int, string) {
+	if onlyFunctionCalls(msgs) {
+		return 0, "" // the common transcript: every output answers every call, no map
+	}
 	var callType map[string]string
 	for j := range msgs {
 		m := &msgs[j]
@@ -86,6 +150,20 @@ func outputTypesMatch(msgs []message) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// onlyFunctionCalls reports whether every call is a function_call or local_shell_call and
+// every output a function_call_output, which answers both.
+func onlyFunctionCalls(msgs []message) bool {
+	for j := range msgs {
+		m := &msgs[j]
+		switch typ := string(m.word(keyType)); {
+		case m.kind == msgCall && typ != "function_call" && typ != "local_shell_call",
+			m.kind == msgResult && typ != "function_call_output":
+			return false
+		}
+	}
+	return true
 }
 
 var responsesOutputs = map[string]bool{
@@ -132,17 +210,6 @@ func parseResponses(m *message, ps *parser) error {
 	typ := m.word(keyType)
 	o := obj{m.raw, m.ms, ps}
 	m.known = responsesItems.has(typ) || typ == nil && !m.has(keyType) && responsesRoles.has(m.word(keyRole))
-	if id, ok := inputString(m.get(keyID)); ok && id != "" {
-		// "Duplicate item found with id": which item keeps it, or whether one is the
-		// other stored twice, tmend cannot tell.
-		if ps.itemIDs[id] {
-			ps.doubtful(fmt.Sprintf("two items have the id %q", id))
-		}
-		if ps.itemIDs == nil {
-			ps.itemIDs = map[string]bool{}
-		}
-		ps.itemIDs[id] = true
-	}
 	if serverSearch(m, typ) {
 		m.known = true
 		return nil
