@@ -120,6 +120,29 @@ type spec struct {
 	// follower says what a reasoning message (message.reasoning) is followed by, for
 	// dropDanglingReasoning; nil: responsesFollower.
 	follower func(m *message) follower
+	// order returns the first message whose place the provider rejects in a way no stage
+	// changes, and why (the transcript is then refused); nil: none.
+	order func(msgs []message, ps *parser) (int, string)
+}
+
+// toolParts reports whether m holds a call or result part.
+func toolParts(m *message) bool {
+	for i := range m.parts {
+		if k := m.parts[i].kind; k == partCall || k == partResult {
+			return true
+		}
+	}
+	return false
+}
+
+// wellFormedCalls reports whether m holds a call strip_malformed_calls keeps.
+func wellFormedCalls(m *message) bool {
+	for i := range m.parts {
+		if m.parts[i].kind == partCall && m.parts[i].malformed == wellFormed {
+			return true
+		}
+	}
+	return false
 }
 
 // msgFacts are the members of a message that detection looks at, found in one pass.
@@ -399,6 +422,8 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// hashes is scratch space for an order check (duplicateItemIDs).
+	hashes []uint64
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
 	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
 	providerCalls map[string]bool
@@ -590,6 +615,18 @@ func callShape(p *part, o obj, idPath []keyCode, nameObj obj, args obj, argsKey 
 	case !hasArgs:
 		p.malformed = malNoArgs
 	}
+}
+
+// argsKind refuses a well-formed call whose arguments member key of args is of another
+// JSON kind than the provider takes (want '{' an object, '"' a JSON string; null too when
+// nullOK): the API rejects the request, and whether a string is the object's JSON text,
+// an object the parse of the string, or null no arguments, is more than tmend can tell.
+func argsKind(p *part, args obj, key keyCode, want byte, nullOK bool, what string) {
+	v, ok := args.lookup(key)
+	if !ok || p.malformed != wellFormed || v[0] == want || nullOK && v[0] == 'n' {
+		return
+	}
+	args.ps.doubtful(fmt.Sprintf("%s is a JSON %s, not a JSON %s, which the provider rejects", what, kindOf(v[0]), kindOf(want)))
 }
 
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in

@@ -20,7 +20,27 @@ var bedrockSpec = &spec{
 			str("status", "error").done()
 		return objectBuilder(nil).raw("toolResult", tr).done()
 	},
-	wrap: func(p [][]byte) []byte { return wrapUser(keyContent, p) },
+	wrap:  func(p [][]byte) []byte { return wrapUser(keyContent, p) },
+	order: bedrockOrder,
+}
+
+// bedrockOrder finds a message whose place Converse rejects ("A conversation must start
+// with a user message", "must alternate between user and assistant roles") that no stage
+// changes: an assistant message first (unless only malformed calls, which go, make it a
+// call turn), or two of one role in a row, neither holding a call or result (a removal or
+// an insertion may yet make those alternate). Merge, drop, or add
+// a turn? tmend does not decide.
+func bedrockOrder(msgs []message, _ *parser) (int, string) {
+	for j := range msgs {
+		m := &msgs[j]
+		switch {
+		case j == 0 && m.kind == msgAssistant && (wellFormedCalls(m) || !toolParts(m)):
+			return j, "the conversation starts with an assistant message, which Converse rejects"
+		case j > 0 && m.kind != msgOther && m.kind == msgs[j-1].kind && !toolParts(m) && !toolParts(&msgs[j-1]):
+			return j, "two messages of one role follow each other, which Converse rejects (merge them, or not?)"
+		}
+	}
+	return 0, ""
 }
 
 var (

@@ -29,6 +29,7 @@ var geminiSpec = &spec{
 	wrap: func(p [][]byte) []byte { return wrapUser(keyParts, p) },
 
 	mayHideResultID: geminiMayHideID,
+	order:           geminiOrder,
 }
 
 // geminiMayHideID: a response without an id is a form Gemini defines (it pairs by
@@ -74,6 +75,28 @@ var (
 	pathFunctionResponseID = []keyCode{keyFunctionResponse, keyID}
 )
 
+// geminiOrder finds a function-call turn Gemini rejects ("function call turn comes
+// immediately after a user turn or after a function response turn") that no stage
+// changes: the first turn, or one right after a model turn with no calls (a model turn
+// with calls gets its responses after it, or goes with them; a turn of malformed calls
+// only goes, and its neighbours are merged). Merge the two model turns,
+// or add a user turn? tmend does not decide.
+func geminiOrder(msgs []message, _ *parser) (int, string) {
+	for j := range msgs {
+		m := &msgs[j]
+		if m.kind != msgAssistant || !wellFormedCalls(m) {
+			continue
+		}
+		if j == 0 {
+			return j, "the first turn is a function-call turn, which Gemini takes only after a user turn or a function response turn"
+		}
+		if prev := &msgs[j-1]; prev.kind == msgAssistant && !toolParts(prev) {
+			return j, "a function-call turn comes right after a model turn, which Gemini rejects (merge the two, or not?)"
+		}
+	}
+	return 0, ""
+}
+
 func parseGemini(m *message, ps *parser) error {
 	role := m.word(keyRole)
 	// The role is optional (a turn without one is the user's); its parts are not.
@@ -89,6 +112,7 @@ func parseGemini(m *message, ps *parser) error {
 				// Gemini call ids are optional and args may be omitted for no-parameter
 				// functions; calls pair with responses by name and order then.
 				callShape(p, fc, pathFunctionCallID, fc, fc, keyOther, true)
+				argsKind(p, fc, keyArgs, '{', true, "a functionCall's args")
 			case o.has(keyFunctionResponse):
 				ps.doubtful("a functionResponse part is in a model turn")
 			}

@@ -272,8 +272,9 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	f := readLCFields(v.inner)
 	ps.eachElem(f.invalid, nil, false, func(raw []byte, o obj, isObj bool) {
 		ps.parts = append(ps.parts, rawPart(raw))
-		// One without an id is not sent as a call (nothing could answer it).
-		if idv := o.get(keyID); isObj && len(idv) > 0 && string(idv) != "null" {
+		// One without an id is a call too: langchain-openai sends it with "id": null,
+		// which OpenAI rejects; nothing can answer it, so it goes (strip_malformed_calls).
+		if isObj {
 			pt := &ps.parts[len(ps.parts)-1]
 			callShape(pt, o, pathID, o, o, keyArgs, false)
 			pt.set(partInvalid, true)

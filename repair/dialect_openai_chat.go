@@ -44,12 +44,18 @@ func parseOpenAIChat(m *message, ps *parser) error {
 			}
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
+			argsKind(p, fn, keyArguments, '"', false, "a tool call's function.arguments")
 			if !o.has(keyFunction) {
 				p.malformed = malNoFunction
 			}
 		})
 	case "tool":
 		parseResultMessage(m, ps, pathToolCallID, keyName)
+		if v := m.get(keyContent); v == nil || string(v) == "null" {
+			// The API requires content ("Missing required parameter"); an empty text or
+			// an error text would each say something the tool never did.
+			ps.doubtful("a tool message has no content")
+		}
 	default:
 		checkForeignContent(m, ps)
 	}

@@ -1,6 +1,10 @@
 package repair
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
 
 // OpenAIResponses is the OpenAI Responses API: items {type:"function_call", call_id, name,
 // arguments} (and custom_tool_call, local_shell_call, computer_call, Codex's
@@ -32,6 +36,68 @@ var responsesSpec = &spec{
 		}
 		return objectBuilder(nil).str("type", typ).raw("call_id", id).str("output", text).done()
 	},
+	order: func(msgs []message, ps *parser) (int, string) {
+		if at, why := duplicateItemIDs(msgs, ps); why != "" {
+			return at, why
+		}
+		return outputTypesMatch(msgs)
+	},
+}
+
+// duplicateItemIDs finds a second item with an id an earlier one has ("Duplicate item
+// found with id"): which item keeps it, or whether one is the other stored twice, tmend
+// cannot tell. Ids are compared as written, by their hashes first, in an open-addressing
+// table kept in the parser (a map per transcript cost a third of a Responses check).
+func duplicateItemIDs(msgs []message, ps *parser) (int, string) {
+	size := 16
+	for size < 2*len(msgs) {
+		size *= 2
+	}
+	t := grow(ps.hashes, size)
+	ps.hashes = t
+	for j := range msgs {
+		v := msgs[j].get(keyID)
+		if len(v) <= 2 || v[0] != '"' {
+			continue
+		}
+		h := hashID(v) | 1 // 0 marks an empty slot
+		for k := h & uint64(size-1); ; k = (k + 1) & uint64(size-1) {
+			if t[k] == 0 {
+				t[k] = h
+				break
+			}
+			if t[k] == h {
+				return sameItemIDs(msgs)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// sameItemIDs finds the first item whose id an earlier item has, comparing the ids' texts
+// (only once two hashes agree).
+func sameItemIDs(msgs []message) (int, string) {
+	for j := range msgs {
+		v := msgs[j].get(keyID)
+		if len(v) <= 2 || v[0] != '"' {
+			continue
+		}
+		for k := range j {
+			if bytes.Equal(msgs[k].get(keyID), v) {
+				return j, fmt.Sprintf("two items have the id %s", v)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// hashID is the 64-bit FNV-1a hash of b.
+func hashID(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
 }
 
 // responsesCalls maps each Responses call item type to its arguments member, the
@@ -46,6 +112,58 @@ var responsesCalls = map[string]struct {
 	"local_shell_call": {keyAction, "local_shell", callPlain},
 	"computer_call":    {keyAction, "computer", callComputer},
 	"tool_search_call": {keyArguments, "tool_search", callToolSearch},
+}
+
+// answers says which output item types answer each call item type: Codex answers a
+// local shell call with a function_call_output too.
+var answers = map[string][]string{
+	"function_call":    {"function_call_output"},
+	"custom_tool_call": {"custom_tool_call_output"},
+	"local_shell_call": {"local_shell_call_output", "function_call_output"},
+	"computer_call":    {"computer_call_output"},
+	"tool_search_call": {"tool_search_output"},
+}
+
+// outputTypesMatch finds an output item whose call_id names a call of a type it does not
+// answer (a custom_tool_call answered by a function_call_output, or the reverse): Codex
+// reads it as an orphan output beside an unanswered call, a reader that pairs by call_id
+// as the call's answer of the wrong type. tmend cannot tell which, so it refuses.
+func outputTypesMatch(msgs []message) (int, string) {
+	if onlyFunctionCalls(msgs) {
+		return 0, "" // the common transcript: every output answers every call, no map
+	}
+	var callType map[string]string
+	for j := range msgs {
+		m := &msgs[j]
+		typ, id := m.word(keyType), m.get(keyCallID)
+		if m.kind == msgCall && id != nil {
+			if callType == nil {
+				callType = map[string]string{}
+			}
+			callType[string(id)] = string(typ)
+		}
+		if m.kind != msgResult || id == nil {
+			continue
+		}
+		if ct, ok := callType[string(id)]; ok && !slices.Contains(answers[ct], string(typ)) {
+			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call?", typ, ct, id)
+		}
+	}
+	return 0, ""
+}
+
+// onlyFunctionCalls reports whether every call is a function_call or local_shell_call and
+// every output a function_call_output, which answers both.
+func onlyFunctionCalls(msgs []message) bool {
+	for j := range msgs {
+		m := &msgs[j]
+		switch typ := string(m.word(keyType)); {
+		case m.kind == msgCall && typ != "function_call" && typ != "local_shell_call",
+			m.kind == msgResult && typ != "function_call_output":
+			return false
+		}
+	}
+	return true
 }
 
 var responsesOutputs = map[string]bool{
@@ -102,6 +220,11 @@ func parseResponses(m *message, ps *parser) error {
 		p := rawPart(m.raw)
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
+		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
+			// function_call arguments and custom_tool_call input are JSON strings (Codex's
+			// tool_search_call keeps an object).
+			argsKind(&p, o, c.args, '"', false, "a "+string(typ)+" item's "+keyNames[c.args])
+		}
 		if c.name != "" && p.nameLen == 0 {
 			p.setName(c.name)
 			if p.malformed == malNoName {
@@ -120,6 +243,11 @@ func parseResponses(m *message, ps *parser) error {
 			idPath = pathID
 		}
 		resultShape(&p, o, idPath)
+		if v := m.get(keyOutput); string(typ) != "tool_search_output" && (v == nil || string(v) == "null") {
+			// The API requires output; an empty one or an error text would each say
+			// something the tool never did.
+			ps.doubtful("a " + string(typ) + " item has no output")
+		}
 		p.set(partSynthetic, isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m))
 		m.parts = ps.one(p)
 		return nil

@@ -7,8 +7,8 @@ import (
 )
 
 // EnvelopeKeys are the object members a transcript may sit under: "messages" (most
-// dialects), "input" (OpenAI Responses), "contents" (Gemini). The first one holding an
-// array is the transcript.
+// dialects), "input" (OpenAI Responses), "contents" (Gemini). The one holding an array is
+// the transcript; an object with two of them is refused.
 var EnvelopeKeys = []string{"messages", "input", "contents"}
 
 // envelopeCodes are EnvelopeKeys' codes.
@@ -219,11 +219,17 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		}
 		return Document{}, fmt.Errorf("document is a JSON %s; want an array of messages or an object holding one", kindOf(b[i]))
 	}
-	chosen := keyOther
+	chosen, second := keyOther, keyOther
 	var envelope [8]member // most envelopes: no allocation
 	// The slab starts empty, so the members start at 0 in it.
 	ms, _, end, err := scanMembersWith(b, i, 1, envelope[:0], func(code keyCode, vstart int) (int, bool, error) {
-		if chosen != keyOther || !slices.Contains(envelopeCodes, code) {
+		if !slices.Contains(envelopeCodes, code) {
+			return 0, false, nil
+		}
+		if chosen != keyOther {
+			if second == keyOther && code != chosen && b[vstart] == '[' {
+				second = code
+			}
 			return 0, false, nil
 		}
 		chosen = code
@@ -245,7 +251,10 @@ func parseDocument(b []byte, scanArray func(b []byte, i int) (int, error)) (Docu
 		}
 		return Document{}, fmt.Errorf("object has no messages, input or contents array")
 	}
-	// The first envelope member holding an array, in document order, is the transcript.
+	if second != keyOther {
+		// A provider is sent one of them; which one, tmend cannot tell.
+		return Document{}, fmt.Errorf("%q and %q both hold an array: which one is the transcript is unclear", keyNames[chosen], keyNames[second])
+	}
 	d.Key = keyNames[chosen]
 	m, _ := findCode(ms, chosen)
 	d.start, d.end = i+m.valStart(), i+m.valEnd()

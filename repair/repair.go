@@ -341,7 +341,7 @@ func (p *plan) release() {
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
 			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
-			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0], idStrs: p.ps.idStrs[:0]},
+			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0], idStrs: p.ps.idStrs[:0], hashes: p.ps.hashes[:0]},
 	}
 	plans.Put(p)
 }
@@ -460,6 +460,11 @@ func (p *plan) parse() error {
 		p.ps.msg = j
 		if err := p.spec.parse(&p.msgs[j], &p.ps); err != nil {
 			return p.fail(StatusUnparseable, "message %d: %v", j, err)
+		}
+	}
+	if p.spec.order != nil && p.ps.doubt == "" {
+		if at, why := p.spec.order(p.msgs, &p.ps); why != "" {
+			p.ps.doubt, p.ps.doubtMsg = why, at
 		}
 	}
 	if p.ps.foreign != "" {

@@ -343,6 +343,25 @@ func TestDocumentUpdatedAtErrorsShowTheValue(t *testing.T) {
 	require.Equal(t, time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), doc.UpdatedAt)
 }
 
+// An object with two envelope arrays is refused: a provider is sent one of them, and the
+// first need not be it (an empty "messages" beside a Responses "input" must not be clean).
+func TestTwoEnvelopeArraysAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{"messages":[],"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
+		`{"contents" : [{"role":"user","parts":[{"text":"hi"}]}], "id":"s", "messages" :  []}`,
+	} {
+		res, err := repair.RepairDocument([]byte(in), repair.Options{})
+		require.Error(t, err, in)
+		require.Equal(t, repair.StatusUnparseable, res.Report.Status, in)
+		require.Contains(t, res.Report.Reason, "both hold an array: which one is the transcript is unclear", in)
+	}
+	// One array beside another envelope key that holds none is the transcript, as before.
+	res, err := repair.RepairDocument([]byte(`{"input":"hi","messages":[{"role":"user","content":"hi"}]}`), repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusClean, res.Report.Status)
+}
+
 func TestFailedTurnPolicy(t *testing.T) {
 	t.Parallel()
 	in := []byte(`[{"role":"user","content":[{"type":"text","text":"go"}]},

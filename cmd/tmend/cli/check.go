@@ -111,7 +111,7 @@ const inputHelp = `Input (a FILE, or stdin when FILE is - or missing) is one of:
     results as new entries on the path, and branches off the path left alone;
   - a JSON array of messages;
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
-    Gemini), other members kept as they are;
+    Gemini; two of them: unparseable), other members kept as they are;
   - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
     streamed, never loaded whole. One bad line (the first one included) does not stop
     the rest; blank lines are kept as they are.
