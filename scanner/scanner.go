@@ -892,9 +892,13 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 	var r repair.Result
 	var origins []repair.Origin
 	var err error
-	if sess.Rows != nil && !o.DryRun { // one row per message: the store writes by where each came from
+	after := -1 // the repaired length, when r.Messages is not built
+	switch {
+	case sess.Rows != nil && !o.DryRun: // one row per message: the store writes by where each came from
 		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
-	} else {
+	case o.DryRun && s.cfg.Compact == "": // reported, not written nor compacted
+		r.Report, after, err = repair.RepairedSize(sess.Messages, opts)
+	default:
 		r, err = repair.Repair(sess.Messages, opts)
 	}
 	out.Report = r.Report
@@ -942,13 +946,16 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 			}
 		}
 	}
-	out.BytesAfter = len(r.Messages)
+	if after < 0 {
+		after = len(r.Messages)
+	}
+	out.BytesAfter = after
 	if o.DryRun {
 		out.Status, report.Status = model.StatusWouldRepair, model.StatusWouldRepair
 		if clean {
 			out.Status, report.Status = model.StatusWouldCompact, model.StatusWouldCompact
 		}
-		report.AfterBytes = len(r.Messages)
+		report.AfterBytes = after
 		return out, reportOnly(report)
 	}
 	return out, &write{apply: model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
