@@ -94,6 +94,24 @@ func Repair(msgs []byte, opts Options) (Result, error) {
 	return Result{Messages: joinArray(out), Report: p.report}, nil
 }
 
+// RepairedSize is Repair for a caller that needs only the report and the length the
+// repaired array would have (a dry run): it does not build the array, which for a large
+// transcript was another copy of it at the peak of memory.
+func RepairedSize(msgs []byte, opts Options) (Report, int, error) {
+	p, err := newPlan(msgs, opts)
+	defer p.release()
+	if err != nil {
+		return p.report, len(msgs), err
+	}
+	if len(p.report.Actions) == 0 {
+		p.report.MessagesOut = p.report.MessagesIn
+		return p.report, len(msgs), nil
+	}
+	out := p.assemble()
+	p.report.MessagesOut = len(out)
+	return p.report, arrayLen(out), nil
+}
+
 // StatusBroken is Validate's status for a transcript with faults a repair would fix.
 const StatusBroken Status = "broken"
 

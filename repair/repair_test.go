@@ -623,3 +623,20 @@ func TestLangChainEveryVariantAndFault(t *testing.T) {
 		})
 	}
 }
+
+// RepairedSize reports what Repair does, and the length of the array Repair builds.
+func TestRepairedSizeIsRepairsLength(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+		`[{"role":"user","content":"hi"}, {"role":"assistant","content":"ok"}]`,
+		`[{"role":"tool","tool_call_id":"x","content":"orphan"}, {"role":"user","content":"hi"}]`,
+		`not json`,
+	} {
+		r, err := repair.Repair([]byte(in), repair.Options{})
+		report, n, serr := repair.RepairedSize([]byte(in), repair.Options{})
+		require.Equal(t, err, serr, in)
+		require.Equal(t, r.Report, report, in)
+		require.Equal(t, len(r.Messages), n, in)
+	}
+}

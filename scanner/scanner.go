@@ -352,7 +352,13 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 					if it.reported == nil {
 						var w *write
 						d.out, w = s.handle(res, o, it.sess)
-						if w != nil { // the writer releases its bytes once written
+						if w != nil && w.report == nil { // the writer releases its content once written
+							w.out, w.page, w.bytes = d.out, it.page, it.bytes
+							writes <- *w
+							continue
+						}
+						unborrow(it.sess)
+						if w != nil { // and the bytes of a report alone
 							w.out, w.page, w.bytes = d.out, it.page, it.bytes
 							writes <- *w
 							continue
@@ -417,6 +423,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 					outs <- ds
 				}
 				for _, w := range batch {
+					unborrow(w.apply.Session)
 					bud.release(w.bytes)
 				}
 			}
@@ -688,16 +695,21 @@ func (s *Scanner) read(ctx context.Context, res *model.RunResult, o RunOptions, 
 			if len(items) == 0 {
 				return nil
 			}
+			var err error
 			select {
 			case work <- items:
 				handed += len(items)
 				items, itemBytes = nil, 0
 				return nil
 			case <-o.Stop:
-				return errStopped
+				err = errStopped
 			case <-ctx.Done():
-				return ctx.Err()
+				err = ctx.Err()
 			}
+			for _, it := range items {
+				unborrow(it.sess)
+			}
+			return err
 		}
 		for _, sess := range page {
 			it := item{page: seq}
@@ -803,7 +815,10 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		var err error
-		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes, NoRows: o.DryRun})
+		// One larger than the whole budget is alone in flight: its content is not copied
+		// out of the read (which holds a connection until unborrow).
+		page, err = s.store.Sessions(qctx, model.Query{Mode: model.ModeSession, SessionID: d.ID, MaxBytes: s.cfg.MaxBytes, NoRows: o.DryRun,
+			Borrow: d.Size > s.cfg.MaxInflightBytes})
 		return err
 	})
 	if err != nil || len(page) == 0 {
@@ -814,6 +829,14 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 	got := len(page[0].Messages)
 	bud.take(got - want)
 	return page[0], true, nil
+}
+
+// unborrow ends a borrowed read (Query.Borrow) once the session's content and all
+// sliced from it are no longer used: handled, and written if it was repaired.
+func unborrow(sess model.Session) {
+	if sess.Release != nil {
+		sess.Release()
+	}
 }
 
 // readStopped turns a budget wait's end into read's result: a soft stop ends the run
@@ -869,9 +892,13 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 	var r repair.Result
 	var origins []repair.Origin
 	var err error
-	if sess.Rows != nil && !o.DryRun { // one row per message: the store writes by where each came from
+	after := -1 // the repaired length, when r.Messages is not built
+	switch {
+	case sess.Rows != nil && !o.DryRun: // one row per message: the store writes by where each came from
 		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
-	} else {
+	case o.DryRun && s.cfg.Compact == "": // reported, not written nor compacted
+		r.Report, after, err = repair.RepairedSize(sess.Messages, opts)
+	default:
 		r, err = repair.Repair(sess.Messages, opts)
 	}
 	out.Report = r.Report
@@ -919,13 +946,16 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 			}
 		}
 	}
-	out.BytesAfter = len(r.Messages)
+	if after < 0 {
+		after = len(r.Messages)
+	}
+	out.BytesAfter = after
 	if o.DryRun {
 		out.Status, report.Status = model.StatusWouldRepair, model.StatusWouldRepair
 		if clean {
 			out.Status, report.Status = model.StatusWouldCompact, model.StatusWouldCompact
 		}
-		report.AfterBytes = len(r.Messages)
+		report.AfterBytes = after
 		return out, reportOnly(report)
 	}
 	return out, &write{apply: model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,

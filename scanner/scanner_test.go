@@ -737,3 +737,79 @@ func TestWaitingReportsLeaveTheReaderRoom(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 20, res.Counts.Repaired)
 }
+
+// borrowing wraps the store to check a session read alone without a copy (Query.Borrow):
+// its content must be what was read until it is written, and be released once, after
+// that (a dry run's report needs none of it: released once handled).
+type borrowing struct {
+	*store.Store
+	mu       sync.Mutex
+	want     map[string][]byte // borrowed sessions' content as read
+	released map[string]int
+	early    []string
+}
+
+func (s *borrowing) Sessions(ctx context.Context, q model.Query) ([]model.Session, error) {
+	page, err := s.Store.Sessions(ctx, q)
+	for i, sess := range page {
+		if sess.Release == nil {
+			continue
+		}
+		s.mu.Lock()
+		s.want[sess.ID] = slices.Clone(sess.Messages)
+		s.mu.Unlock()
+		release := sess.Release
+		page[i].Release = func() {
+			s.mu.Lock()
+			s.released[sess.ID]++
+			s.mu.Unlock()
+			release()
+		}
+	}
+	return page, err
+}
+
+// held notes a borrowed session used after its release, or whose content changed.
+func (s *borrowing) held(id string, msgs []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want, ok := s.want[id]; ok && (s.released[id] > 0 || string(msgs) != string(want)) {
+		s.early = append(s.early, id)
+	}
+}
+
+func (s *borrowing) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outcome, []error) {
+	for _, a := range as {
+		s.held(a.Session.ID, a.Session.Messages)
+	}
+	return s.Store.ApplyBatch(ctx, as)
+}
+
+// A session larger than the whole budget is read alone and not copied out of the read:
+// the read stays open (its content valid) until the repair is written, and is then
+// released, once; in a dry run too.
+func TestASessionReadAloneIsHeldUntilWritten(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewDB(t)
+	st, err := store.Open(t.Context(), pool, store.DefaultSource, false)
+	require.NoError(t, err)
+	var sessions []model.Session
+	for i, size := range []int{1000, 700_000, 2000} {
+		msgs := fmt.Sprintf(`[{"role":"user","content":"%s"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}]`,
+			strings.Repeat("x", size))
+		sessions = append(sessions, model.Session{ID: fmt.Sprintf("s%d", i), Messages: []byte(msgs), UpdatedAt: old})
+	}
+	storetest.Sessions(t, pool, sessions...)
+
+	for _, dry := range []bool{true, false} {
+		b := &borrowing{Store: st, want: map[string][]byte{}, released: map[string]int{}}
+		sc := scanner.New(b, zerolog.Nop(), scanner.Config{Source: "x", Workers: 2, MaxInflightBytes: 300_000})
+		res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: dry})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Counts.Repaired)
+		require.Equal(t, []string{"s1"}, slices.Collect(maps.Keys(b.want)), "only the session over the budget is borrowed")
+		require.Empty(t, b.early, "released before it was written")
+		require.Equal(t, map[string]int{"s1": 1}, b.released)
+	}
+	require.Equal(t, 0, count(t, pool, `SELECT count(*) FROM sessions WHERE messages::text LIKE '%"tool_calls"%' AND messages::text NOT LIKE '%"role": "tool"%'`), "all written")
+}

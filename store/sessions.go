@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -230,6 +231,8 @@ func (s *rowLayout) sessions(ctx context.Context, q model.Query) ([]model.Sessio
 		return s.pool.Query(ctx, sql[variant], append(args, bounds...)...)
 	}
 	switch {
+	case q.Mode == model.ModeSession && q.Borrow:
+		return s.borrowed(ctx, q)
 	case q.Mode == model.ModeSession:
 		rows, err = s.pool.Query(ctx, s.sql.one, q.MaxBytes, s.k, q.SessionID)
 	case q.Mode == model.ModeIncremental && s.sql.hasUpdatedAt && !q.After.Started:
@@ -271,6 +274,59 @@ func (s *rowLayout) sessions(ctx context.Context, q model.Query) ([]model.Sessio
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
 	}
 	return out, nil
+}
+
+// borrowed reads one session (ModeSession) without copying its content: pgx reads a row
+// whole into one buffer, and Messages is the content's bytes in it, valid while the rows
+// stay open; Release closes them. For a session read alone, the copy doubled what the
+// read held at its peak (BENCHMARKS.md, "A session read alone, not copied"). ctx bounds
+// the read only: once the row is in, its end must not cut the connection the content
+// lives in.
+func (s *rowLayout) borrowed(ctx context.Context, q model.Query) ([]model.Session, error) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	rows, err := s.pool.Query(rctx, s.sql.one, q.MaxBytes, s.k, q.SessionID)
+	if err != nil {
+		cancel()
+		return nil, classify(fmt.Errorf("read session %q: %w", q.SessionID, err))
+	}
+	release := sync.OnceFunc(func() { rows.Close(); cancel() })
+	if !rows.Next() {
+		release()
+		if err := rows.Err(); err != nil {
+			return nil, classify(fmt.Errorf("read session %q: %w", q.SessionID, err))
+		}
+		return nil, nil
+	}
+	if !stop() { // ctx ended while the row was read
+		release()
+		return nil, ctx.Err()
+	}
+	var ss model.Session
+	var hold *string
+	var ua, pos *time.Time
+	var size *int
+	if err := rows.Scan(&ss.ID, nil, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
+		release()
+		return nil, classify(fmt.Errorf("read session %q: %w", q.SessionID, err))
+	}
+	if size == nil {
+		ss.Null = true
+	} else {
+		ss.Size = *size
+	}
+	if hold != nil {
+		ss.HoldHash = *hold
+	}
+	if ua != nil {
+		ss.UpdatedAt, ss.Position = *ua, *pos
+	}
+	if ss.Messages = rows.RawValues()[1]; ss.Messages == nil {
+		release() // NULL, or over the size limit: nothing to hold
+	} else {
+		ss.Release = release
+	}
+	return []model.Session{ss}, nil
 }
 
 // conflictError aborts an Apply transaction that must not write.

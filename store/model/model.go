@@ -56,6 +56,10 @@ type Session struct {
 	// InFlight says why the session is being written now (LangGraph: pending writes to
 	// its messages): reported pending, left for the next run.
 	InFlight string
+	// Release is set when Messages is the store's own read buffer rather than a copy
+	// (Query.Borrow): the store holds the read open until it is called, once, after the
+	// last use of Messages and of anything sliced from it.
+	Release func()
 }
 
 // Row is one stored row of a session kept one row per message: its primary key as text,
@@ -138,6 +142,11 @@ type Query struct {
 	Slice Slice
 	// NoRows leaves Session.Rows out (a dry run writes nothing by them).
 	NoRows bool
+	// Borrow asks, for ModeSession, that Messages be left in the read buffer rather than
+	// copied out of it, and that the read be held open until Session.Release (which a
+	// store may leave nil: then Messages is a copy). For a session read alone, where the
+	// copy would double what the read holds; each borrowed session holds a connection.
+	Borrow bool
 }
 
 // Slice is one partition of the sessions: those whose id is greater than Lower and at
