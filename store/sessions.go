@@ -248,27 +248,7 @@ func (s *rowLayout) sessions(ctx context.Context, q model.Query) ([]model.Sessio
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Session, error) {
-		var ss model.Session
-		var hold *string
-		var ua, pos *time.Time
-		var size *int
-		// Straight into bytes: a NULL (over the size limit) stays nil. The size is NULL
-		// only when the column itself is.
-		if err := r.Scan(&ss.ID, &ss.Messages, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
-			return ss, err
-		}
-		if size == nil {
-			ss.Null = true
-		} else {
-			ss.Size = *size
-		}
-		if hold != nil {
-			ss.HoldHash = *hold
-		}
-		if ua != nil {
-			ss.UpdatedAt, ss.Position = *ua, *pos
-		}
-		return ss, nil
+		return scanSession(r.Scan, true)
 	})
 	if err != nil {
 		return nil, classify(fmt.Errorf("read sessions: %w", err))
@@ -302,13 +282,33 @@ func (s *rowLayout) borrowed(ctx context.Context, q model.Query) ([]model.Sessio
 		release()
 		return nil, ctx.Err()
 	}
+	ss, err := scanSession(rows.Scan, false)
+	if err != nil {
+		release()
+		return nil, classify(fmt.Errorf("read session %q: %w", q.SessionID, err))
+	}
+	if ss.Messages = rows.RawValues()[1]; ss.Messages == nil {
+		release() // NULL, or over the size limit: nothing to hold
+	} else {
+		ss.Release = release
+	}
+	return []model.Session{ss}, nil
+}
+
+// scanSession reads a row of the sessions statements. With copyContent, the content goes
+// straight into bytes (a NULL, over the size limit, stays nil); else the caller takes it.
+// The size is NULL only when the column itself is.
+func scanSession(scan func(...any) error, copyContent bool) (model.Session, error) {
 	var ss model.Session
 	var hold *string
 	var ua, pos *time.Time
 	var size *int
-	if err := rows.Scan(&ss.ID, nil, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
-		release()
-		return nil, classify(fmt.Errorf("read session %q: %w", q.SessionID, err))
+	var msgs any
+	if copyContent {
+		msgs = &ss.Messages
+	}
+	if err := scan(&ss.ID, msgs, &size, &ua, &pos, &hold, &ss.Deferred); err != nil {
+		return ss, err
 	}
 	if size == nil {
 		ss.Null = true
@@ -321,12 +321,7 @@ func (s *rowLayout) borrowed(ctx context.Context, q model.Query) ([]model.Sessio
 	if ua != nil {
 		ss.UpdatedAt, ss.Position = *ua, *pos
 	}
-	if ss.Messages = rows.RawValues()[1]; ss.Messages == nil {
-		release() // NULL, or over the size limit: nothing to hold
-	} else {
-		ss.Release = release
-	}
-	return []model.Session{ss}, nil
+	return ss, nil
 }
 
 // conflictError aborts an Apply transaction that must not write.
