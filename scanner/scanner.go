@@ -352,13 +352,10 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 					if it.reported == nil {
 						var w *write
 						d.out, w = s.handle(res, o, it.sess)
-						if w != nil && w.report == nil { // the writer releases its content once written
-							w.out, w.page, w.bytes = d.out, it.page, it.bytes
-							writes <- *w
-							continue
+						if w == nil || w.report != nil { // nothing of the content is written
+							unborrow(it.sess)
 						}
-						unborrow(it.sess)
-						if w != nil { // and the bytes of a report alone
+						if w != nil { // the writer releases its bytes once written
 							w.out, w.page, w.bytes = d.out, it.page, it.bytes
 							writes <- *w
 							continue
@@ -616,8 +613,6 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 // reportOnly is the write of a session's report alone.
 func reportOnly(r model.Report) *write { return &write{report: &r} }
 
-// item is a session handed to a worker, with the bytes it holds of the budget and the
-// page it came from.
 // Sessions go to the workers handoff at a time, or fewer of handoffBytes together, so
 // that the reader, which the database waits for, seldom waits for a processor behind
 // the workers to hand over a session (a page's 500 sessions were 500 sends and wakeups).
@@ -626,6 +621,8 @@ const (
 	handoffBytes = 256 << 10
 )
 
+// item is a session handed to a worker, with the bytes it holds of the budget and the
+// page it came from.
 type item struct {
 	sess     model.Session
 	reported *model.ReportRow
