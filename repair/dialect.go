@@ -123,6 +123,13 @@ type spec struct {
 	// order returns the first message whose place the provider rejects in a way no stage
 	// changes, and why (the transcript is then refused); nil: none.
 	order func(msgs []message, ps *parser) (int, string)
+	// mergeAdjacent says whether two messages side by side in the input must become one
+	// for the provider to accept them, where one merge is the only reading (nil: never);
+	// the merge is stage merge_turns. order refuses the shapes it does not cover.
+	mergeAdjacent func(prev, cur *outMsg) bool
+	// argsText is the path from a call part to its arguments where the provider takes
+	// them as a JSON string (partArgsJSON); nil: the dialect has none.
+	argsText []keyCode
 }
 
 // toolParts reports whether m holds a call or result part.
@@ -222,6 +229,9 @@ const (
 	// partCanonical: a call written in another shape the platform also accepts (OpenClaw's
 	// legacy snake_case blocks), whose canonical form is kept apart (parser.canonical).
 	partCanonical
+	// partArgsJSON: a call whose arguments are a JSON object or array where the provider
+	// takes their JSON text as a string (spec.argsText).
+	partArgsJSON
 )
 
 func (p part) is(f partFlags) bool { return p.flags&f != 0 }
@@ -627,6 +637,19 @@ func argsKind(p *part, args obj, key keyCode, want byte, nullOK bool, what strin
 		return
 	}
 	args.ps.doubtful(fmt.Sprintf("%s is a JSON %s, not a JSON %s, which the provider rejects", what, kindOf(v[0]), kindOf(want)))
+}
+
+// stringArgs checks the arguments member key of args of a well-formed call where the
+// provider takes a JSON string: an object or array there is marked (partArgsJSON) to be
+// written as its JSON text, which is what the API needs and what the AI SDK sends
+// (JSON.stringify(input)); any other kind is refused (argsKind): a number, a boolean or
+// null is no arguments object, and its text would say what the model never did.
+func stringArgs(p *part, args obj, key keyCode, what string) {
+	if v, ok := args.lookup(key); ok && p.malformed == wellFormed && (v[0] == '{' || v[0] == '[') {
+		p.set(partArgsJSON, true)
+		return
+	}
+	argsKind(p, args, key, '"', false, what)
 }
 
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in

@@ -16,6 +16,7 @@ var responsesSpec = &spec{
 	name:     OpenAIResponses,
 	envelope: "input",
 	parse:    parseResponses,
+	argsText: []keyCode{keyArguments},
 	messageSignal: func(f msgFacts) bool {
 		if len(f.typ) < shortestItemType { // most messages of other dialects: spared the lookups
 			return false
@@ -220,9 +221,13 @@ func parseResponses(m *message, ps *parser) error {
 		p := rawPart(m.raw)
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
-		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
-			// function_call arguments and custom_tool_call input are JSON strings (Codex's
-			// tool_search_call keeps an object).
+		switch {
+		case c.typ == callPlain && c.args == keyArguments:
+			// function_call arguments are a JSON string (Codex's tool_search_call keeps an
+			// object).
+			stringArgs(&p, o, c.args, "a "+string(typ)+" item's "+keyNames[c.args])
+		case c.typ == callCustomTool:
+			// A custom tool's input is free text, not JSON: an object there has no one text.
 			argsKind(&p, o, c.args, '"', false, "a "+string(typ)+" item's "+keyNames[c.args])
 		}
 		if c.name != "" && p.nameLen == 0 {

@@ -233,6 +233,10 @@ type plan struct {
 	// ambiguous is a response without an id that several calls may answer (strayCall), of
 	// ambiguousN calls, or -1; checkUnrecognized refuses it.
 	ambiguous, ambiguousN int
+	// unmerged is a message that must be merged into the one before it (spec.mergeAdjacent)
+	// but cannot be without losing a member, and unmergedWhy what the two are; -1: none.
+	unmerged    int
+	unmergedWhy string
 }
 
 var plans = sync.Pool{New: func() any {
@@ -330,13 +334,39 @@ func (p *plan) analyze() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.toolishMsg, p.ps.toolish)
 	}
+	p.stringifyArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
 	if p.opts.Target != "" {
 		p.retarget()
 	}
 	p.finish()
+	if p.unmerged >= 0 {
+		return p.refuse(p.unmerged, "", p.unmergedWhy, "and merging them would lose a member the two hold with different values")
+	}
 	return p.checkReport()
+}
+
+// stringifyArguments writes the arguments of each surviving call that holds them as a
+// JSON object or array (partArgsJSON) as the JSON string of their compact text.
+func (p *plan) stringifyArguments() {
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		if c.removed || !pt.is(partArgsJSON) {
+			continue
+		}
+		v := valueAt(pt.raw(), p.spec.argsText)
+		if v == nil {
+			continue
+		}
+		text := compactJSON(v)
+		pt.setRaw(setPath(pt.raw(), p.spec.argsText, jsonString(string(text))))
+		p.edits[c.msg].dirty = true
+		p.issue(IssueArgumentsNotString, int(c.msg), pt, "")
+		p.act(StageStringifyArguments, ActionRewrite, int(c.msg), pt,
+			fmt.Sprintf("arguments stored as a JSON %s written as their JSON text", kindOf(v[0])))
+	}
 }
 
 // release empties the plan, keeping its slabs' capacity, and returns it to the pool; a
@@ -1758,7 +1788,8 @@ func (p *plan) gone(i int) bool {
 // messages hold different values under one key) is not made; in a chain of merges, the
 // members of all the messages merged so far count.
 func (p *plan) planMerges() {
-	rule := p.spec.mergeAfterRemoval
+	p.unmerged = -1
+	rule, adjacent := p.spec.mergeAfterRemoval, p.spec.mergeAdjacent
 	if rule == nil {
 		return
 	}
@@ -1779,15 +1810,29 @@ func (p *plan) planMerges() {
 			if !gap {
 				at, why = max(prevLost, lost), "lost a call or result"
 			}
-			if have && at >= 0 && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
+			afterRemoval := have && at >= 0 && rule(&prev, &cur, p.opts.Target)
+			side := have && !afterRemoval && adjacent != nil && adjacent(&prev, &cur)
+			ok := (afterRemoval || side) && mergeable(prev.raw, m.raw, m.partsKey)
+			if side && !ok && p.unmerged < 0 {
+				p.unmerged, p.unmergedWhy = i, fmt.Sprintf("a %s message follows a %s message, which the provider rejects", cur.role, prev.role)
+			}
+			if ok {
 				p.edits[i].merge = true
-				detail := fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				stage := StageMergeTurns
+				detail := fmt.Sprintf("merged into the %s message before it, which the provider takes only as one turn", prev.role)
+				if afterRemoval {
+					stage = p.edits[at].stage
+					detail = fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				} else {
+					p.report.Issues = append(p.report.Issues, Issue{Code: IssueAdjacentTurns, MessageIndex: i})
+				}
 				if st := staleStops(prev.raw, m.raw); st != "" {
 					detail += fmt.Sprintf("; it ends the merged message, so %s of the message before it goes", st)
 				}
-				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[at].stage, Action: ActionMerge,
+				p.report.Actions = append(p.report.Actions, Action{Stage: stage, Action: ActionMerge,
 					MessageIndex: i, Detail: detail})
 				prev.raw = merge(prev.raw, m.raw, m.partsKey) // what the next merge in a chain joins
+				prev.calls = prev.calls || cur.calls
 				prevLost = max(prevLost, lost)
 			} else {
 				prev, have, prevLost = cur, true, lost
