@@ -121,7 +121,8 @@ type spec struct {
 	// dropDanglingReasoning; nil: responsesFollower.
 	follower func(m *message) follower
 	// order returns the first message whose place the provider rejects in a way no stage
-	// changes, and why (the transcript is then refused); nil: none.
+	// changes, and what is wrong and why tmend does not repair it, in one text (the
+	// transcript is then refused); nil: none.
 	order func(msgs []message, ps *parser) (int, string)
 	// mergeAdjacent says whether two messages side by side in the input must become one
 	// for the provider to accept them, where one merge is the only reading (nil: never);
@@ -432,6 +433,8 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// doubtOrder: the doubt is an order check's (spec.order), whose text gives its reason.
+	doubtOrder bool
 	// hashes is scratch space for an order check (duplicateItemIDs).
 	hashes []uint64
 	// providerCalls are the ids of the calls seen so far that the provider runs itself

@@ -55,7 +55,7 @@ func serverCallsUnanswered(msgs []message, _ *parser) (int, string) {
 				answered = answered || id != nil && string(ro.get(keyToolUseID)) == string(id)
 			}
 			if !answered {
-				return j, fmt.Sprintf("a %s block with id %s has no result block in its message, nor a client tool_use beside it", wordOf(typ), id)
+				return j, fmt.Sprintf("a %s block with id %s has no result block in its message, nor a client tool_use beside it, so the API would have to run it; tmend cannot write a server tool's result, nor tell whether it ran", wordOf(typ), id)
 			}
 		}
 	}

@@ -35,7 +35,7 @@ var bedrockSpec = &spec{
 func bedrockOrder(msgs []message, _ *parser) (int, string) {
 	if len(msgs) > 0 {
 		if m := &msgs[0]; m.kind == msgAssistant && (wellFormedCalls(m) || !toolParts(m)) {
-			return 0, "the conversation starts with an assistant message, which Converse rejects (drop it, or add a user turn?)"
+			return 0, "the conversation starts with an assistant message, which Converse rejects; whether to drop it or add a user turn before it is not tmend's to decide"
 		}
 	}
 	return 0, ""

@@ -96,14 +96,14 @@ func geminiOrder(msgs []message, _ *parser) (int, string) {
 			continue
 		}
 		if j == 0 {
-			return j, "the first turn is a function-call turn, which Gemini takes only after a user turn or a function response turn (add a user turn, or drop the call?)"
+			return j, "the first turn is a function-call turn, which Gemini takes only after a user turn or a function response turn; whether to add a user turn or drop the call and its response is not tmend's to decide"
 		}
 		if prev := &msgs[j-1]; prev.kind == msgAssistant && !toolParts(prev) {
 			switch {
 			case j == 1:
-				return j, "a function-call turn comes right after a model turn that opens the contents, which Gemini rejects, merged or not (add a user turn, or drop them?)"
+				return j, "a function-call turn comes right after a model turn that opens the contents, which Gemini rejects merged or not; whether to add a user turn or drop them is not tmend's to decide"
 			case msgs[j-2].kind != msgUser:
-				return j, "a function-call turn comes right after a model turn that does not follow a user turn, which Gemini rejects (which turns to merge?)"
+				return j, "a function-call turn comes right after a model turn that does not follow a user turn, which Gemini rejects; which of the turns before it are its response's is unclear"
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func sameItemIDs(msgs []message) (int, string) {
 		}
 		for k := range j {
 			if bytes.Equal(msgs[k].get(keyID), v) {
-				return j, fmt.Sprintf("two items have the id %s", v)
+				return j, fmt.Sprintf("two items have the id %s, which the API rejects; which of them keeps it, or whether one is the other stored twice, is unclear", v)
 			}
 		}
 	}
@@ -147,7 +147,7 @@ func outputTypesMatch(msgs []message) (int, string) {
 			continue
 		}
 		if ct, ok := callType[string(id)]; ok && !slices.Contains(answers[ct], string(typ)) {
-			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call?", typ, ct, id)
+			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call? tmend cannot tell", typ, ct, id)
 		}
 	}
 	return 0, ""

@@ -308,7 +308,11 @@ func (p *plan) analyze() error {
 		return p.fail(StatusUnparseable, "message %d: %v", p.ps.errMsg, p.ps.err)
 	}
 	if p.ps.doubt != "" {
-		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, "so what it is, or which call it answers, is unclear")
+		why := "so what it is, or which call it answers, is unclear"
+		if p.ps.doubtOrder {
+			why = "" // an order check's reason says why itself
+		}
+		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, why)
 	}
 	if p.spec.inPlace {
 		p.decideInPlace()
@@ -512,7 +516,7 @@ func (p *plan) parse() error {
 	}
 	if p.spec.order != nil && p.ps.doubt == "" {
 		if at, why := p.spec.order(p.msgs, &p.ps); why != "" {
-			p.ps.doubt, p.ps.doubtMsg = why, at
+			p.ps.doubt, p.ps.doubtMsg, p.ps.doubtOrder = why, at, true
 		}
 	}
 	if p.ps.foreign != "" {
@@ -1529,10 +1533,13 @@ func (p *plan) refuseUnrecognized(msg int, key, id string) error {
 }
 
 // refuse reports the transcript as unsupported, with one unrecognized_tool_call issue,
-// and no actions: it is left as it is.
+// and no actions: it is left as it is. why follows detail in the reason, unless empty.
 func (p *plan) refuse(msg int, id, detail, why string) error {
 	p.report.Actions, p.report.StageCounts, p.report.PendingCalls = nil, nil, 0
 	p.report.Issues = []Issue{{Code: IssueUnrecognizedCall, MessageIndex: msg, CallID: strings.Clone(id), Detail: detail}}
+	if why == "" {
+		return p.fail(StatusUnsupported, "message %d: %s; left untouched", msg, detail)
+	}
 	return p.fail(StatusUnsupported, "message %d: %s, %s; left untouched", msg, detail, why)
 }
 
