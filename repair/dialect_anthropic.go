@@ -26,8 +26,9 @@ var anthropicSpec = &spec{
 		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", id).str("content", text).
 			raw("is_error", []byte("true")).done()
 	},
-	wrap:  func(p [][]byte) []byte { return wrapUser(keyContent, p) },
-	order: serverCallsUnanswered,
+	wrap:     func(p [][]byte) []byte { return wrapUser(keyContent, p) },
+	order:    serverCallsUnanswered,
+	argsPath: []keyCode{keyInput},
 }
 
 // serverCallsUnanswered finds an assistant message with a server_tool_use or mcp_tool_use
@@ -77,7 +78,7 @@ func parseAnthropic(m *message, ps *parser) error {
 			switch typ := o.get(keyType); {
 			case isString(typ, "tool_use"):
 				callShape(p, o, pathID, o, o, keyInput, false)
-				argsKind(p, o, keyInput, '{', false, "a tool_use block's input")
+				objectArgs(p, o, keyInput, "a tool_use block's input")
 			case isString(typ, "tool_result"):
 				ps.doubtful("a tool_result block is in an assistant message")
 			case !isString(typ, "server_tool_use") && !isString(typ, "mcp_tool_use") && !toolish(wordOf(typ)):

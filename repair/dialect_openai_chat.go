@@ -12,7 +12,7 @@ var openAIChatSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
 	},
-	argsText: []keyCode{keyFunction, keyArguments},
+	argsPath: []keyCode{keyFunction, keyArguments},
 	synth: func(c *part, id []byte, text string) []byte {
 		return objectBuilder(nil).str("role", "tool").raw("tool_call_id", id).str("content", text).done()
 	},

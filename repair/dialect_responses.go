@@ -16,7 +16,7 @@ var responsesSpec = &spec{
 	name:     OpenAIResponses,
 	envelope: "input",
 	parse:    parseResponses,
-	argsText: []keyCode{keyArguments},
+	argsPath: []keyCode{keyArguments},
 	messageSignal: func(f msgFacts) bool {
 		if len(f.typ) < shortestItemType { // most messages of other dialects: spared the lookups
 			return false

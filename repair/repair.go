@@ -338,7 +338,7 @@ func (p *plan) analyze() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.toolishMsg, p.ps.toolish)
 	}
-	p.stringifyArguments()
+	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
 	if p.opts.Target != "" {
@@ -351,25 +351,30 @@ func (p *plan) analyze() error {
 	return p.checkReport()
 }
 
-// stringifyArguments writes the arguments of each surviving call that holds them as a
-// JSON object or array (partArgsJSON) as the JSON string of their compact text.
-func (p *plan) stringifyArguments() {
+// normalizeArguments writes the arguments of each surviving call that holds them in a
+// JSON type the provider rejects (partArgsRetype) in the type it takes: an object or
+// array as the JSON string of its compact text, a string as the compact object it holds.
+func (p *plan) normalizeArguments() {
 	for ci := range p.calls {
 		c := &p.calls[ci]
 		pt := p.part(c.msg, c.part)
-		if c.removed || !pt.is(partArgsJSON) {
+		if c.removed || !pt.is(partArgsRetype) {
 			continue
 		}
-		v := valueAt(pt.raw(), p.spec.argsText)
+		v := valueAt(pt.raw(), p.spec.argsPath)
 		if v == nil {
 			continue
 		}
-		text := compactJSON(v)
-		pt.setRaw(setPath(pt.raw(), p.spec.argsText, jsonString(string(text))))
+		detail := fmt.Sprintf("arguments stored as a JSON %s written as their JSON text", kindOf(v[0]))
+		val := jsonString(string(compactJSON(v)))
+		if v[0] == '"' {
+			s, _ := idString(v)
+			detail, val = "arguments stored as a JSON string written as the object it holds", compactJSON([]byte(s))
+		}
+		pt.setRaw(setPath(pt.raw(), p.spec.argsPath, val))
 		p.edits[c.msg].dirty = true
-		p.issue(IssueArgumentsNotString, int(c.msg), pt, "")
-		p.act(StageStringifyArguments, ActionRewrite, int(c.msg), pt,
-			fmt.Sprintf("arguments stored as a JSON %s written as their JSON text", kindOf(v[0])))
+		p.issue(IssueArgumentsType, int(c.msg), pt, "")
+		p.act(StageNormalizeArguments, ActionRewrite, int(c.msg), pt, detail)
 	}
 }
 
