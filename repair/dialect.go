@@ -3,10 +3,12 @@ package repair
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -121,8 +123,17 @@ type spec struct {
 	// dropDanglingReasoning; nil: responsesFollower.
 	follower func(m *message) follower
 	// order returns the first message whose place the provider rejects in a way no stage
-	// changes, and why (the transcript is then refused); nil: none.
+	// changes, and what is wrong and why tmend does not repair it, in one text (the
+	// transcript is then refused); nil: none.
 	order func(msgs []message, ps *parser) (int, string)
+	// mergeAdjacent says whether two messages side by side in the input must become one
+	// for the provider to accept them, where one merge is the only reading (nil: never);
+	// the merge is stage merge_turns. order refuses the shapes it does not cover.
+	mergeAdjacent func(prev, cur *outMsg) bool
+	// argsPath is the path from a call part to its arguments, for a dialect whose
+	// arguments may be stored in a JSON type the provider rejects with one reading in the
+	// type it takes (partArgsRetype); nil: none.
+	argsPath []keyCode
 }
 
 // toolParts reports whether m holds a call or result part.
@@ -222,6 +233,10 @@ const (
 	// partCanonical: a call written in another shape the platform also accepts (OpenClaw's
 	// legacy snake_case blocks), whose canonical form is kept apart (parser.canonical).
 	partCanonical
+	// partArgsRetype: a call whose arguments (spec.argsPath) are a JSON object or array
+	// where the provider takes their JSON text as a string (stringArgs), or a string
+	// holding an object's JSON text where it takes the object (objectArgs).
+	partArgsRetype
 )
 
 func (p part) is(f partFlags) bool { return p.flags&f != 0 }
@@ -422,6 +437,8 @@ type parser struct {
 	// that is not a string, a legacy call with two ids): the transcript is then refused.
 	doubt    string
 	doubtMsg int
+	// doubtOrder: the doubt is an order check's (spec.order), whose text gives its reason.
+	doubtOrder bool
 	// hashes is scratch space for an order check (duplicateItemIDs).
 	hashes []uint64
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
@@ -627,6 +644,35 @@ func argsKind(p *part, args obj, key keyCode, want byte, nullOK bool, what strin
 		return
 	}
 	args.ps.doubtful(fmt.Sprintf("%s is a JSON %s, not a JSON %s, which the provider rejects", what, kindOf(v[0]), kindOf(want)))
+}
+
+// stringArgs checks the arguments member key of args of a well-formed call where the
+// provider takes a JSON string: an object or array there is marked (partArgsRetype) to be
+// written as its JSON text, which is what the API needs and what the AI SDK sends
+// (JSON.stringify(input)); any other kind is refused (argsKind): a number, a boolean or
+// null is no arguments object, and its text would say what the model never did.
+func stringArgs(p *part, args obj, key keyCode, what string) {
+	if v, ok := args.lookup(key); ok && p.malformed == wellFormed && (v[0] == '{' || v[0] == '[') {
+		p.set(partArgsRetype, true)
+		return
+	}
+	argsKind(p, args, key, '"', false, what)
+}
+
+// objectArgs checks the arguments member key of args of a well-formed call where the
+// provider takes a JSON object: a string holding an object's JSON text (a stream's
+// accumulated input stored unparsed) is marked (partArgsRetype) to be written as that
+// object, as the engine parses a legacy call's string arguments; any other kind, or a
+// string holding something else, is refused (argsKind).
+func objectArgs(p *part, args obj, key keyCode, what string) {
+	if v, ok := args.lookup(key); ok && p.malformed == wellFormed && v[0] == '"' {
+		if s, _ := idString(v); utf8.ValidString(s) && json.Valid([]byte(s)) &&
+			s[skipSpace([]byte(s), 0)] == '{' && depthOf([]byte(s)) <= legacyArgsDepth {
+			p.set(partArgsRetype, true)
+			return
+		}
+	}
+	argsKind(p, args, key, '{', false, what)
 }
 
 // parseResultMessage makes message m one result part: its id at idPath, its tool name in

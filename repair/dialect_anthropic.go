@@ -26,8 +26,9 @@ var anthropicSpec = &spec{
 		return objectBuilder(nil).str("type", "tool_result").raw("tool_use_id", id).str("content", text).
 			raw("is_error", []byte("true")).done()
 	},
-	wrap:  func(p [][]byte) []byte { return wrapUser(keyContent, p) },
-	order: serverCallsUnanswered,
+	wrap:     func(p [][]byte) []byte { return wrapUser(keyContent, p) },
+	order:    serverCallsUnanswered,
+	argsPath: []keyCode{keyInput},
 }
 
 // serverCallsUnanswered finds an assistant message with a server_tool_use or mcp_tool_use
@@ -55,7 +56,7 @@ func serverCallsUnanswered(msgs []message, _ *parser) (int, string) {
 				answered = answered || id != nil && string(ro.get(keyToolUseID)) == string(id)
 			}
 			if !answered {
-				return j, fmt.Sprintf("a %s block with id %s has no result block in its message, nor a client tool_use beside it", wordOf(typ), id)
+				return j, fmt.Sprintf("a %s block with id %s has no result block in its message, nor a client tool_use beside it, so the API would have to run it; tmend cannot write a server tool's result, nor tell whether it ran", wordOf(typ), id)
 			}
 		}
 	}
@@ -77,7 +78,7 @@ func parseAnthropic(m *message, ps *parser) error {
 			switch typ := o.get(keyType); {
 			case isString(typ, "tool_use"):
 				callShape(p, o, pathID, o, o, keyInput, false)
-				argsKind(p, o, keyInput, '{', false, "a tool_use block's input")
+				objectArgs(p, o, keyInput, "a tool_use block's input")
 			case isString(typ, "tool_result"):
 				ps.doubtful("a tool_result block is in an assistant message")
 			case !isString(typ, "server_tool_use") && !isString(typ, "mcp_tool_use") && !toolish(wordOf(typ)):

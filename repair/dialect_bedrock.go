@@ -15,6 +15,10 @@ var bedrockSpec = &spec{
 	},
 	// "A conversation must alternate between user and assistant roles".
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool { return sameRole(prev, cur) },
+	// Two messages of one role in the input are one turn to the provider's clients:
+	// LangChain's ChatBedrockConverse (merge_message_runs) and the AI SDK's bedrock
+	// provider (groupIntoBlocks) merge them before sending; tmend merges them as stored.
+	mergeAdjacent: sameRole,
 	synth: func(c *part, id []byte, text string) []byte {
 		tr := objectBuilder(nil).raw("toolUseId", id).raw("content", textBlocks(false, text)).
 			str("status", "error").done()
@@ -25,19 +29,13 @@ var bedrockSpec = &spec{
 }
 
 // bedrockOrder finds a message whose place Converse rejects ("A conversation must start
-// with a user message", "must alternate between user and assistant roles") that no stage
-// changes: an assistant message first (unless only malformed calls, which go, make it a
-// call turn), or two of one role in a row, neither holding a call or result (a removal or
-// an insertion may yet make those alternate). Merge, drop, or add
-// a turn? tmend does not decide.
+// with a user message") that no stage changes: an assistant message first (unless only
+// malformed calls, which go, make it a call turn). Drop it, or add a user turn before it?
+// tmend does not decide. (Two messages of one role in a row are merged: mergeAdjacent.)
 func bedrockOrder(msgs []message, _ *parser) (int, string) {
-	for j := range msgs {
-		m := &msgs[j]
-		switch {
-		case j == 0 && m.kind == msgAssistant && (wellFormedCalls(m) || !toolParts(m)):
-			return j, "the conversation starts with an assistant message, which Converse rejects"
-		case j > 0 && m.kind != msgOther && m.kind == msgs[j-1].kind && !toolParts(m) && !toolParts(&msgs[j-1]):
-			return j, "two messages of one role follow each other, which Converse rejects (merge them, or not?)"
+	if len(msgs) > 0 {
+		if m := &msgs[0]; m.kind == msgAssistant && (wellFormedCalls(m) || !toolParts(m)) {
+			return 0, "the conversation starts with an assistant message, which Converse rejects; whether to drop it or add a user turn before it is not tmend's to decide"
 		}
 	}
 	return 0, ""

@@ -18,6 +18,12 @@ var geminiSpec = &spec{
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool {
 		return string(prev.role) == "model" && string(cur.role) == "model" && cur.calls
 	},
+	// A model text turn stored apart from the call turn the same response went on with:
+	// one model turn, text first, as the AI SDK's google provider and LangChain's
+	// google-genai write a response's text and calls ([...text, ...functionCalls]).
+	mergeAdjacent: func(prev, cur *outMsg) bool {
+		return string(prev.role) == "model" && !prev.calls && string(cur.role) == "model" && cur.calls
+	},
 	synth: func(c *part, id []byte, text string) []byte {
 		var fr objectBuilder
 		if c.hasID {
@@ -79,8 +85,10 @@ var (
 // immediately after a user turn or after a function response turn") that no stage
 // changes: the first turn, or one right after a model turn with no calls (a model turn
 // with calls gets its responses after it, or goes with them; a turn of malformed calls
-// only goes, and its neighbours are merged). Merge the two model turns,
-// or add a user turn? tmend does not decide.
+// only goes, and its neighbours are merged) that is first itself or follows a turn other
+// than a user or function-response turn. Add a user turn, or drop the call? Which model turns to merge? tmend does not
+// decide. A model text turn between a user turn and the call turn is merged into it
+// (mergeAdjacent).
 func geminiOrder(msgs []message, _ *parser) (int, string) {
 	for j := range msgs {
 		m := &msgs[j]
@@ -88,10 +96,15 @@ func geminiOrder(msgs []message, _ *parser) (int, string) {
 			continue
 		}
 		if j == 0 {
-			return j, "the first turn is a function-call turn, which Gemini takes only after a user turn or a function response turn"
+			return j, "the first turn is a function-call turn, which Gemini takes only after a user turn or a function response turn; whether to add a user turn or drop the call and its response is not tmend's to decide"
 		}
 		if prev := &msgs[j-1]; prev.kind == msgAssistant && !toolParts(prev) {
-			return j, "a function-call turn comes right after a model turn, which Gemini rejects (merge the two, or not?)"
+			switch {
+			case j == 1:
+				return j, "a function-call turn comes right after a model turn that opens the contents, which Gemini rejects merged or not; whether to add a user turn or drop them is not tmend's to decide"
+			case msgs[j-2].kind != msgUser:
+				return j, "a function-call turn comes right after a model turn that does not follow a user turn, which Gemini rejects; which of the turns before it are its response's is unclear"
+			}
 		}
 	}
 	return 0, ""

@@ -12,6 +12,7 @@ var openAIChatSpec = &spec{
 	messageSignal: func(f msgFacts) bool {
 		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
 	},
+	argsPath: []keyCode{keyFunction, keyArguments},
 	synth: func(c *part, id []byte, text string) []byte {
 		return objectBuilder(nil).str("role", "tool").raw("tool_call_id", id).str("content", text).done()
 	},
@@ -44,7 +45,7 @@ func parseOpenAIChat(m *message, ps *parser) error {
 			}
 			fn := o.sub(keyFunction)
 			callShape(p, o, pathID, fn, fn, keyArguments, false)
-			argsKind(p, fn, keyArguments, '"', false, "a tool call's function.arguments")
+			stringArgs(p, fn, keyArguments, "a tool call's function.arguments")
 			if !o.has(keyFunction) {
 				p.malformed = malNoFunction
 			}

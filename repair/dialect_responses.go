@@ -16,6 +16,7 @@ var responsesSpec = &spec{
 	name:     OpenAIResponses,
 	envelope: "input",
 	parse:    parseResponses,
+	argsPath: []keyCode{keyArguments},
 	messageSignal: func(f msgFacts) bool {
 		if len(f.typ) < shortestItemType { // most messages of other dialects: spared the lookups
 			return false
@@ -84,7 +85,7 @@ func sameItemIDs(msgs []message) (int, string) {
 		}
 		for k := range j {
 			if bytes.Equal(msgs[k].get(keyID), v) {
-				return j, fmt.Sprintf("two items have the id %s", v)
+				return j, fmt.Sprintf("two items have the id %s, which the API rejects; which of them keeps it, or whether one is the other stored twice, is unclear", v)
 			}
 		}
 	}
@@ -146,7 +147,7 @@ func outputTypesMatch(msgs []message) (int, string) {
 			continue
 		}
 		if ct, ok := callType[string(id)]; ok && !slices.Contains(answers[ct], string(typ)) {
-			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call?", typ, ct, id)
+			return j, fmt.Sprintf("a %s answers the %s with call_id %s: the wrong output type, or an orphan beside an unanswered call? tmend cannot tell", typ, ct, id)
 		}
 	}
 	return 0, ""
@@ -220,9 +221,13 @@ func parseResponses(m *message, ps *parser) error {
 		p := rawPart(m.raw)
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
-		if c.typ == callPlain && c.args == keyArguments || c.typ == callCustomTool {
-			// function_call arguments and custom_tool_call input are JSON strings (Codex's
-			// tool_search_call keeps an object).
+		switch {
+		case c.typ == callPlain && c.args == keyArguments:
+			// function_call arguments are a JSON string (Codex's tool_search_call keeps an
+			// object).
+			stringArgs(&p, o, c.args, "a "+string(typ)+" item's "+keyNames[c.args])
+		case c.typ == callCustomTool:
+			// A custom tool's input is free text, not JSON: an object there has no one text.
 			argsKind(&p, o, c.args, '"', false, "a "+string(typ)+" item's "+keyNames[c.args])
 		}
 		if c.name != "" && p.nameLen == 0 {

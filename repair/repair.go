@@ -233,6 +233,10 @@ type plan struct {
 	// ambiguous is a response without an id that several calls may answer (strayCall), of
 	// ambiguousN calls, or -1; checkUnrecognized refuses it.
 	ambiguous, ambiguousN int
+	// unmerged is a message that must be merged into the one before it (spec.mergeAdjacent)
+	// but cannot be without losing a member, and unmergedWhy what the two are; -1: none.
+	unmerged    int
+	unmergedWhy string
 }
 
 var plans = sync.Pool{New: func() any {
@@ -304,7 +308,11 @@ func (p *plan) analyze() error {
 		return p.fail(StatusUnparseable, "message %d: %v", p.ps.errMsg, p.ps.err)
 	}
 	if p.ps.doubt != "" {
-		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, "so what it is, or which call it answers, is unclear")
+		why := "so what it is, or which call it answers, is unclear"
+		if p.ps.doubtOrder {
+			why = "" // an order check's reason says why itself
+		}
+		return p.refuse(p.ps.doubtMsg, "", p.ps.doubt, why)
 	}
 	if p.spec.inPlace {
 		p.decideInPlace()
@@ -330,13 +338,44 @@ func (p *plan) analyze() error {
 		p.report.Dialect = ""
 		return p.fail(StatusUnknownDialect, "message %d: %s", p.ps.toolishMsg, p.ps.toolish)
 	}
+	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
 	if p.opts.Target != "" {
 		p.retarget()
 	}
 	p.finish()
+	if p.unmerged >= 0 {
+		return p.refuse(p.unmerged, "", p.unmergedWhy, "and merging them would lose a member the two hold with different values")
+	}
 	return p.checkReport()
+}
+
+// normalizeArguments writes the arguments of each surviving call that holds them in a
+// JSON type the provider rejects (partArgsRetype) in the type it takes: an object or
+// array as the JSON string of its compact text, a string as the compact object it holds.
+func (p *plan) normalizeArguments() {
+	for ci := range p.calls {
+		c := &p.calls[ci]
+		pt := p.part(c.msg, c.part)
+		if c.removed || !pt.is(partArgsRetype) {
+			continue
+		}
+		v := valueAt(pt.raw(), p.spec.argsPath)
+		if v == nil {
+			continue
+		}
+		detail := fmt.Sprintf("arguments stored as a JSON %s written as their JSON text", kindOf(v[0]))
+		val := jsonString(string(compactJSON(v)))
+		if v[0] == '"' {
+			s, _ := idString(v)
+			detail, val = "arguments stored as a JSON string written as the object it holds", compactJSON([]byte(s))
+		}
+		pt.setRaw(setPath(pt.raw(), p.spec.argsPath, val))
+		p.edits[c.msg].dirty = true
+		p.issue(IssueArgumentsType, int(c.msg), pt, "")
+		p.act(StageNormalizeArguments, ActionRewrite, int(c.msg), pt, detail)
+	}
 }
 
 // release empties the plan, keeping its slabs' capacity, and returns it to the pool; a
@@ -482,7 +521,7 @@ func (p *plan) parse() error {
 	}
 	if p.spec.order != nil && p.ps.doubt == "" {
 		if at, why := p.spec.order(p.msgs, &p.ps); why != "" {
-			p.ps.doubt, p.ps.doubtMsg = why, at
+			p.ps.doubt, p.ps.doubtMsg, p.ps.doubtOrder = why, at, true
 		}
 	}
 	if p.ps.foreign != "" {
@@ -1499,10 +1538,13 @@ func (p *plan) refuseUnrecognized(msg int, key, id string) error {
 }
 
 // refuse reports the transcript as unsupported, with one unrecognized_tool_call issue,
-// and no actions: it is left as it is.
+// and no actions: it is left as it is. why follows detail in the reason, unless empty.
 func (p *plan) refuse(msg int, id, detail, why string) error {
 	p.report.Actions, p.report.StageCounts, p.report.PendingCalls = nil, nil, 0
 	p.report.Issues = []Issue{{Code: IssueUnrecognizedCall, MessageIndex: msg, CallID: strings.Clone(id), Detail: detail}}
+	if why == "" {
+		return p.fail(StatusUnsupported, "message %d: %s; left untouched", msg, detail)
+	}
 	return p.fail(StatusUnsupported, "message %d: %s, %s; left untouched", msg, detail, why)
 }
 
@@ -1758,7 +1800,8 @@ func (p *plan) gone(i int) bool {
 // messages hold different values under one key) is not made; in a chain of merges, the
 // members of all the messages merged so far count.
 func (p *plan) planMerges() {
-	rule := p.spec.mergeAfterRemoval
+	p.unmerged = -1
+	rule, adjacent := p.spec.mergeAfterRemoval, p.spec.mergeAdjacent
 	if rule == nil {
 		return
 	}
@@ -1779,15 +1822,29 @@ func (p *plan) planMerges() {
 			if !gap {
 				at, why = max(prevLost, lost), "lost a call or result"
 			}
-			if have && at >= 0 && rule(&prev, &cur, p.opts.Target) && mergeable(prev.raw, m.raw, m.partsKey) {
+			afterRemoval := have && at >= 0 && rule(&prev, &cur, p.opts.Target)
+			side := have && !afterRemoval && adjacent != nil && adjacent(&prev, &cur)
+			ok := (afterRemoval || side) && mergeable(prev.raw, m.raw, m.partsKey)
+			if side && !ok && p.unmerged < 0 {
+				p.unmerged, p.unmergedWhy = i, fmt.Sprintf("a %s message follows a %s message, which the provider rejects", cur.role, prev.role)
+			}
+			if ok {
 				p.edits[i].merge = true
-				detail := fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				stage := StageMergeTurns
+				detail := fmt.Sprintf("merged into the %s message before it, which the provider takes only as one turn", prev.role)
+				if afterRemoval {
+					stage = p.edits[at].stage
+					detail = fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
+				} else {
+					p.report.Issues = append(p.report.Issues, Issue{Code: IssueAdjacentTurns, MessageIndex: i})
+				}
 				if st := staleStops(prev.raw, m.raw); st != "" {
 					detail += fmt.Sprintf("; it ends the merged message, so %s of the message before it goes", st)
 				}
-				p.report.Actions = append(p.report.Actions, Action{Stage: p.edits[at].stage, Action: ActionMerge,
+				p.report.Actions = append(p.report.Actions, Action{Stage: stage, Action: ActionMerge,
 					MessageIndex: i, Detail: detail})
 				prev.raw = merge(prev.raw, m.raw, m.partsKey) // what the next merge in a chain joins
+				prev.calls = prev.calls || cur.calls
 				prevLost = max(prevLost, lost)
 			} else {
 				prev, have, prevLost = cur, true, lost

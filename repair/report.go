@@ -10,6 +10,8 @@ type Stage string
 const (
 	StageNormalizeCallBlocks      Stage = "normalize_call_blocks"
 	StageNormalizeCallIDs         Stage = "normalize_call_ids"
+	StageNormalizeArguments       Stage = "normalize_arguments"
+	StageMergeTurns               Stage = "merge_turns"
 	StageStripMalformedCalls      Stage = "strip_malformed_calls"
 	StageDropDanglingReasoning    Stage = "drop_dangling_reasoning"
 	StageFailedTurnCalls          Stage = "failed_turn_calls"
@@ -22,7 +24,7 @@ const (
 
 // Stages lists the stages in pipeline order.
 func Stages() []Stage {
-	return []Stage{StageNormalizeCallBlocks, StageNormalizeCallIDs, StageStripMalformedCalls,
+	return []Stage{StageNormalizeCallBlocks, StageNormalizeCallIDs, StageNormalizeArguments, StageMergeTurns, StageStripMalformedCalls,
 		StageDropDanglingReasoning, StageFailedTurnCalls, StageMoveResults,
 		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageRewriteCallIDs}
 }
@@ -34,6 +36,10 @@ func (s Stage) Meaning() string {
 		return "rewrites call blocks in a legacy or non-canonical shape to the dialect's canonical one"
 	case StageNormalizeCallIDs:
 		return "makes call ids that differ only by white space one id, and gives a reused call id a new one"
+	case StageNormalizeArguments:
+		return "writes call arguments stored in a JSON type the provider rejects in the one it takes: an object as its JSON text, a JSON text as its object"
+	case StageMergeTurns:
+		return "merges two turns the provider rejects side by side into one (Bedrock: one role twice; Gemini: a text turn, then the call turn)"
 	case StageStripMalformedCalls:
 		return "removes tool calls that can never be valid: no id, no name, no arguments, or streaming leftovers"
 	case StageDropDanglingReasoning:
@@ -112,6 +118,16 @@ const (
 	// tool call (OpenClaw's legacy snake_case blocks): "unexpected tool_use_id found in
 	// tool_result blocks".
 	IssueNoncanonicalCall IssueCode = "noncanonical_tool_call"
+	// A call's arguments are a JSON object or array where the provider takes their JSON
+	// text as a string (OpenAI "Invalid type for 'messages[1].tool_calls[0].function.arguments':
+	// expected a string"), or a string holding an object's JSON text where the provider
+	// takes the object (Anthropic "tool_use.input: Input should be a valid dictionary").
+	// They are written in the type the provider takes.
+	IssueArgumentsType IssueCode = "arguments_wrong_type"
+	// Two turns the provider rejects side by side: Bedrock "A conversation must alternate
+	// between user and assistant roles", Gemini "function call turn comes immediately
+	// after a user turn or after a function response turn". They are merged into one.
+	IssueAdjacentTurns IssueCode = "adjacent_turns"
 	// A block tmend does not recognise as a call or result carries the id of a result or
 	// call it would drop or answer; a result without an id tmend knows has an id-like
 	// member; a call or result cannot be read with certainty (an id that is not a string, a
@@ -150,6 +166,8 @@ func IssueCodes() []struct {
 		{IssueDuplicateCallID, "two tool calls share one id (provider: \"tool_use ids must be unique\")"},
 		{IssuePaddedCallID, "a call and its result have ids that differ only by surrounding white space"},
 		{IssueNoncanonicalCall, "a call block in a legacy shape the provider does not see as a call (provider: \"unexpected tool_use_id found in tool_result blocks\")"},
+		{IssueArgumentsType, "a call's arguments are a JSON object where the provider takes its JSON text, or the reverse (provider: \"expected a string\", \"Input should be a valid dictionary\")"},
+		{IssueAdjacentTurns, "two turns the provider rejects side by side (provider: \"A conversation must alternate between user and assistant roles\")"},
 		{IssueUnrecognizedCall, "a block tmend does not know carries a tool call id, a result keeps its id where tmend does not read it, a call or result cannot be read with certainty, or a result about to be dropped may answer a call without one; left untouched (status unsupported)"},
 		{IssueDanglingReasoning, "a reasoning item has no model item after it (provider: \"provided without its required following item\")"},
 		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},

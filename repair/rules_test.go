@@ -569,3 +569,61 @@ func TestLegacyFunctionCallIsNotRead(t *testing.T) {
 	require.Equal(t, repair.StatusUnknownDialect, res.Report.Status)
 	require.Contains(t, res.Report.Reason, `message 1 (role "assistant") is not a message of the openai-chat dialect`)
 }
+
+func TestArgumentsObjectIsWrittenAsCompactJSONText(t *testing.T) {
+	t.Parallel()
+	// Stored with white space: the arguments become their compact JSON text (strings and
+	// numbers as written), and every other byte of the transcript stays as it was.
+	in := `[{"role": "user", "content": "hi"},
+ {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "a", "arguments": { "q" : "a \"b\"\n c", "n" : 1.50e3 , "l":[ 1, {"x": null} ] }}}]},
+ {"role": "tool", "tool_call_id": "c1", "content": "ok"}]`
+	want := `[{"role": "user", "content": "hi"},` +
+		`{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{\"q\":\"a \\\"b\\\"\\n c\",\"n\":1.50e3,\"l\":[1,{\"x\":null}]}"}}]},` +
+		`{"role": "tool", "tool_call_id": "c1", "content": "ok"}]`
+	res, err := repair.Repair([]byte(in), repair.Options{})
+	require.NoError(t, err)
+	require.Equal(t, repair.StatusRepaired, res.Report.Status)
+	require.Equal(t, want, string(res.Messages))
+	var msgs []struct {
+		ToolCalls []struct{ Function struct{ Arguments string } } `json:"tool_calls"`
+	}
+	require.NoError(t, json.Unmarshal(res.Messages, &msgs))
+	require.JSONEq(t, `{"q":"a \"b\"\n c","n":1500,"l":[1,{"x":null}]}`, msgs[1].ToolCalls[0].Function.Arguments)
+}
+
+func TestAdjacentTurnsAreMergedAndTheRestKept(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"BedrockResultThenText",
+			`[{"role": "user", "content": [{"text": "weather?"}]},
+ {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "w", "input": {}}}]},
+ {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "sun"}]}}]},
+ {"role": "user", "content": [{"text": "and tomorrow?"}]},
+ {"role": "assistant", "content": [{"text": "rain"}]}]`,
+			`[{"role": "user", "content": [{"text": "weather?"}]},` +
+				`{"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "w", "input": {}}}]},` +
+				`{"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "sun"}]}},{"text": "and tomorrow?"}]},` +
+				`{"role": "assistant", "content": [{"text": "rain"}]}]`},
+		{"GeminiTextThenCalls",
+			`[{"role": "user", "parts": [{"text": "hi"}]},
+ {"role": "model", "parts": [{"text": "let me look"}]},
+ {"role": "model", "parts": [{"functionCall": {"name": "a", "args": {}}}, {"functionCall": {"name": "b", "args": {}}}]},
+ {"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}, {"functionResponse": {"name": "b", "response": {}}}]}]`,
+			`[{"role": "user", "parts": [{"text": "hi"}]},` +
+				`{"role": "model", "parts": [{"text": "let me look"},{"functionCall": {"name": "a", "args": {}}},{"functionCall": {"name": "b", "args": {}}}]},` +
+				`{"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}, {"functionResponse": {"name": "b", "response": {}}}]}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := repair.Repair([]byte(tt.in), repair.Options{})
+			require.NoError(t, err)
+			require.Equal(t, repair.StatusRepaired, res.Report.Status)
+			require.Equal(t, tt.want, string(res.Messages))
+			require.Equal(t, []string{string(repair.IssueAdjacentTurns)}, res.Report.IssueCodeSet())
+			again, err := repair.Repair(res.Messages, repair.Options{})
+			require.NoError(t, err)
+			require.Equal(t, repair.StatusClean, again.Report.Status)
+		})
+	}
+}

@@ -179,6 +179,26 @@ func (p *plan) fillResultNames() {
 
 // setPath returns obj with the value at path (nested object keys) replaced by val. A
 // path that does not exist leaves obj as it is.
+// valueAt returns the value at path in obj, or nil when there is none.
+func valueAt(obj []byte, path []keyCode) []byte {
+	ms, err := membersOf(obj)
+	if err != nil {
+		return nil
+	}
+	m, ok := findCode(ms, path[0])
+	if !ok {
+		return nil
+	}
+	v := m.val(obj)
+	if len(path) == 1 {
+		return v
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	return valueAt(v, path[1:])
+}
+
 func setPath(obj []byte, path []keyCode, val []byte) []byte {
 	ms, err := membersOf(obj)
 	if err != nil {

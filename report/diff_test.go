@@ -149,7 +149,7 @@ func wantChange(a repair.Action, issues []repair.Issue) []report.Change {
 		// A result moved next to its call by dropping what stood between them is unchanged
 		// in place.
 		return []report.Change{report.ChangeMoved, report.ChangeUnchanged}
-	case a.Stage == repair.StageNormalizeCallBlocks:
+	case a.Stage == repair.StageNormalizeCallBlocks, a.Stage == repair.StageNormalizeArguments:
 		return []report.Change{report.ChangeRewritten}
 	case a.Stage == repair.StageSynthesizeMissingResults && a.Action == repair.ActionRewrite:
 		// A call answered in place (ai-sdk-ui, mastra): the same call in another shape.
