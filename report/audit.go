@@ -77,8 +77,9 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 	if r.Mode == model.ModeRollback {
 		p.printf("sessions\t%d (restored %d, refused %d, failed %d)\n", c.Scanned, c.Restored, c.Refused, c.Failed)
 	} else {
-		p.printf("scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
-			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+		p.printf("scanned\t%d (clean %d, %s %d, pending %d, conflict %d, skipped %d, failed %d)\n",
+			c.Scanned, c.Clean, map[bool]string{false: "repaired", true: "would repair"}[r.DryRun], c.Repaired,
+			c.Pending, c.Conflict, c.Skipped, c.Failed)
 	}
 	if cc := r.Summary.Compaction; cc != (model.CompactionCounts{}) {
 		p.printf("%s\t%s, compact_rejected %d\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun],

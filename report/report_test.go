@@ -84,3 +84,20 @@ func TestTextRenderersReturnWriteErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunTextSaysWouldRepair: a dry run repaired nothing, and its texts say so; the
+// skipped line names every status it counts, rolled-back (held) sessions too.
+func TestDryRunTextSaysWouldRepair(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, report.RunSummaryText(&out, model.RunRow{ID: 7, Mode: model.ModeFull, DryRun: true,
+		Counts: model.RunCounts{Scanned: 50, Clean: 23, Repaired: 25, Pending: 2}}))
+	require.Contains(t, out.String(), "(clean 23, would repair 25, pending 2,")
+	require.NotContains(t, out.String(), "repaired 25")
+
+	out.Reset()
+	res := &model.RunResult{RunID: 8, Mode: model.ModeFull, Trigger: model.TriggerCLI, Status: "completed",
+		Counts: model.RunCounts{Scanned: 3, Clean: 2, Skipped: 1}, ByStatus: map[model.SessionStatus]int{model.StatusHeld: 1}}
+	require.NoError(t, report.RunText(&out, res))
+	require.Contains(t, out.String(), "rolled back")
+}

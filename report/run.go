@@ -32,7 +32,7 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		name string
 		n    int
 	}{{"pending (may still be running)", c.Pending}, {"conflict (changed meanwhile; next run)", c.Conflict},
-		{"skipped (unparseable, unknown dialect, too large)", c.Skipped}, {"failed", c.Failed}} {
+		{"skipped (unreadable, unsupported, too large, rolled back)", c.Skipped}, {"failed", c.Failed}} {
 		if row.n > 0 {
 			p.printf("  %s\t%d\n", row.name, row.n)
 		}

@@ -298,6 +298,8 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	switch {
 	case out.Failed > 0:
 		return failedSessions(out.Failed, len(out.Sessions), fmt.Sprintf(" to restore, %d refused", out.Refused))
+	case out.Refused > 0 && o.dryRun:
+		return shown(fmt.Errorf("%d of %d sessions would not be restored", out.Refused, len(out.Sessions)))
 	case out.Refused > 0:
 		return shown(fmt.Errorf("%d of %d sessions were not restored", out.Refused, len(out.Sessions)))
 	}
