@@ -64,6 +64,11 @@ func TestGenIsDeterministic(t *testing.T) {
 	r = runCLI(t, "", nil, "gen", "--faults", "nope")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)
+	// The faults are listed as the dialects are, not as a Go slice.
+	require.Contains(t, r.stderr, "some of missing_result, interrupted, ")
+	r = runCLI(t, "", nil, "gen", "--help")
+	require.Equal(t, ExitOK, r.code)
+	require.Contains(t, r.stdout, "Faults (--faults): missing_result, interrupted, ")
 }
 
 func TestCheckExitCodes(t *testing.T) {

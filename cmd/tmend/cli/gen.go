@@ -76,7 +76,7 @@ only on the flags: the same --seed gives the same bytes. --json writes a summary
 object (sessions, broken, by_fault) to stderr, as fix does with its report, since
 stdout may be the sessions.
 
-Faults: ` + fmt.Sprint(gen.Faults()),
+Faults (--faults): ` + gen.FaultList() + ".",
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
   tmend gen --text unicode --fault-rate 1 -o unicode.jsonl
