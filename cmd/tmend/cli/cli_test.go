@@ -175,6 +175,20 @@ func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
 		"migrate", "version")
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "connect to database")
+	// One line that says what to check, not pgx's text with each try on a line of its own.
+	require.Contains(t, r.stderr, "connection refused: is PostgreSQL running there")
+	require.NotContains(t, r.stderr, `\n`)
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+}
+
+// TestConnectErrorsSayWhatToCheck: a server that refuses the database or the role is
+// named as such, with what to change.
+func TestConnectErrorsSayWhatToCheck(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDBURL(t)
+	r := runCLI(t, "", nil, "migrate", "version", "--database-url", storetest.WithDatabase(url, "tmend_no_such_database"))
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, `database "tmend_no_such_database" does not exist (SQLSTATE 3D000): create the database, or name one`)
 }
 
 func allCommands(c *cobra.Command) []*cobra.Command {
