@@ -58,6 +58,10 @@ type exitError struct {
 	// rollback refused), so --json prints no error object after it: stdout holds
 	// one documented object. The message still goes to stderr.
 	shown bool
+	// setup: a usage error of the database rather than of the command line (a missing
+	// table, column or GRANT), whose message says what to change; the line pointing to
+	// --help is left out, as --help would not say it.
+	setup bool
 }
 
 // shown marks err as one the command's printed result already shows; it keeps its exit
@@ -144,10 +148,10 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	}
 	code := ExitRuntime
 	var ee *exitError
-	printed := false
+	printed, setup := false, false
 	switch {
 	case errors.As(err, &ee):
-		code, printed = ee.code, ee.shown
+		code, printed, setup = ee.code, ee.shown, ee.setup
 	case strings.HasPrefix(err.Error(), "unknown command"),
 		strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
@@ -172,7 +176,7 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	}
 	// Best effort, like the JSON above: the exit code already reports the failure.
 	_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", report.Escape(err.Error()))
-	if code == ExitUsage {
+	if code == ExitUsage && !setup {
 		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code

@@ -118,6 +118,7 @@ func TestScanAndRepairCommands(t *testing.T) {
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `table "missing" does not exist`)
+	require.NotContains(t, r.stderr, "--help", "a table missing from the database is no question of the command line's syntax")
 
 	r = runCLI(t, genJSONL(t, "--sessions", "3", "--seed", "9"), b.env, "import", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)

@@ -315,7 +315,7 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 	if err != nil {
 		pool.Close()
 		if errors.Is(err, store.ErrSource) {
-			return nil, nil, &exitError{code: ExitUsage, err: err}
+			return nil, nil, &exitError{code: ExitUsage, err: err, setup: true}
 		}
 		return nil, nil, err
 	}
