@@ -115,6 +115,14 @@ func TestScanAndRepairCommands(t *testing.T) {
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, `session "nope" not found`)
 
+	// A session of another table is not found in this one's history: the message says
+	// where it looked and which options choose the table.
+	for _, args := range [][]string{{"report", "--session", "nope"}, {"report", "--session", "nope", "--diff"}} {
+		r = runCLI(t, "", b.env, args...)
+		require.Equal(t, ExitRuntime, r.code, "%v", args)
+		require.Contains(t, r.stderr, `tmend has no record of session "nope": not found in tmend.sessions(id,messages) (history is kept per table`, "%v", args)
+	}
+
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `table "missing" does not exist`)
