@@ -125,8 +125,11 @@ func TestScanAndRepairCommands(t *testing.T) {
 
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, `table "missing" does not exist`)
+	require.Contains(t, r.stderr, `table "missing" does not exist in tmend's schema or in public (give schema.table`)
 	require.NotContains(t, r.stderr, "--help", "a table missing from the database is no question of the command line's syntax")
+	r = runCLI(t, "", b.env, "scan", "--table", "agents.checkpoints")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, "tmend: session source: table \"agents.checkpoints\" does not exist\n", r.stderr, "a schema given is the only one looked in")
 
 	r = runCLI(t, genJSONL(t, "--sessions", "3", "--seed", "9"), b.env, "import", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
