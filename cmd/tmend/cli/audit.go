@@ -365,7 +365,7 @@ its own schedule.
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
-	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: a number and a unit, y (365d), w, d, h or m (90d, 2w, 1y, 720h)")
+	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: numbers with units, largest first: y (365d), w, d, h, m, s or ms (90d, 2w, 1y, 1d12h)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	fl.BoolVar(&o.all, "all", false, "also delete the versions that rolling back the latest repairs needs")
 	fl.BoolVar(&o.json, "json", false, `print the counts as JSON: {"dry_run", "deleted" or with --dry-run "would_delete": {"versions", "reports"}}`)

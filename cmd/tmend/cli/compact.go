@@ -148,8 +148,8 @@ func newCompactCmd(e *Env) *cobra.Command {
 			"What changes is what the platform shows and sends next time: cleared results read as\n" +
 			"\"[tmend cleared: ...]\" in the history. Keep the input (or run with --dry-run first).\n\n" +
 			compactInputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
-			"session was rejected by the checks, or the output or report could not be written, 2 usage,\n" +
-			"3 with --dry-run when some session would be compacted.",
+			"session was rejected by the checks, or the output or report could not be written, 2 usage\n" +
+			"(an empty input too), 3 with --dry-run when some session would be compacted.",
 		Example: `  tmend compact --dry-run sessions.jsonl
   tmend compact -o small.jsonl --report compact.jsonl sessions.jsonl
   tmend compact --profile conservative --idle-for 0 session.json > small.json

@@ -156,6 +156,9 @@ atomically, for runs without a daemon (a CronJob, a timer).
   tmend scan --cancel 42
   tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at
+  tmend scan --preset langchain-postgres --dry-run
+  tmend scan --preset ai-sdk-chatbot --table 'chatbot."Message_v2"'
+  tmend scan --layout messages --table chat_messages --session-column conversation_id --order-column created_at --message-column body
   tmend scan --layout langgraph --dry-run
   tmend scan --layout langgraph --table agents.checkpoints --session '["thread-1","tools:6e2d"]'`,
 		Args: noArgs,

@@ -60,7 +60,7 @@ func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
 	fs.String("order-column", "", "what orders a session's rows: an integer (a SERIAL id) or a timestamp; the primary key breaks ties (layout messages)")
 	fs.String("message-column", "", "one message, a JSON object (jsonb, json or text; layout messages)")
 	fs.String("message-map", "", `or a message made of columns, key=column,...: id=id,role=role,parts=parts (key=column:json for a text column holding JSON; layout messages)`)
-	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full; layout messages: none unless given)")
+	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz, or timestamp read in the database's time zone; empty: every run is full; layout messages: none unless given)")
 	if writes {
 		fs.Bool("touch-updated-at", false, "also set the updated-at column to now() when a session is repaired or rolled back (needs UPDATE on it)")
 		fs.String("notify-channel", "", "pg_notify this channel for every session repaired or rolled back, on commit (e.g. "+store.DefaultNotifyChannel+")")
