@@ -115,6 +115,12 @@ func TestScanAndRepairCommands(t *testing.T) {
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, `session "nope" not found`)
 
+	// A run that ended has nothing to cancel; the command says so, as the API's 409 does.
+	r = runCLI(t, "", b.env, "scan", "--cancel", fmt.Sprint(dry.ID))
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("run %d is completed, not running: nothing to cancel", dry.ID))
+	require.Empty(t, r.stdout)
+
 	// A session of another table is not found in this one's history: the message says
 	// where it looked and which options choose the table.
 	for _, args := range [][]string{{"report", "--session", "nope"}, {"report", "--session", "nope", "--diff"}} {

@@ -173,7 +173,7 @@ atomically, for runs without a daemon (a CronJob, a timer).
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
 	f.BoolVar(&o.json, "json", false, "print the run as a JSON object (the API's shape)")
-	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	f.Int64Var(&o.cancel, "cancel", 0, "cancel this running run's remaining partitions, and print it (exit 1 when it is not running)")
 	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
 	f.String("metrics-textfile", "", "after the run, write the metrics of the recorded runs to this file (Prometheus text format, for node-exporter's textfile collector)")
 	o.queue.register(f, true)
@@ -264,6 +264,16 @@ func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 // partitions here while others may help, and waits for it to end. Interrupted, it
 // cancels the run.
 func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunRow, error) {
+	if o.cancel > 0 {
+		// As DELETE /v1/runs/{id} answers 409: a run that ended has nothing to cancel.
+		before, err := r.store.Run(ctx, o.cancel)
+		if err != nil {
+			return model.RunRow{}, err
+		}
+		if before.Status != model.RunRunning {
+			return model.RunRow{}, fmt.Errorf("run %d is %s, not running: nothing to cancel", o.cancel, before.Status)
+		}
+	}
 	qc := o.queue.config(o.db.schema, nil)
 	qc.OwnsRuns = true // the run lives while this process does (README, "Repairing stored sessions")
 	q, err := queue.New(r.store, r.sc, r.log, qc)
