@@ -408,8 +408,11 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 		switch {
 		case s != nil && (verbose || s.Status == compact.StatusRejected || s.failed):
 			name := s.Session
-			if name == "" {
+			switch {
+			case name == "" && s.Line > 0:
 				name = fmt.Sprintf("line %d", s.Line)
+			case name == "":
+				name = "input" // one document, as fix and check name it
 			}
 			p("%s: %s", report.Escape(name), s.Status)
 			if s.Reason != "" {

@@ -119,4 +119,6 @@ func TestCompactUsage(t *testing.T) {
 	r = runCLI(t, "not json\n", nil, "compact", "-")
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Equal(t, "not json\n", r.stdout, "unreadable input is passed through")
+	require.Contains(t, r.stderr, "input: compact_skipped", "one document is named as fix and check name it")
+	require.NotContains(t, r.stderr, "line 0")
 }
