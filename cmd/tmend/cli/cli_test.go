@@ -115,6 +115,7 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 		{"import", "--log-level", "loud"},
 		{"migrate", "down", "1", "--all"},
 		{"migrate", "force", "-2"},
+		{"migrate", "force", "99"},
 		{"gen", "--messages", "2"},
 		{"check", "--workers", "0"},
 		{"fix", "--max-bytes", "0"},

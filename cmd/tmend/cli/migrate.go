@@ -65,6 +65,10 @@ func (o *migrateForceOptions) load(s *settings, args []string) error {
 	if err != nil || v < -1 {
 		return fmt.Errorf("VERSION must be a migration number, got %q", args[0])
 	}
+	// A version this binary has no migration for would lock it out ("upgrade tmend").
+	if v > int(migrations.Latest()) {
+		return fmt.Errorf("VERSION %d is past this binary's last migration, %d", v, migrations.Latest())
+	}
 	o.version = v
 	return nil
 }
