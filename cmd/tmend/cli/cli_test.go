@@ -170,6 +170,18 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	require.Contains(t, r.stdout, fmt.Sprintf("River's tables at version %d", migrations.RiverLatest()))
 }
 
+// TestBadScheduleSaysWhatOneLooksLike: the cron parser's reason alone ("expected
+// exactly 5 fields") does not show the syntax.
+func TestBadScheduleSaysWhatOneLooksLike(t *testing.T) {
+	t.Parallel()
+	envs := map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}
+	for _, args := range [][]string{{"serve", "--schedule", "every day"}, {"serve", "--prune-schedule", "sundays"}} {
+		r := runCLI(t, "", envs, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "want cron syntax: minute hour day-of-month month day-of-week, as '0 3 * * *'", "%v", args)
+	}
+}
+
 func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"},
