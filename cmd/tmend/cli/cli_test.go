@@ -160,6 +160,7 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	r = runCLI(t, "", envs, "migrate", "down", "--all")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "at version 0")
+	require.Contains(t, r.stdout, "the schema is behind this binary: run `tmend migrate up`")
 
 	// The flag beats the environment: a bad env URL is never used.
 	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
@@ -168,6 +169,7 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	require.Contains(t, r.stdout, "clean")
 	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
 	require.Contains(t, r.stdout, fmt.Sprintf("River's tables at version %d", migrations.RiverLatest()))
+	require.NotContains(t, r.stdout, "behind")
 }
 
 // TestBadScheduleSaysWhatOneLooksLike: the cron parser's reason alone ("expected

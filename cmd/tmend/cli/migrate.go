@@ -211,5 +211,13 @@ func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string
 	e.printf("schema %s at version %d (%s; this binary knows up to %d)\n",
 		pgx.Identifier{schema}.Sanitize(), sv.Version, state, sv.Latest)
 	e.printf("River's tables at version %d (this binary needs %d)\n", sv.RiverVersion, sv.RiverLatest)
+	switch {
+	case dirty:
+		e.printf("a migration failed halfway: fix the schema by hand, then run `tmend migrate force VERSION` with the version it is at\n")
+	case sv.Version > sv.Latest || sv.RiverVersion > sv.RiverLatest:
+		e.printf("the schema is newer than this binary: upgrade tmend\n")
+	case sv.Version < sv.Latest || sv.RiverVersion < sv.RiverLatest:
+		e.printf("the schema is behind this binary: run `tmend migrate up`\n")
+	}
 	return nil
 }
