@@ -257,3 +257,28 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestWorkerLogsNoRepairOptions: a worker repairs with each scan's own options, so its
+// start does not log a quiet period or target of its own (it would log 0s and none).
+func TestWorkerLogsNoRepairOptions(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	env := map[string]string{"TMEND_DATABASE_URL": b.url}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr storetest.Logs
+	go func() {
+		done <- Run(ctx, []string{"worker"},
+			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	}()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), `"message":"working"`) })
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	require.Contains(t, stderr.String(), `"message":"configured"`)
+	require.NotContains(t, stderr.String(), "quiet_period")
+}

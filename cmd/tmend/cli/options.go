@@ -189,6 +189,8 @@ func (o *engineOptions) load() error {
 type runOptions struct {
 	engine engineOptions
 	config scanner.Config
+	// repairs: the command repairs with options of its own (a worker's scans bring theirs).
+	repairs bool
 }
 
 // runFlags are the groups of run options a command has; each lists only those that mean
@@ -243,7 +245,7 @@ func (o *runOptions) load(s *settings, src store.Source) error {
 		if err := o.engine.load(); err != nil {
 			return err
 		}
-		c.Repair = o.engine.repair
+		c.Repair, o.repairs = o.engine.repair, true
 	}
 	var err error
 	ints := []struct {

@@ -33,8 +33,11 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 		return nil, err
 	}
 	cfg := run.config
-	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
-		Str("target", string(cfg.Repair.Target)).Msg("configured")
+	ev := log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers)
+	if run.repairs {
+		ev = ev.Str("quiet_period", cfg.Repair.QuietPeriod.String()).Str("target", string(cfg.Repair.Target))
+	}
+	ev.Msg("configured")
 	release := holdHeapFloor(e, int64(cfg.MaxInflightBytes))
 	closeAll := func() { closeDB(); release() }
 	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeAll, tp: tp}, nil
