@@ -175,11 +175,30 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 		}{err.Error(), code})
 	}
 	// Best effort, like the JSON above: the exit code already reports the failure.
-	_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", report.Escape(err.Error()))
+	for _, m := range messages(err) {
+		_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", m)
+	}
 	if code == ExitUsage && !setup {
 		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code
+}
+
+// messages are err's lines for stderr, each escaped: the errors of a join (options that
+// failed to validate) each on a line of its own, where escaping would show "\n".
+func messages(err error) []string {
+	if ee, ok := err.(*exitError); ok {
+		err = ee.err
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []string{report.Escape(err.Error())}
+	}
+	var out []string
+	for _, e := range j.Unwrap() {
+		out = append(out, messages(e)...)
+	}
+	return out
 }
 
 // jsonOutput reports whether the command line asked for JSON output, so errors are

@@ -172,6 +172,17 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	require.NotContains(t, r.stdout, "behind")
 }
 
+// TestEveryValidationErrorOnALineOfItsOwn: options that fail together are printed one a
+// line, not as one line holding "\n".
+func TestEveryValidationErrorOnALineOfItsOwn(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "scan", "--partitions", "999")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "\ntmend: --partitions must be between 0 (automatic) and 256\n")
+	require.True(t, strings.HasPrefix(r.stderr, "tmend: no database configured"), r.stderr)
+	require.NotContains(t, r.stderr, `\n`)
+}
+
 // TestBadScheduleSaysWhatOneLooksLike: the cron parser's reason alone ("expected
 // exactly 5 fields") does not show the syntax.
 func TestBadScheduleSaysWhatOneLooksLike(t *testing.T) {
