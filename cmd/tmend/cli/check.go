@@ -90,6 +90,12 @@ func (o *fileOptions) Validate() error {
 	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
 	}
+	if namesInput(o.input, o.report) {
+		return fmt.Errorf("--report %s is the input file, which the report would replace; give the report a file of its own", o.report)
+	}
+	if namesInput(o.input, o.output) {
+		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; use --in-place, which keeps the prior file beside it", o.output)
+	}
 	return nil
 }
 
@@ -125,7 +131,8 @@ rename) and keeps the prior one beside it as NAME.tmend-<UTC time>.bak.
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is, and so is a descriptor named
 as a path (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), pipe or not. -o and
---report must name different files. A failed write to a file, stdout or stderr exits 1,
+--report must name different files, and neither the input (fix --in-place replaces it,
+keeping a backup). A failed write to a file, stdout or stderr exits 1,
 and so does a result bound for a standard output that was closed (>&-).
 
 Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,

@@ -125,6 +125,10 @@ func (o *compactOptions) Validate() error {
 		return errors.New("--dry-run writes no transcripts: drop -o")
 	case o.output != "" && o.report != "" && sameOutput(o.output, o.report):
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	case namesInput(o.input, o.report):
+		return fmt.Errorf("--report %s is the input file, which the report would replace; give the report a file of its own", o.report)
+	case namesInput(o.input, o.output):
+		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; write the compacted transcripts to another file", o.output)
 	}
 	return nil
 }
@@ -176,7 +180,7 @@ measures.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is. -o and --report must name
-different files. A failed write exits 1.
+different files, and neither the input. A failed write exits 1.
 
 Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
 TMEND_QUIET_PERIOD, TMEND_IDLE_FOR, ...); a flag beats it.`

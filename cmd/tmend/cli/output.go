@@ -105,6 +105,18 @@ func resolveOutput(path string) (string, os.FileInfo, error) {
 	return "", nil, errors.New("too many levels of symbolic links")
 }
 
+// namesInput reports whether out names input, a regular file: writing there would replace
+// the transcripts being read.
+func namesInput(input, out string) bool {
+	if out == "" || input == "" || input == "-" {
+		return false
+	}
+	if fi, err := os.Stat(input); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	return sameOutput(input, out)
+}
+
 // sameOutput reports whether two output paths end at the same file.
 func sameOutput(a, b string) bool {
 	ra, fa, errA := resolveOutput(a)
