@@ -91,7 +91,7 @@ func (o *fileOptions) Validate() error {
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
 	}
 	if namesInput(o.input, o.report) {
-		return fmt.Errorf("--report %s is the input file, which the report would replace; give the report a file of its own", o.report)
+		return fmt.Errorf("--report %s is an input file, which the report would replace; give the report a file of its own", o.report)
 	}
 	if namesInput(o.input, o.output) {
 		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; use --in-place, which keeps the prior file beside it", o.output)

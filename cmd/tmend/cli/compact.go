@@ -126,7 +126,7 @@ func (o *compactOptions) Validate() error {
 	case o.output != "" && o.report != "" && sameOutput(o.output, o.report):
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
 	case namesInput(o.input, o.report):
-		return fmt.Errorf("--report %s is the input file, which the report would replace; give the report a file of its own", o.report)
+		return fmt.Errorf("--report %s is an input file, which the report would replace; give the report a file of its own", o.report)
 	case namesInput(o.input, o.output):
 		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; write the compacted transcripts to another file", o.output)
 	}

@@ -171,11 +171,19 @@ func TestOutputNeverReplacesTheInput(t *testing.T) {
 	} {
 		r := runCLI(t, "", nil, args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
-		require.Contains(t, r.stderr, "is the input file", "%v", args)
+		require.Contains(t, r.stderr, "input file", "%v", args)
 		after, err := os.ReadFile(in)
 		require.NoError(t, err)
 		require.Equal(t, string(before), string(after), "%v", args)
 	}
+	// A directory's walk reads every *.jsonl file under it: the report is none of them.
+	r := runCLI(t, "", nil, "check", dir, "--report", filepath.Join(dir, "sub", "..", "in.jsonl"))
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	after, err := os.ReadFile(in)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+	r = runCLI(t, "", nil, "check", dir, "--report", filepath.Join(dir, "report.json"))
+	require.Equal(t, ExitProblems, r.code, "a report that is no session file may go there: %s", r.stderr)
 }
 
 func TestFailedRenameRemovesTempFile(t *testing.T) {
