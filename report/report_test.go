@@ -101,3 +101,18 @@ func TestDryRunTextSaysWouldRepair(t *testing.T) {
 	require.NoError(t, report.RunText(&out, res))
 	require.Contains(t, out.String(), "rolled back")
 }
+
+// TestRefusedSessionShowsNoLostMessages: a session tmend left alone keeps its messages; the
+// engine's zero messages out must not read as "1 → 0 messages".
+func TestRefusedSessionShowsNoLostMessages(t *testing.T) {
+	t.Parallel()
+	res := &model.RunResult{RunID: 9, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
+		Counts: model.RunCounts{Scanned: 1, Skipped: 1},
+		Outcomes: []model.SessionOutcome{{SessionID: "bad", Status: model.StatusUnknownDialect, BytesBefore: 12, BytesAfter: 12,
+			Report: repair.Report{MessagesIn: 1, MessagesOut: 0}}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, report.RunText(&out, res))
+	require.Contains(t, out.String(), "session bad: unknown_dialect, 12 bytes, 1 messages, unchanged")
+	require.NotContains(t, out.String(), "1 → 0 messages")
+}
