@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,18 @@ func TestRefusedSessionShowsNoLostMessages(t *testing.T) {
 	require.NoError(t, report.RunText(&out, res))
 	require.Contains(t, out.String(), "session bad: unknown_dialect, 12 bytes, 1 messages, unchanged")
 	require.NotContains(t, out.String(), "1 → 0 messages")
+}
+
+// TestRunsNameTheirSource: runs of every table are listed together, so each names its
+// source, in the list and alone.
+func TestRunsNameTheirSource(t *testing.T) {
+	t.Parallel()
+	run := model.RunRow{ID: 3, Mode: model.ModeFull, Status: "completed", Source: `"Message_v2"(messages:"chatId","createdAt",{id=id,role=role,parts=parts},)`}
+	var out bytes.Buffer
+	require.NoError(t, report.RunsText(&out, []model.RunRow{run}))
+	require.Contains(t, out.String(), "SOURCE")
+	require.Contains(t, out.String(), run.Source)
+	out.Reset()
+	require.NoError(t, report.RunSummaryText(&out, run))
+	require.Regexp(t, `(?m)^source +`+regexp.QuoteMeta(run.Source)+`$`, out.String())
 }
