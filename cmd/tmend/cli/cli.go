@@ -152,8 +152,9 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	switch {
 	case errors.As(err, &ee):
 		code, printed, setup = ee.code, ee.shown, ee.setup
-	case strings.HasPrefix(err.Error(), "unknown command"),
-		strings.HasPrefix(err.Error(), "unknown flag"),
+	case strings.HasPrefix(err.Error(), "unknown command"):
+		code, err = ExitUsage, errors.New(suggestion(err.Error()))
+	case strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
 		code = ExitUsage
 	}
@@ -182,6 +183,16 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code
+}
+
+// suggestion puts cobra's unknown-command error on one line: it lists the commands it
+// suggests on lines of their own, which escaping would show as \n and \t.
+func suggestion(msg string) string {
+	head, rest, ok := strings.Cut(msg, "\n\nDid you mean this?\n")
+	if !ok {
+		return strings.TrimSpace(msg)
+	}
+	return head + "; did you mean " + strings.Join(strings.Fields(rest), " or ") + "?"
 }
 
 // messages are err's lines for stderr, each escaped: the errors of a join (options that

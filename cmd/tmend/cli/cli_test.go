@@ -60,6 +60,7 @@ func TestUsage(t *testing.T) {
 			migrations.Latest(), migrations.RiverLatest())},
 		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
 		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
+		{"MistypedCommand", []string{"scna"}, ExitUsage, ""},
 		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
 		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
 		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
@@ -79,9 +80,17 @@ func TestUsage(t *testing.T) {
 			require.Contains(t, r.stdout, tt.out)
 			if tt.code != ExitOK {
 				require.Contains(t, r.stderr, "tmend: ")
+				require.NotContains(t, r.stderr, `\n`, "one message a line, with no escaped line breaks")
 			}
 		})
 	}
+}
+
+func TestMistypedCommandSuggestsOnOneLine(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "rollbak")
+	require.Equal(t, ExitUsage, r.code)
+	require.True(t, strings.HasPrefix(r.stderr, "tmend: unknown command \"rollbak\" for \"tmend\"; did you mean rollback?\n"), r.stderr)
 }
 
 // TestOptionsAreValidatedBeforeConnecting: every command's options are checked before
