@@ -86,6 +86,13 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+func TestBadDatabaseURLSaysWhatOneLooksLike(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "migrate", "version", "--database-url", "mysql://app@db/x")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "(want postgres://USER:PASSWORD@HOST:PORT/DBNAME?OPTIONS, or libpq's key=value form)")
+}
+
 func TestMistypedCommandSuggestsOnOneLine(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "rollbak")
