@@ -61,6 +61,10 @@ func TestGenIsDeterministic(t *testing.T) {
 	require.Less(t, sum.Broken, 20)
 	require.NotEmpty(t, sum.ByFault)
 
+	r = runCLI(t, "", nil, "gen", "--dialect", "anthropic", "--faults", "invalid_call", "--fault-rate", "1")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--faults invalid_call: none of them occurs in dialect anthropic")
+
 	r = runCLI(t, "", nil, "gen", "--faults", "nope")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)

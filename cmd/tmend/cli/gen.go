@@ -44,6 +44,11 @@ func (o *genOptions) load(*settings, []string) error {
 		return fmt.Errorf("--variant: dialect %s has no variant %q (want one of %s)", o.cfg.Dialect, o.cfg.Variant,
 			strings.Join(vs, ", "))
 	}
+	// Faults that never occur in the dialect are not drawn: asked for alone, they would
+	// give clean sessions with no word of why.
+	if !slices.ContainsFunc(o.cfg.Faults, func(f gen.Fault) bool { return gen.Applies(f, o.cfg.Dialect) }) {
+		return fmt.Errorf("--faults %s: none of them occurs in dialect %s, so every session would be clean", o.faults, o.cfg.Dialect)
+	}
 	if o.cfg.OmitIDs && !gen.IDsOptional(o.cfg.Dialect) {
 		return fmt.Errorf("--omit-ids: %s calls need ids", o.cfg.Dialect)
 	}
