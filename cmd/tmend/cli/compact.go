@@ -171,8 +171,8 @@ const compactInputHelp = `Input (a FILE, or stdin when FILE is - or missing) is 
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
   - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
-    streamed, a line at a time. One bad line does not stop the rest; blank lines and
-    line ends are kept as they are.
+    streamed, a line at a time. One bad line (the first one included) does not stop
+    the rest; blank lines and line ends are kept as they are.
 A pi or OpenClaw session file (a {"type":"session",...} header line) is refused: compact
 does not take session files yet (tmend fix does). A UTF-8 byte order mark is kept. An
 "updated_at" member (RFC 3339) starts the session's quiet period and is what --idle-for
@@ -477,9 +477,9 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 
 // eachRecord reads a document or JSON Lines from in and writes each record's
 // replacement (by compact) to w, with every byte between records as it was: a byte order
-// mark, blank lines, line ends. JSON Lines are streamed: the input is JSON Lines when its
-// first non-blank line is a JSON value by itself, else it is read whole as one document
-// (pretty-printed, say). empty reports an input with no record.
+// mark, blank lines, line ends. JSON Lines are streamed; whether the input is JSON Lines
+// or one document (pretty-printed, say), read whole, is decided as fix decides it, so a
+// bad first line is one bad record. empty reports an input with no record.
 func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) (empty bool, err error) {
 	br := bufio.NewReaderSize(in, 1<<20)
 	write := func(b []byte) error {
@@ -494,7 +494,7 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			return false, err
 		}
 	}
-	empty, lines := true, false
+	lines, empty := files.LooksLikeJSONLines(br), true
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return empty, err
@@ -509,17 +509,17 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			if err := write(line); err != nil {
 				return empty, err
 			}
-		case !lines && files.IsSessionHeader(rec):
+		case empty && files.IsSessionHeader(rec):
 			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
 				"(nothing was written); tmend fix repairs it")
-		case !lines && !json.Valid(rec):
+		case !lines:
 			rest, err := io.ReadAll(br)
 			if err != nil {
 				return empty, fmt.Errorf("read input: %w", err)
 			}
 			return false, write(compact(append(line, rest...), 0))
 		default:
-			lines, empty = true, false
+			empty = false
 			if err := write(compact(rec, n)); err != nil {
 				return empty, err
 			}
