@@ -93,6 +93,13 @@ func TestBadDatabaseURLSaysWhatOneLooksLike(t *testing.T) {
 	require.Contains(t, r.stderr, "(want postgres://USER:PASSWORD@HOST:PORT/DBNAME?OPTIONS, or libpq's key=value form)")
 }
 
+func TestUnknownPresetListsThePresets(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "scan", "--preset", "langchain")
+	require.Equal(t, ExitUsage, r.code)
+	require.True(t, strings.HasPrefix(r.stderr, `tmend: --preset "langchain": no such preset (want one of ai-sdk-chatbot, langchain-postgres, langgraph, mastra)`+"\n"), r.stderr)
+}
+
 func TestMistypedCommandSuggestsOnOneLine(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, "", nil, "rollbak")

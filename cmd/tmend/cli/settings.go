@@ -212,7 +212,7 @@ func (s *settings) tableSource() (store.Source, error) {
 	if name := s.get("preset"); name != "" {
 		p, err := store.Preset(name)
 		if err != nil {
-			return src, usageErrorf("--preset: %v", err)
+			return src, usageErrorf("--preset %q: no such preset (want one of %s)", name, strings.Join(store.Presets(), ", "))
 		}
 		src = p
 	}
