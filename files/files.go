@@ -154,7 +154,7 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping, opts repair.Opt
 	if looksLikeSessionFile(br) {
 		return sessionFileRecord(cfg, br, opts)
 	}
-	if looksLikeJSONLines(br) {
+	if LooksLikeJSONLines(br) {
 		cfg.in = br
 		if m != nil {
 			cfg.mapped = m.data[start:]
@@ -192,9 +192,10 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping, opts repair.Opt
 	return cfg.emit(r)
 }
 
-// looksLikeJSONLines decides from the start of the input, peeking as far as it needs (at
-// most the read buffer), whether it is JSON Lines or one document.
-func looksLikeJSONLines(br *bufio.Reader) bool {
+// LooksLikeJSONLines decides from the start of the input, peeking as far as it needs (at
+// most the read buffer), whether it is JSON Lines or one document; tmend compact reads
+// its input by the same rule.
+func LooksLikeJSONLines(br *bufio.Reader) bool {
 	for n := max(br.Buffered(), 4096); ; n = min(n*2, br.Size()) {
 		b, err := br.Peek(n)
 		eof, full := err != nil, n == br.Size()

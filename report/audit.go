@@ -30,7 +30,8 @@ func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 func RunsText(w io.Writer, runs []model.RunRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := &errWriter{w: tw}
-	p.println("RUN\tSTARTED (UTC)\tTRIGGER\tACTOR\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION")
+	// SOURCE last: the list holds the runs of every table, and its names are long.
+	p.println("RUN\tSTARTED (UTC)\tTRIGGER\tACTOR\tMODE\tSTATUS\tSCANNED\tREPAIRED\tCONFLICT\tFAILED\tDURATION\tSOURCE")
 	for _, r := range runs {
 		mode := string(r.Mode)
 		if r.DryRun {
@@ -40,9 +41,9 @@ func RunsText(w io.Writer, runs []model.RunRow) error {
 		if r.FinishedAt != nil {
 			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 		}
-		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)),
+		p.printf("%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.ID, ts(r.StartedAt), Escape(string(r.Trigger)),
 			Escape(dash(r.Actor)), Escape(mode), Escape(r.Status),
-			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur)
+			r.Counts.Scanned, r.Counts.Repaired, r.Counts.Conflict, r.Counts.Failed, dur, Escape(dash(r.Source)))
 	}
 	return p.flush(tw)
 }
@@ -55,6 +56,7 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 	p.printf("trigger\t%s\n", Escape(string(r.Trigger)))
 	p.printf("actor\t%s\n", Escape(dash(r.Actor)))
 	p.printf("mode\t%s%s\n", Escape(string(r.Mode)), map[bool]string{true: " (dry run)"}[r.DryRun])
+	p.printf("source\t%s\n", Escape(dash(r.Source)))
 	if r.Mode == model.ModeRollback {
 		if of, ok := r.Options["rollback_of_run"].(float64); ok {
 			p.printf("rolls back\trun %d\n", int64(of))
@@ -77,8 +79,9 @@ func RunSummaryText(w io.Writer, r model.RunRow) error {
 	if r.Mode == model.ModeRollback {
 		p.printf("sessions\t%d (restored %d, refused %d, failed %d)\n", c.Scanned, c.Restored, c.Refused, c.Failed)
 	} else {
-		p.printf("scanned\t%d (clean %d, repaired %d, pending %d, conflict %d, skipped %d, failed %d)\n",
-			c.Scanned, c.Clean, c.Repaired, c.Pending, c.Conflict, c.Skipped, c.Failed)
+		p.printf("scanned\t%d (clean %d, %s %d, pending %d, conflict %d, skipped %d, failed %d)\n",
+			c.Scanned, c.Clean, map[bool]string{false: "repaired", true: "would repair"}[r.DryRun], c.Repaired,
+			c.Pending, c.Conflict, c.Skipped, c.Failed)
 	}
 	if cc := r.Summary.Compaction; cc != (model.CompactionCounts{}) {
 		p.printf("%s\t%s, compact_rejected %d\n", map[bool]string{false: "compacted", true: "would compact"}[r.DryRun],

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,50 @@ func TestTextRenderersReturnWriteErrors(t *testing.T) {
 			require.ErrorIs(t, render(&failAfter{n: n}), errDiskFull, "%s failing after %d of %d bytes", name, n, full.Len())
 		}
 	}
+}
+
+// TestDryRunTextSaysWouldRepair: a dry run repaired nothing, and its texts say so; the
+// skipped line names every status it counts, rolled-back (held) sessions too.
+func TestDryRunTextSaysWouldRepair(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, report.RunSummaryText(&out, model.RunRow{ID: 7, Mode: model.ModeFull, DryRun: true,
+		Counts: model.RunCounts{Scanned: 50, Clean: 23, Repaired: 25, Pending: 2}}))
+	require.Contains(t, out.String(), "(clean 23, would repair 25, pending 2,")
+	require.NotContains(t, out.String(), "repaired 25")
+
+	out.Reset()
+	res := &model.RunResult{RunID: 8, Mode: model.ModeFull, Trigger: model.TriggerCLI, Status: "completed",
+		Counts: model.RunCounts{Scanned: 3, Clean: 2, Skipped: 1}, ByStatus: map[model.SessionStatus]int{model.StatusHeld: 1}}
+	require.NoError(t, report.RunText(&out, res))
+	require.Contains(t, out.String(), "rolled back")
+}
+
+// TestRefusedSessionShowsNoLostMessages: a session tmend left alone keeps its messages; the
+// engine's zero messages out must not read as "1 → 0 messages".
+func TestRefusedSessionShowsNoLostMessages(t *testing.T) {
+	t.Parallel()
+	res := &model.RunResult{RunID: 9, Mode: model.ModeSession, Trigger: model.TriggerCLI, Status: "completed",
+		Counts: model.RunCounts{Scanned: 1, Skipped: 1},
+		Outcomes: []model.SessionOutcome{{SessionID: "bad", Status: model.StatusUnknownDialect, BytesBefore: 12, BytesAfter: 12,
+			Report: repair.Report{MessagesIn: 1, MessagesOut: 0}}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, report.RunText(&out, res))
+	require.Contains(t, out.String(), "session bad: unknown_dialect, 12 bytes, 1 messages, unchanged")
+	require.NotContains(t, out.String(), "1 → 0 messages")
+}
+
+// TestRunsNameTheirSource: runs of every table are listed together, so each names its
+// source, in the list and alone.
+func TestRunsNameTheirSource(t *testing.T) {
+	t.Parallel()
+	run := model.RunRow{ID: 3, Mode: model.ModeFull, Status: "completed", Source: `"Message_v2"(messages:"chatId","createdAt",{id=id,role=role,parts=parts},)`}
+	var out bytes.Buffer
+	require.NoError(t, report.RunsText(&out, []model.RunRow{run}))
+	require.Contains(t, out.String(), "SOURCE")
+	require.Contains(t, out.String(), run.Source)
+	out.Reset()
+	require.NoError(t, report.RunSummaryText(&out, run))
+	require.Regexp(t, `(?m)^source +`+regexp.QuoteMeta(run.Source)+`$`, out.String())
 }

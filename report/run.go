@@ -32,7 +32,7 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		name string
 		n    int
 	}{{"pending (may still be running)", c.Pending}, {"conflict (changed meanwhile; next run)", c.Conflict},
-		{"skipped (unparseable, unknown dialect, too large)", c.Skipped}, {"failed", c.Failed}} {
+		{"skipped (unreadable, unsupported, too large, rolled back)", c.Skipped}, {"failed", c.Failed}} {
 		if row.n > 0 {
 			p.printf("  %s\t%d\n", row.name, row.n)
 		}
@@ -69,7 +69,12 @@ func RunText(w io.Writer, r *model.RunResult) error {
 		if o.Dialect != "" {
 			p.printf(" (%s)", Escape(string(o.Dialect)))
 		}
-		p.printf(", %d → %d bytes, %d → %d messages", o.BytesBefore, o.BytesAfter, o.MessagesIn, o.MessagesOut)
+		if len(o.Actions) == 0 && o.BytesBefore == o.BytesAfter {
+			// Left as it was: a session refused has no messages out, which is no loss.
+			p.printf(", %d bytes, %d messages, unchanged", o.BytesBefore, o.MessagesIn)
+		} else {
+			p.printf(", %d → %d bytes, %d → %d messages", o.BytesBefore, o.BytesAfter, o.MessagesIn, o.MessagesOut)
+		}
 		if o.ToVersion > 0 {
 			p.printf(", versions %d (before) and %d (after)", o.FromVersion, o.ToVersion)
 		}

@@ -3,10 +3,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -66,9 +70,38 @@ func ConnectSized(ctx context.Context, databaseURL, schema string, minMax int) (
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, &redactedError{fmt.Sprintf("connect to database %s: %s", Describe(cfg), scrub(err.Error(), databaseURL)), err}
+		return nil, &redactedError{fmt.Sprintf("connect to database %s: %s", Describe(cfg), scrub(connectCause(err), databaseURL)), err}
 	}
 	return pool, nil
+}
+
+// connectCause says in one line why a connection failed and what to check: pgx's own
+// text puts each address it tried on a line of its own, once per TLS mode, after a
+// prefix that repeats the user and database Describe names.
+func connectCause(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case pgerrcode.InvalidAuthorizationSpecification, pgerrcode.InvalidPassword:
+			return pgErr.Error() + ": check the user and password in the URL, and that the server's pg_hba.conf admits them from this host"
+		case pgerrcode.InvalidCatalogName:
+			return pgErr.Error() + ": create the database, or name one that exists in the URL"
+		}
+		return pgErr.Error()
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return dnsErr.Error() + ": check the host name in the URL"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return opErr.Error() + ": is PostgreSQL running there, and does it accept connections at that address (listen_addresses, port, firewall)?"
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		err = ce.Unwrap()
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // Describe names the database a config points at, for messages; it never includes the

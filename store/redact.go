@@ -216,5 +216,6 @@ func parseError(err error, dsn string) error {
 		reason := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
 		msg = strings.Replace(msg, pce.Error(), reason, 1)
 	}
-	return errors.New("parse database url " + Redact(dsn) + ": " + scrub(msg, dsn))
+	return errors.New("parse database url " + Redact(dsn) + ": " + scrub(msg, dsn) +
+		" (want postgres://USER:PASSWORD@HOST:PORT/DBNAME?OPTIONS, or libpq's key=value form)")
 }

@@ -305,7 +305,10 @@ func checkWriteSettings(s Source) error {
 }
 
 func errNoTable(s Source) error {
-	return fmt.Errorf("%w: table %q does not exist (or is not on the search_path)", ErrSource, s.Table)
+	if len(s.identifier()) > 1 {
+		return fmt.Errorf("%w: table %q does not exist", ErrSource, s.Table)
+	}
+	return fmt.Errorf("%w: table %q does not exist in tmend's schema or in public (give schema.table for a table elsewhere)", ErrSource, s.Table)
 }
 
 // sourceColumnsSQL reads what checkSource checks in one round trip: whether table $1

@@ -61,6 +61,15 @@ func Faults() []Fault {
 		FaultInvalidCall}
 }
 
+// FaultList is Faults as a comma-separated list, for help and messages.
+func FaultList() string {
+	names := make([]string, len(Faults()))
+	for i, f := range Faults() {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
 // Applies reports whether fault f exists in dialect d. Generate draws only faults that
 // apply, so asking for one that does not gives clean sessions.
 func Applies(f Fault, d repair.Dialect) bool {
@@ -101,7 +110,7 @@ func ParseFaults(s string) ([]Fault, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown fault %q (want all or some of %v)", name, Faults())
+			return nil, fmt.Errorf("unknown fault %q (want all, or some of %s)", name, FaultList())
 		}
 	}
 	return out, nil

@@ -125,6 +125,15 @@ tables. Colour only on a terminal.
 
 // runReport answers one of report's questions: a session's diff or history, a run's
 // totals, audit rows, or runs.
+// notInSource names the source a session was looked for in: history is kept per table,
+// so a session repaired under other --table or --preset options is not found here.
+func notInSource(err error, st *store.Store) error {
+	if errors.Is(err, model.ErrNotFound) {
+		return fmt.Errorf("%w in %s (history is kept per table: give the --table, --layout or --preset options it was repaired with)", err, st.Key())
+	}
+	return err
+}
+
 func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 	st, closeDB, err := openStore(ctx, newLogger(e, o.db.logLevel), o.db, true)
 	if err != nil {
@@ -142,11 +151,11 @@ func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 		}
 		return report.ClearedText(e.Stdout, o.session, cleared)
 	case o.session != "" && o.diff:
-		before, after, err := st.VersionPair(ctx, o.session, o.version)
-		if err != nil {
-			return err
-		}
 		reports, _, err := st.History(ctx, o.session)
+		if err != nil {
+			return notInSource(err, st)
+		}
+		before, after, err := st.VersionPair(ctx, o.session, o.version)
 		if err != nil {
 			return err
 		}
@@ -161,7 +170,7 @@ func runReport(ctx context.Context, e *Env, o *reportOptions) error {
 	case o.session != "":
 		reports, versions, err := st.History(ctx, o.session)
 		if err != nil {
-			return err
+			return notInSource(err, st)
 		}
 		if o.json {
 			return report.JSONLines(e.Stdout, []any{map[string]any{"session_id": o.session, "reports": reports, "versions": versions}})
@@ -298,6 +307,8 @@ func runRollback(ctx context.Context, e *Env, o *rollbackOptions) error {
 	switch {
 	case out.Failed > 0:
 		return failedSessions(out.Failed, len(out.Sessions), fmt.Sprintf(" to restore, %d refused", out.Refused))
+	case out.Refused > 0 && o.dryRun:
+		return shown(fmt.Errorf("%d of %d sessions would not be restored", out.Refused, len(out.Sessions)))
 	case out.Refused > 0:
 		return shown(fmt.Errorf("%d of %d sessions were not restored", out.Refused, len(out.Sessions)))
 	}
@@ -354,7 +365,7 @@ its own schedule.
 	}
 	fl := cmd.Flags()
 	registerDBFlags(fl)
-	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: a number and a unit, y (365d), w, d, h or m (90d, 2w, 1y, 720h)")
+	fl.StringVar(&o.olderThan, "older-than", "", "age of what to delete: numbers with units, largest first: y (365d), w, d, h, m, s or ms (90d, 2w, 1y, 1d12h)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	fl.BoolVar(&o.all, "all", false, "also delete the versions that rolling back the latest repairs needs")
 	fl.BoolVar(&o.json, "json", false, `print the counts as JSON: {"dry_run", "deleted" or with --dry-run "would_delete": {"versions", "reports"}}`)

@@ -119,7 +119,7 @@ func TestRunRollbackRestoresOnlyUnchangedSessions(t *testing.T) {
 	// --json prints one object, whatever was refused; the error goes to stderr.
 	r = runCLI(t, "", b.env, "rollback", "--run", fmt.Sprint(run.RunID), "--dry-run", "--json")
 	require.Equal(t, ExitRuntime, r.code)
-	require.Contains(t, r.stderr, "2 of 6 sessions were not restored")
+	require.Contains(t, r.stderr, "2 of 6 sessions would not be restored", "a dry run restores nothing")
 	requireShape(t, "RollbackOutcome", r.stdout)
 	lines := jsonLines(t, r.stdout)
 	require.Len(t, lines, 1, r.stdout)

@@ -90,6 +90,12 @@ func (o *fileOptions) Validate() error {
 	if o.output != "" && o.report != "" && sameOutput(o.output, o.report) {
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
 	}
+	if namesInput(o.input, o.report) {
+		return fmt.Errorf("--report %s is an input file, which the report would replace; give the report a file of its own", o.report)
+	}
+	if namesInput(o.input, o.output) {
+		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; use --in-place, which keeps the prior file beside it", o.output)
+	}
 	return nil
 }
 
@@ -125,7 +131,8 @@ rename) and keeps the prior one beside it as NAME.tmend-<UTC time>.bak.
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is, and so is a descriptor named
 as a path (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), pipe or not. -o and
---report must name different files. A failed write to a file, stdout or stderr exits 1,
+--report must name different files, and neither the input (fix --in-place replaces it,
+keeping a backup). A failed write to a file, stdout or stderr exits 1,
 and so does a result bound for a standard output that was closed (>&-).
 
 Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
@@ -138,7 +145,7 @@ func newCheckCmd(e *Env) *cobra.Command {
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
 			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
-			"could not be written, 2 usage, 3 problems found.\n\n" +
+			"could not be written, 2 usage (an empty input too), 3 problems found.\n\n" +
 			"Issue codes:\n" + issueCodeHelp() + "\nStages of fix, in order:\n" + stageHelp(),
 		Example: `  tmend check session.json
   tmend check ~/.pi/agent/sessions
@@ -159,7 +166,7 @@ func newFixCmd(e *Env) *cobra.Command {
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
 			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
 			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
-			"or the output or report could not be written, 2 usage.",
+			"or the output or report could not be written, 2 usage (an empty input too).",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
   cat session.json | tmend fix --target anthropic --force - | jq .

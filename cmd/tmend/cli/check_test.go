@@ -61,9 +61,18 @@ func TestGenIsDeterministic(t *testing.T) {
 	require.Less(t, sum.Broken, 20)
 	require.NotEmpty(t, sum.ByFault)
 
+	r = runCLI(t, "", nil, "gen", "--dialect", "anthropic", "--faults", "invalid_call", "--fault-rate", "1")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--faults invalid_call: none of them occurs in dialect anthropic")
+
 	r = runCLI(t, "", nil, "gen", "--faults", "nope")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, `unknown fault "nope"`)
+	// The faults are listed as the dialects are, not as a Go slice.
+	require.Contains(t, r.stderr, "some of missing_result, interrupted, ")
+	r = runCLI(t, "", nil, "gen", "--help")
+	require.Equal(t, ExitOK, r.code)
+	require.Contains(t, r.stdout, "Faults (--faults): missing_result, interrupted, ")
 }
 
 func TestCheckExitCodes(t *testing.T) {

@@ -58,6 +58,10 @@ type exitError struct {
 	// rollback refused), so --json prints no error object after it: stdout holds
 	// one documented object. The message still goes to stderr.
 	shown bool
+	// setup: a usage error of the database rather than of the command line (a missing
+	// table, column or GRANT), whose message says what to change; the line pointing to
+	// --help is left out, as --help would not say it.
+	setup bool
 }
 
 // shown marks err as one the command's printed result already shows; it keeps its exit
@@ -144,12 +148,13 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 	}
 	code := ExitRuntime
 	var ee *exitError
-	printed := false
+	printed, setup := false, false
 	switch {
 	case errors.As(err, &ee):
-		code, printed = ee.code, ee.shown
-	case strings.HasPrefix(err.Error(), "unknown command"),
-		strings.HasPrefix(err.Error(), "unknown flag"),
+		code, printed, setup = ee.code, ee.shown, ee.setup
+	case strings.HasPrefix(err.Error(), "unknown command"):
+		code, err = ExitUsage, errors.New(suggestion(err.Error()))
+	case strings.HasPrefix(err.Error(), "unknown flag"),
 		strings.HasPrefix(err.Error(), "unknown shorthand flag"):
 		code = ExitUsage
 	}
@@ -171,11 +176,40 @@ func runCommand(ctx context.Context, args []string, e *Env) int {
 		}{err.Error(), code})
 	}
 	// Best effort, like the JSON above: the exit code already reports the failure.
-	_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", report.Escape(err.Error()))
-	if code == ExitUsage {
+	for _, m := range messages(err) {
+		_, _ = fmt.Fprintf(e.Stderr, "tmend: %s\n", m)
+	}
+	if code == ExitUsage && !setup {
 		_, _ = fmt.Fprintln(e.Stderr, "Run 'tmend --help' or 'tmend COMMAND --help' for usage.")
 	}
 	return code
+}
+
+// suggestion puts cobra's unknown-command error on one line: it lists the commands it
+// suggests on lines of their own, which escaping would show as \n and \t.
+func suggestion(msg string) string {
+	head, rest, ok := strings.Cut(msg, "\n\nDid you mean this?\n")
+	if !ok {
+		return strings.TrimSpace(msg)
+	}
+	return head + "; did you mean " + strings.Join(strings.Fields(rest), " or ") + "?"
+}
+
+// messages are err's lines for stderr, each escaped: the errors of a join (options that
+// failed to validate) each on a line of its own, where escaping would show "\n".
+func messages(err error) []string {
+	if ee, ok := err.(*exitError); ok {
+		err = ee.err
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []string{report.Escape(err.Error())}
+	}
+	var out []string
+	for _, e := range j.Unwrap() {
+		out = append(out, messages(e)...)
+	}
+	return out
 }
 
 // jsonOutput reports whether the command line asked for JSON output, so errors are

@@ -60,6 +60,7 @@ func TestUsage(t *testing.T) {
 			migrations.Latest(), migrations.RiverLatest())},
 		{"VersionFlag", []string{"--version"}, ExitOK, "tmend dev"},
 		{"UnknownCommand", []string{"frobnicate"}, ExitUsage, ""},
+		{"MistypedCommand", []string{"scna"}, ExitUsage, ""},
 		{"UnknownFlag", []string{"version", "--nope"}, ExitUsage, ""},
 		{"ExtraArgs", []string{"version", "x"}, ExitUsage, ""},
 		{"MigrateDownNeedsCount", []string{"migrate", "down"}, ExitUsage, ""},
@@ -79,9 +80,31 @@ func TestUsage(t *testing.T) {
 			require.Contains(t, r.stdout, tt.out)
 			if tt.code != ExitOK {
 				require.Contains(t, r.stderr, "tmend: ")
+				require.NotContains(t, r.stderr, `\n`, "one message a line, with no escaped line breaks")
 			}
 		})
 	}
+}
+
+func TestBadDatabaseURLSaysWhatOneLooksLike(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "migrate", "version", "--database-url", "mysql://app@db/x")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "(want postgres://USER:PASSWORD@HOST:PORT/DBNAME?OPTIONS, or libpq's key=value form)")
+}
+
+func TestUnknownPresetListsThePresets(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "scan", "--preset", "langchain")
+	require.Equal(t, ExitUsage, r.code)
+	require.True(t, strings.HasPrefix(r.stderr, `tmend: --preset "langchain": no such preset (want one of ai-sdk-chatbot, langchain-postgres, langgraph, mastra)`+"\n"), r.stderr)
+}
+
+func TestMistypedCommandSuggestsOnOneLine(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "rollbak")
+	require.Equal(t, ExitUsage, r.code)
+	require.True(t, strings.HasPrefix(r.stderr, "tmend: unknown command \"rollbak\" for \"tmend\"; did you mean rollback?\n"), r.stderr)
 }
 
 // TestOptionsAreValidatedBeforeConnecting: every command's options are checked before
@@ -94,6 +117,10 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 		{"scan", "--limit", "-1"},
 		{"scan", "--workers", "many"},
 		{"scan", "--max-inflight-bytes", "0"},
+		{"scan", "--workers", "-1"},
+		{"worker", "--batch-size", "0"},
+		{"serve", "--max-bytes", "0"},
+		{"repair", "--session", "x", "--max-bytes", "-1"},
 		{"scan", "--dialect", "klingon"},
 		{"scan", "--log-level", "loud"},
 		{"repair"},
@@ -111,6 +138,7 @@ func TestOptionsAreValidatedBeforeConnecting(t *testing.T) {
 		{"import", "--log-level", "loud"},
 		{"migrate", "down", "1", "--all"},
 		{"migrate", "force", "-2"},
+		{"migrate", "force", "99"},
 		{"gen", "--messages", "2"},
 		{"check", "--workers", "0"},
 		{"fix", "--max-bytes", "0"},
@@ -155,6 +183,7 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	r = runCLI(t, "", envs, "migrate", "down", "--all")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "at version 0")
+	require.Contains(t, r.stdout, "the schema is behind this binary: run `tmend migrate up`")
 
 	// The flag beats the environment: a bad env URL is never used.
 	r = runCLI(t, "", map[string]string{"TMEND_DATABASE_URL": "postgres://nowhere.invalid/x"},
@@ -163,6 +192,30 @@ func TestMigrateAgainstPostgres(t *testing.T) {
 	require.Contains(t, r.stdout, "clean")
 	require.Contains(t, r.stdout, fmt.Sprintf("at version %d", migrations.Latest()))
 	require.Contains(t, r.stdout, fmt.Sprintf("River's tables at version %d", migrations.RiverLatest()))
+	require.NotContains(t, r.stdout, "behind")
+}
+
+// TestEveryValidationErrorOnALineOfItsOwn: options that fail together are printed one a
+// line, not as one line holding "\n".
+func TestEveryValidationErrorOnALineOfItsOwn(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "scan", "--partitions", "999")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "\ntmend: --partitions must be between 0 (automatic) and 256\n")
+	require.True(t, strings.HasPrefix(r.stderr, "tmend: no database configured"), r.stderr)
+	require.NotContains(t, r.stderr, `\n`)
+}
+
+// TestBadScheduleSaysWhatOneLooksLike: the cron parser's reason alone ("expected
+// exactly 5 fields") does not show the syntax.
+func TestBadScheduleSaysWhatOneLooksLike(t *testing.T) {
+	t.Parallel()
+	envs := map[string]string{"TMEND_DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}
+	for _, args := range [][]string{{"serve", "--schedule", "every day"}, {"serve", "--prune-schedule", "sundays"}} {
+		r := runCLI(t, "", envs, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "want cron syntax: minute hour day-of-month month day-of-week, as '0 3 * * *'", "%v", args)
+	}
 }
 
 func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
@@ -171,6 +224,20 @@ func TestUnreachableDatabaseIsRuntimeError(t *testing.T) {
 		"migrate", "version")
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "connect to database")
+	// One line that says what to check, not pgx's text with each try on a line of its own.
+	require.Contains(t, r.stderr, "connection refused: is PostgreSQL running there")
+	require.NotContains(t, r.stderr, `\n`)
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+}
+
+// TestConnectErrorsSayWhatToCheck: a server that refuses the database or the role is
+// named as such, with what to change.
+func TestConnectErrorsSayWhatToCheck(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDBURL(t)
+	r := runCLI(t, "", nil, "migrate", "version", "--database-url", storetest.WithDatabase(url, "tmend_no_such_database"))
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.stderr, `database "tmend_no_such_database" does not exist (SQLSTATE 3D000): create the database, or name one`)
 }
 
 func allCommands(c *cobra.Command) []*cobra.Command {

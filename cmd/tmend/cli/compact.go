@@ -125,6 +125,10 @@ func (o *compactOptions) Validate() error {
 		return errors.New("--dry-run writes no transcripts: drop -o")
 	case o.output != "" && o.report != "" && sameOutput(o.output, o.report):
 		return fmt.Errorf("-o %s and --report %s are the same file; give each its own", o.output, o.report)
+	case namesInput(o.input, o.report):
+		return fmt.Errorf("--report %s is an input file, which the report would replace; give the report a file of its own", o.report)
+	case namesInput(o.input, o.output):
+		return fmt.Errorf("-o %s is the input file, which would be replaced with no copy kept; write the compacted transcripts to another file", o.output)
 	}
 	return nil
 }
@@ -148,8 +152,8 @@ func newCompactCmd(e *Env) *cobra.Command {
 			"What changes is what the platform shows and sends next time: cleared results read as\n" +
 			"\"[tmend cleared: ...]\" in the history. Keep the input (or run with --dry-run first).\n\n" +
 			compactInputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
-			"session was rejected by the checks, or the output or report could not be written, 2 usage,\n" +
-			"3 with --dry-run when some session would be compacted.",
+			"session was rejected by the checks, or the output or report could not be written, 2 usage\n" +
+			"(an empty input too), 3 with --dry-run when some session would be compacted.",
 		Example: `  tmend compact --dry-run sessions.jsonl
   tmend compact -o small.jsonl --report compact.jsonl sessions.jsonl
   tmend compact --profile conservative --idle-for 0 session.json > small.json
@@ -167,8 +171,8 @@ const compactInputHelp = `Input (a FILE, or stdin when FILE is - or missing) is 
   - an object holding it under "messages" ("input" for OpenAI Responses, "contents" for
     Gemini), other members kept as they are;
   - JSON Lines, one session per line: {"id": ..., "messages"|"input"|"contents": [...]},
-    streamed, a line at a time. One bad line does not stop the rest; blank lines and
-    line ends are kept as they are.
+    streamed, a line at a time. One bad line (the first one included) does not stop
+    the rest; blank lines and line ends are kept as they are.
 A pi or OpenClaw session file (a {"type":"session",...} header line) is refused: compact
 does not take session files yet (tmend fix does). A UTF-8 byte order mark is kept. An
 "updated_at" member (RFC 3339) starts the session's quiet period and is what --idle-for
@@ -176,7 +180,7 @@ measures.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its
 target); a device, FIFO or terminal is written to as it is. -o and --report must name
-different files. A failed write exits 1.
+different files, and neither the input. A failed write exits 1.
 
 Options also come from the environment as TMEND_<OPTION> (TMEND_MAX_BYTES, TMEND_DIALECT,
 TMEND_QUIET_PERIOD, TMEND_IDLE_FOR, ...); a flag beats it.`
@@ -408,8 +412,11 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 		switch {
 		case s != nil && (verbose || s.Status == compact.StatusRejected || s.failed):
 			name := s.Session
-			if name == "" {
+			switch {
+			case name == "" && s.Line > 0:
 				name = fmt.Sprintf("line %d", s.Line)
+			case name == "":
+				name = "input" // one document, as fix and check name it
 			}
 			p("%s: %s", report.Escape(name), s.Status)
 			if s.Reason != "" {
@@ -470,9 +477,9 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 
 // eachRecord reads a document or JSON Lines from in and writes each record's
 // replacement (by compact) to w, with every byte between records as it was: a byte order
-// mark, blank lines, line ends. JSON Lines are streamed: the input is JSON Lines when its
-// first non-blank line is a JSON value by itself, else it is read whole as one document
-// (pretty-printed, say). empty reports an input with no record.
+// mark, blank lines, line ends. JSON Lines are streamed; whether the input is JSON Lines
+// or one document (pretty-printed, say), read whole, is decided as fix decides it, so a
+// bad first line is one bad record. empty reports an input with no record.
 func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) (empty bool, err error) {
 	br := bufio.NewReaderSize(in, 1<<20)
 	write := func(b []byte) error {
@@ -487,7 +494,7 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			return false, err
 		}
 	}
-	empty, lines := true, false
+	lines, empty := files.LooksLikeJSONLines(br), true
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return empty, err
@@ -502,17 +509,17 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 			if err := write(line); err != nil {
 				return empty, err
 			}
-		case !lines && files.IsSessionHeader(rec):
+		case empty && files.IsSessionHeader(rec):
 			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
 				"(nothing was written); tmend fix repairs it")
-		case !lines && !json.Valid(rec):
+		case !lines:
 			rest, err := io.ReadAll(br)
 			if err != nil {
 				return empty, fmt.Errorf("read input: %w", err)
 			}
 			return false, write(compact(append(line, rest...), 0))
 		default:
-			lines, empty = true, false
+			empty = false
 			if err := write(compact(rec, n)); err != nil {
 				return empty, err
 			}

@@ -119,4 +119,13 @@ func TestCompactUsage(t *testing.T) {
 	r = runCLI(t, "not json\n", nil, "compact", "-")
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Equal(t, "not json\n", r.stdout, "unreadable input is passed through")
+	require.Contains(t, r.stderr, "input: compact_skipped", "one document is named as fix and check name it")
+	require.NotContains(t, r.stderr, "line 0")
+	// JSON Lines whose first line is bad, as fix reads them: that line is one bad record,
+	// the others are still read.
+	in := "not json\n" + `{"id":"a","messages":[{"role":"user","content":"hi"}]}` + "\n"
+	r = runCLI(t, in, nil, "compact", "--json", "-")
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
+	require.Equal(t, in, r.stdout)
+	require.Contains(t, r.stderr, `"sessions":2`)
 }

@@ -115,9 +115,27 @@ func TestScanAndRepairCommands(t *testing.T) {
 	require.Equal(t, ExitRuntime, r.code)
 	require.Contains(t, r.stderr, `session "nope" not found`)
 
+	// A run that ended has nothing to cancel; the command says so, as the API's 409 does.
+	r = runCLI(t, "", b.env, "scan", "--cancel", fmt.Sprint(dry.ID))
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("run %d is completed, not running: nothing to cancel", dry.ID))
+	require.Empty(t, r.stdout)
+
+	// A session of another table is not found in this one's history: the message says
+	// where it looked and which options choose the table.
+	for _, args := range [][]string{{"report", "--session", "nope"}, {"report", "--session", "nope", "--diff"}} {
+		r = runCLI(t, "", b.env, args...)
+		require.Equal(t, ExitRuntime, r.code, "%v", args)
+		require.Contains(t, r.stderr, `tmend has no record of session "nope": not found in tmend.sessions(id,messages) (history is kept per table`, "%v", args)
+	}
+
 	r = runCLI(t, "", b.env, "scan", "--table", "missing")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, `table "missing" does not exist`)
+	require.Contains(t, r.stderr, `table "missing" does not exist in tmend's schema or in public (give schema.table`)
+	require.NotContains(t, r.stderr, "--help", "a table missing from the database is no question of the command line's syntax")
+	r = runCLI(t, "", b.env, "scan", "--table", "agents.checkpoints")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, "tmend: session source: table \"agents.checkpoints\" does not exist\n", r.stderr, "a schema given is the only one looked in")
 
 	r = runCLI(t, genJSONL(t, "--sessions", "3", "--seed", "9"), b.env, "import", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
@@ -238,4 +256,29 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 30s")
 		}
 	}
+}
+
+// TestWorkerLogsNoRepairOptions: a worker repairs with each scan's own options, so its
+// start does not log a quiet period or target of its own (it would log 0s and none).
+func TestWorkerLogsNoRepairOptions(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	env := map[string]string{"TMEND_DATABASE_URL": b.url}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr storetest.Logs
+	go func() {
+		done <- Run(ctx, []string{"worker"},
+			Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
+	}()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), `"message":"working"`) })
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, ExitOK, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	require.Contains(t, stderr.String(), `"message":"configured"`)
+	require.NotContains(t, stderr.String(), "quiet_period")
 }

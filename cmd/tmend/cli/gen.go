@@ -44,6 +44,11 @@ func (o *genOptions) load(*settings, []string) error {
 		return fmt.Errorf("--variant: dialect %s has no variant %q (want one of %s)", o.cfg.Dialect, o.cfg.Variant,
 			strings.Join(vs, ", "))
 	}
+	// Faults that never occur in the dialect are not drawn: asked for alone, they would
+	// give clean sessions with no word of why.
+	if !slices.ContainsFunc(o.cfg.Faults, func(f gen.Fault) bool { return gen.Applies(f, o.cfg.Dialect) }) {
+		return fmt.Errorf("--faults %s: none of them occurs in dialect %s, so every session would be clean", o.faults, o.cfg.Dialect)
+	}
 	if o.cfg.OmitIDs && !gen.IDsOptional(o.cfg.Dialect) {
 		return fmt.Errorf("--omit-ids: %s calls need ids", o.cfg.Dialect)
 	}
@@ -76,7 +81,7 @@ only on the flags: the same --seed gives the same bytes. --json writes a summary
 object (sessions, broken, by_fault) to stderr, as fix does with its report, since
 stdout may be the sessions.
 
-Faults: ` + fmt.Sprint(gen.Faults()),
+Faults (--faults): ` + gen.FaultList() + ".",
 		Example: `  tmend gen --dialect openclaw --sessions 20000 --messages 45 --fault-rate 1 > broken.jsonl
   tmend gen --dialect anthropic --faults misplaced_result,duplicate_result --max-faults 3 -o mix.jsonl
   tmend gen --text unicode --fault-rate 1 -o unicode.jsonl

@@ -35,6 +35,10 @@ func newImportCmd(e *Env) *cobra.Command {
 "messages" ("input", "contents"), into tmend's own sessions table, replacing sessions
 with the same id. Output of 'tmend gen' fits. A user's own table is never written here.
 
+A session's "updated_at" is kept as given (tmend gen writes dates in January 2026), else
+it is the time of the import. Incremental scans read the sessions changed since the last
+run by that column, so sessions imported with an older date wait for 'tmend scan --full'.
+
 The import is all or nothing: a line that is not a session object (a JSON array of
 sessions included: convert it with jq -c '.[]'), an id given on two lines, a line that
 is not UTF-8, or a message holding the escape \u0000 (Postgres jsonb cannot store a NUL

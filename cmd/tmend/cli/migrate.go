@@ -65,6 +65,10 @@ func (o *migrateForceOptions) load(s *settings, args []string) error {
 	if err != nil || v < -1 {
 		return fmt.Errorf("VERSION must be a migration number, got %q", args[0])
 	}
+	// A version this binary has no migration for would lock it out ("upgrade tmend").
+	if v > int(migrations.Latest()) {
+		return fmt.Errorf("VERSION %d is past this binary's last migration, %d", v, migrations.Latest())
+	}
 	o.version = v
 	return nil
 }
@@ -207,5 +211,13 @@ func printVersion(ctx context.Context, e *Env, pool *pgxpool.Pool, schema string
 	e.printf("schema %s at version %d (%s; this binary knows up to %d)\n",
 		pgx.Identifier{schema}.Sanitize(), sv.Version, state, sv.Latest)
 	e.printf("River's tables at version %d (this binary needs %d)\n", sv.RiverVersion, sv.RiverLatest)
+	switch {
+	case dirty:
+		e.printf("a migration failed halfway: fix the schema by hand, then run `tmend migrate force VERSION` with the version it is at\n")
+	case sv.Version > sv.Latest || sv.RiverVersion > sv.RiverLatest:
+		e.printf("the schema is newer than this binary: upgrade tmend\n")
+	case sv.Version < sv.Latest || sv.RiverVersion < sv.RiverLatest:
+		e.printf("the schema is behind this binary: run `tmend migrate up`\n")
+	}
 	return nil
 }

@@ -189,6 +189,8 @@ func (o *engineOptions) load() error {
 type runOptions struct {
 	engine engineOptions
 	config scanner.Config
+	// repairs: the command repairs with options of its own (a worker's scans bring theirs).
+	repairs bool
 }
 
 // runFlags are the groups of run options a command has; each lists only those that mean
@@ -243,19 +245,23 @@ func (o *runOptions) load(s *settings, src store.Source) error {
 		if err := o.engine.load(); err != nil {
 			return err
 		}
-		c.Repair = o.engine.repair
+		c.Repair, o.repairs = o.engine.repair, true
 	}
 	var err error
 	ints := []struct {
 		name string
 		dst  *int
-	}{{"workers", &c.Workers}, {"batch-size", &c.BatchSize}, {"max-bytes", &c.MaxBytes}, {"max-inflight-bytes", &c.MaxInflightBytes}}
+		min  int // 0 workers is the default, twice the CPUs
+	}{{"workers", &c.Workers, 0}, {"batch-size", &c.BatchSize, 1}, {"max-bytes", &c.MaxBytes, 1}, {"max-inflight-bytes", &c.MaxInflightBytes, 1}}
 	for _, v := range ints {
 		if s.fs.Lookup(v.name) == nil {
 			continue
 		}
 		if *v.dst, err = s.int(v.name); err != nil {
 			return err
+		}
+		if *v.dst < v.min {
+			return fmt.Errorf("--%s must be at least %d, got %d", v.name, v.min, *v.dst)
 		}
 	}
 	durations := []struct {
@@ -279,7 +285,7 @@ func (o *runOptions) load(s *settings, src store.Source) error {
 			return usageErrorf("--compact with --layout %s: %v", src.Layout, store.ErrCompactLayout)
 		}
 	}
-	if c.Workers < 1 {
+	if c.Workers == 0 {
 		c.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	if s.fs.Lookup("max-inflight-bytes") == nil {

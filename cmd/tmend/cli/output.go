@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // openInput opens a FILE argument, or stdin for none or "-".
@@ -103,6 +104,46 @@ func resolveOutput(path string) (string, os.FileInfo, error) {
 		path = link
 	}
 	return "", nil, errors.New("too many levels of symbolic links")
+}
+
+// namesInput reports whether out names the input file, or for a directory one of the
+// *.jsonl files its walk reads: writing there would replace transcripts being read.
+func namesInput(input, out string) bool {
+	if out == "" || input == "" || input == "-" {
+		return false
+	}
+	fi, err := os.Stat(input)
+	switch {
+	case err != nil:
+		return false
+	case fi.IsDir():
+		return inTree(input, out)
+	}
+	return fi.Mode().IsRegular() && sameOutput(input, out)
+}
+
+// inTree reports whether out ends at a *.jsonl file under dir.
+func inTree(dir, out string) bool {
+	p, _, err := resolveOutput(out)
+	if err != nil || filepath.Ext(p) != ".jsonl" {
+		return false
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return false
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	if parent, err = filepath.Abs(parent); err != nil {
+		return false
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(root, parent)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // sameOutput reports whether two output paths end at the same file.

@@ -153,6 +153,39 @@ func TestOutputAndReportMustDiffer(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 }
 
+// TestOutputNeverReplacesTheInput: a report written over the input file would replace
+// the transcripts with it, and -o over it would keep no copy of them (--in-place does).
+func TestOutputNeverReplacesTheInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in, _ := fixture(t, dir, 2)
+	before, err := os.ReadFile(in)
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(in, filepath.Join(dir, "in-link")))
+	for _, args := range [][]string{
+		{"check", in, "--report", in},
+		{"fix", in, "--report", filepath.Join(dir, "in-link")},
+		{"fix", in, "-o", in},
+		{"compact", in, "--report", in},
+		{"compact", in, "-o", filepath.Join(dir, ".", "in.jsonl")},
+	} {
+		r := runCLI(t, "", nil, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "input file", "%v", args)
+		after, err := os.ReadFile(in)
+		require.NoError(t, err)
+		require.Equal(t, string(before), string(after), "%v", args)
+	}
+	// A directory's walk reads every *.jsonl file under it: the report is none of them.
+	r := runCLI(t, "", nil, "check", dir, "--report", filepath.Join(dir, "sub", "..", "in.jsonl"))
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	after, err := os.ReadFile(in)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+	r = runCLI(t, "", nil, "check", dir, "--report", filepath.Join(dir, "report.json"))
+	require.Equal(t, ExitProblems, r.code, "a report that is no session file may go there: %s", r.stderr)
+}
+
 func TestFailedRenameRemovesTempFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -33,8 +33,11 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 		return nil, err
 	}
 	cfg := run.config
-	log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers).Str("quiet_period", cfg.Repair.QuietPeriod.String()).
-		Str("target", string(cfg.Repair.Target)).Msg("configured")
+	ev := log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers)
+	if run.repairs {
+		ev = ev.Str("quiet_period", cfg.Repair.QuietPeriod.String()).Str("target", string(cfg.Repair.Target))
+	}
+	ev.Msg("configured")
 	release := holdHeapFloor(e, int64(cfg.MaxInflightBytes))
 	closeAll := func() { closeDB(); release() }
 	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeAll, tp: tp}, nil
@@ -156,6 +159,9 @@ atomically, for runs without a daemon (a CronJob, a timer).
   tmend scan --cancel 42
   tmend scan --scheduled --metrics-textfile /var/lib/node_exporter/textfile_collector/tmend.prom
   tmend scan --table public.conversations --id-column conv_id --messages-column payload --updated-at-column modified_at
+  tmend scan --preset langchain-postgres --dry-run
+  tmend scan --preset ai-sdk-chatbot --table 'chatbot."Message_v2"'
+  tmend scan --layout messages --table chat_messages --session-column conversation_id --order-column created_at --message-column body
   tmend scan --layout langgraph --dry-run
   tmend scan --layout langgraph --table agents.checkpoints --session '["thread-1","tools:6e2d"]'`,
 		Args: noArgs,
@@ -170,7 +176,7 @@ atomically, for runs without a daemon (a CronJob, a timer).
 	f.BoolVar(&o.dryRun, "dry-run", false, "report what would change; write no content")
 	f.IntVar(&o.limit, "limit", 0, "stop after this many sessions (the incremental position does not move)")
 	f.BoolVar(&o.json, "json", false, "print the run as a JSON object (the API's shape)")
-	f.Int64Var(&o.cancel, "cancel", 0, "cancel this run's remaining partitions, and print it")
+	f.Int64Var(&o.cancel, "cancel", 0, "cancel this running run's remaining partitions, and print it (exit 1 when it is not running)")
 	f.BoolVar(&o.scheduled, "scheduled", false, "record the run as a scheduled one (trigger cron), as the shipped CronJob and timer do")
 	f.String("metrics-textfile", "", "after the run, write the metrics of the recorded runs to this file (Prometheus text format, for node-exporter's textfile collector)")
 	o.queue.register(f, true)
@@ -261,6 +267,16 @@ func endRun(e *Env, run model.RunRow, err error, asJSON, dryRun bool) error {
 // partitions here while others may help, and waits for it to end. Interrupted, it
 // cancels the run.
 func scanShared(ctx context.Context, e *Env, r *runner, o *scanOptions, ro scanner.RunOptions) (model.RunRow, error) {
+	if o.cancel > 0 {
+		// As DELETE /v1/runs/{id} answers 409: a run that ended has nothing to cancel.
+		before, err := r.store.Run(ctx, o.cancel)
+		if err != nil {
+			return model.RunRow{}, err
+		}
+		if before.Status != model.RunRunning {
+			return model.RunRow{}, fmt.Errorf("run %d is %s, not running: nothing to cancel", o.cancel, before.Status)
+		}
+	}
 	qc := o.queue.config(o.db.schema, nil)
 	qc.OwnsRuns = true // the run lives while this process does (README, "Repairing stored sessions")
 	q, err := queue.New(r.store, r.sc, r.log, qc)

@@ -54,14 +54,17 @@ func (o *serveOptions) load(s *settings, _ []string) error {
 	return nil
 }
 
+// specHelp says what a schedule looks like, after the cron parser's own reason.
+const specHelp = "want cron syntax: minute hour day-of-month month day-of-week, as '0 3 * * *', or @daily, @weekly, @every 1h"
+
 func (o *serveOptions) Validate() error {
 	var err error
 	if o.scanSchedule, err = daemon.ParseSpec(o.scanSpec, o.schedule.Location); err != nil {
-		return fmt.Errorf("--schedule %q: %w", o.scanSpec, err)
+		return fmt.Errorf("--schedule %q: %w (%s)", o.scanSpec, err, specHelp)
 	}
 	if o.schedule.Prune != "" {
 		if _, err := daemon.ParseSpec(o.schedule.Prune, o.schedule.Location); err != nil {
-			return fmt.Errorf("--prune-schedule %q: %w", o.schedule.Prune, err)
+			return fmt.Errorf("--prune-schedule %q: %w (%s)", o.schedule.Prune, err, specHelp)
 		}
 	}
 	return errors.Join(o.db.Validate(), o.run.Validate(), o.queue.Validate())

@@ -60,7 +60,7 @@ func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
 	fs.String("order-column", "", "what orders a session's rows: an integer (a SERIAL id) or a timestamp; the primary key breaks ties (layout messages)")
 	fs.String("message-column", "", "one message, a JSON object (jsonb, json or text; layout messages)")
 	fs.String("message-map", "", `or a message made of columns, key=column,...: id=id,role=role,parts=parts (key=column:json for a text column holding JSON; layout messages)`)
-	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz; empty: every run is full; layout messages: none unless given)")
+	fs.String("updated-at-column", store.DefaultSource.UpdatedAtColumn, "its last-change column (timestamptz, or timestamp read in the database's time zone; empty: every run is full; layout messages: none unless given)")
 	if writes {
 		fs.Bool("touch-updated-at", false, "also set the updated-at column to now() when a session is repaired or rolled back (needs UPDATE on it)")
 		fs.String("notify-channel", "", "pg_notify this channel for every session repaired or rolled back, on commit (e.g. "+store.DefaultNotifyChannel+")")
@@ -212,7 +212,7 @@ func (s *settings) tableSource() (store.Source, error) {
 	if name := s.get("preset"); name != "" {
 		p, err := store.Preset(name)
 		if err != nil {
-			return src, usageErrorf("--preset: %v", err)
+			return src, usageErrorf("--preset %q: no such preset (want one of %s)", name, strings.Join(store.Presets(), ", "))
 		}
 		src = p
 	}
@@ -315,7 +315,7 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 	if err != nil {
 		pool.Close()
 		if errors.Is(err, store.ErrSource) {
-			return nil, nil, &exitError{code: ExitUsage, err: err}
+			return nil, nil, &exitError{code: ExitUsage, err: err, setup: true}
 		}
 		return nil, nil, err
 	}

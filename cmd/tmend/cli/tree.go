@@ -151,7 +151,8 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	}
 	switch {
 	case len(failures) > 0:
-		return fmt.Errorf("%d files could not be processed:\n  %s", len(failures), strings.Join(failures, "\n  "))
+		// One line: the message is printed escaped, so a line break would show as \n.
+		return fmt.Errorf("%d files could not be processed: %s", len(failures), strings.Join(failures, "; "))
 	case failed > 0:
 		return fmt.Errorf("%d sessions could not be processed (see the report)", failed)
 	case broken > 0:

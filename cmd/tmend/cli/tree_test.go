@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -134,4 +135,22 @@ func TestFixInPlaceUsage(t *testing.T) {
 		r := runCLI(t, "", nil, args...)
 		require.Equal(t, ExitUsage, r.code, name+": "+r.stderr)
 	}
+}
+
+// TestFixInPlaceNamesTheFilesItCouldNotWrite: files whose temp file cannot be created
+// beside them (a name at the file system's limit) are named on one line, the others
+// still repaired.
+func TestFixInPlaceNamesTheFilesItCouldNotWrite(t *testing.T) {
+	t.Parallel()
+	dir, broken, _ := sessionDir(t)
+	b, err := os.ReadFile(broken)
+	require.NoError(t, err)
+	long := filepath.Join(dir, strings.Repeat("a", 240)+".jsonl")
+	require.NoError(t, os.WriteFile(long, b, 0o600))
+	require.NoError(t, os.WriteFile(long[:len(long)-6]+"b.jsonl", b, 0o600))
+	r := runCLI(t, "", nil, "fix", "--in-place", dir)
+	require.Equal(t, ExitRuntime, r.code, r.stderr)
+	require.Contains(t, r.stderr, "tmend: 2 files could not be processed: "+long+": create a temp file beside it: ")
+	require.NotContains(t, r.stderr, `\n`)
+	require.Contains(t, r.stderr, "repaired "+broken)
 }
