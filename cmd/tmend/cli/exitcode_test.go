@@ -62,3 +62,19 @@ END $$`,
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Contains(t, r.stdout, "refused")
 }
+
+// Asked to repair one session, a run that left it as it is (here: not a transcript tmend
+// can read) exits 3 like its dry run, not 0; a clean one exits 0.
+func TestRepairOfASessionLeftAsItIsExits3(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 3, "0")
+	_, err := b.pool.Exec(t.Context(), `INSERT INTO tmend.sessions (id, messages) VALUES ('odd', '{"not": "a transcript"}')`)
+	require.NoError(t, err)
+
+	r := runCLI(t, "", b.env, "repair", "--session", "odd")
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	require.Contains(t, r.stdout, "unparseable")
+	r = runCLI(t, "", b.env, "repair", "--session", "s-000001")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "is clean")
+}

@@ -378,7 +378,9 @@ and after. The prior content is kept as a version, so 'tmend rollback --session 
 undoes it. --dry-run shows the same without writing; --force also answers calls of the
 last turn that may still be running (the quiet period). Like 'scan --dry-run', a dry
 run exits 3 when the session needs repair (or cannot be handled) or, with --compact,
-compaction; a session that failed (an error while writing it) exits 4.
+compaction; a run exits 3 when it left the session as it is because it cannot be
+handled (unparseable, unsupported, too large) or changed meanwhile (conflict), and 4
+when the session failed (an error while writing it).
 
 --compact[=PROFILE] also compacts it after the repair, in the same write (profiles
 conservative, standard (a bare --compact) and aggressive, as 'tmend compact --help'
@@ -413,8 +415,16 @@ func runRepair(ctx context.Context, e *Env, o *repairOptions) error {
 		SessionID: o.session, DryRun: o.dryRun, Force: o.run.engine.force, KeepOutcomes: true})
 	run, err := r.recorded(ctx, res, err)
 	err = endRun(e, run, err, o.json, o.dryRun)
-	if err == nil && run.Summary.ByStatus[model.StatusClean] == 1 && !o.json {
+	if err != nil {
+		return err
+	}
+	if run.Summary.ByStatus[model.StatusClean] == 1 && !o.json {
 		e.printf("\nsession %s is clean; nothing to do\n", report.Escape(o.session))
 	}
-	return err
+	// Asked to repair it now, a session tmend left as it is (it could not read it, or
+	// it changed meanwhile) is not an all-clear: the printed result says why.
+	if res := run.Result(); res.Counts.Skipped-res.ByStatus[model.StatusHeld]+res.Counts.Conflict > 0 {
+		return errProblems
+	}
+	return nil
 }
