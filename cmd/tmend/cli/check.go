@@ -125,7 +125,7 @@ A UTF-8 byte order mark is skipped (fix keeps it). An "updated_at" member (RFC 3
 starts the session's quiet period.
 
 A DIR (check, fix --in-place) is walked for *.jsonl files, --workers at a time; symlinks
-are skipped. fix --in-place FILE|DIR replaces each file that changed (temp file, fsync,
+are skipped, and a DIR with files but none named *.jsonl is a usage error (exit 2). fix --in-place FILE|DIR replaces each file that changed (temp file, fsync,
 rename) and keeps the prior one beside it as NAME.tmend-<UTC time>.bak.
 
 Output (-o, --report): a regular file is replaced atomically (through a symlink, its

@@ -165,7 +165,8 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 // *.jsonl file under it (the name pi and OpenClaw give session files). Symlinks are
 // skipped (counted): a target inside the tree is walked anyway, one outside is not
 // tmend's to change, and a rename would replace the link. tmend's backups and temp files
-// do not end in .jsonl.
+// do not end in .jsonl. A tree of files none of which is named *.jsonl is an error, not
+// an empty all-clear: its transcripts (say *.json) were never read.
 func treeFiles(root string) (paths []string, skipped int, err error) {
 	fi, err := os.Stat(root)
 	if err != nil {
@@ -177,6 +178,7 @@ func treeFiles(root string) (paths []string, skipped int, err error) {
 		}
 		return []string{root}, 0, nil
 	}
+	others := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -188,11 +190,16 @@ func treeFiles(root string) (paths []string, skipped int, err error) {
 			}
 		case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl"):
 			paths = append(paths, p)
+		case d.Type().IsRegular():
+			others++
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("walk %s: %w", root, err)
+	}
+	if len(paths) == 0 && others > 0 {
+		return nil, 0, fmt.Errorf("no *.jsonl file under %s, only %d other file(s): a directory is read for session files named *.jsonl; give a transcript file by name (tmend check FILE)", root, others)
 	}
 	sort.Strings(paths)
 	return paths, skipped, nil

@@ -154,3 +154,16 @@ func TestFixInPlaceNamesTheFilesItCouldNotWrite(t *testing.T) {
 	require.NotContains(t, r.stderr, `\n`)
 	require.Contains(t, r.stderr, "repaired "+broken)
 }
+
+// A directory whose files are none of them *.jsonl was not read: a usage error that says
+// so, not "sessions 0" and exit 0. An empty directory has nothing to check.
+func TestCheckDirectoryWithoutSessionFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chat.json"), []byte(`[{"role":"user","content":"hi"}]`), 0o600))
+	r := runCLI(t, "", nil, "check", dir)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no *.jsonl file under "+dir+", only 1 other file(s)")
+	r = runCLI(t, "", nil, "check", t.TempDir())
+	require.Equal(t, ExitOK, r.code, r.stderr)
+}
