@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"slices"
 	"time"
@@ -14,23 +13,29 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tmend/tmend/store/model"
 )
 
 // textArg is a statement's argument that is written to the connection straight from its
-// buffer, as the parameter's text form (its parameter must be text or JSON). pgx would
-// encode a []byte into its parameter buffer and copy that into the Bind message, each
-// grown by append: for a session of tens of megabytes, up to four more copies of it, two
-// of them live at once with the session and its repair (BENCHMARKS.md, "A writing
-// scan's copies").
-type textArg []byte
+// buffers, joined, as the parameter's text form (its parameter must be text or JSON).
+// pgx would encode a []byte into its parameter buffer and copy that into the Bind
+// message, each grown by append: for a session of tens of megabytes, up to four more
+// copies of it, two of them live at once with the session and its repair (BENCHMARKS.md,
+// "A writing scan's copies"). Several buffers are a repair in pieces (Apply.NewPieces),
+// never joined (BENCHMARKS.md, "A writing scan sends a repair in pieces").
+type textArg [][]byte
 
-// sendArg is msgs as a write's argument: a textArg over sendBackMax, where the copies
-// cost more than execDirect's round trip.
-func sendArg(msgs []byte) any {
-	if len(msgs) > sendBackMax {
-		return textArg(msgs)
+// sendArg is a's repaired content as a write's argument: its pieces, or NewMessages as
+// a textArg over sendBackMax, where the copies cost more than execDirect's round trip.
+func sendArg(a model.Apply) any {
+	switch {
+	case a.NewPieces != nil:
+		return textArg(a.NewPieces)
+	case len(a.NewMessages) > sendBackMax:
+		return textArg{a.NewMessages}
 	}
-	return msgs
+	return a.NewMessages
 }
 
 func hasTextArg(q *pgx.QueuedQuery) bool {
@@ -163,7 +168,9 @@ func execDirect(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (t
 }
 
 // bindParts is the Bind message of args for the unnamed statement (eqb built for it, a
-// textArg's slot NULL), cut around each textArg's bytes, then Execute and Sync.
+// textArg's slot NULL), cut around each textArg's bytes, then Execute and Sync. A
+// textArg's buffers go as they are: net.Buffers writes up to 1,024 of them with each
+// writev, and a repair's pieces are runs of messages (1,501 for a million blocks).
 func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 	buf := []byte{'B', 0, 0, 0, 0, 0, 0} // its length, set below; unnamed portal and statement
 	buf = be16(buf, len(args))
@@ -178,7 +185,11 @@ func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 	var bufs net.Buffers
 	for i, a := range args {
 		if t, ok := a.(textArg); ok {
-			bufs = append(bufs, be32(buf, len(t)), t)
+			n := 0
+			for _, b := range t {
+				n += len(b)
+			}
+			bufs = append(append(bufs, be32(buf, n)), t...)
 			buf = nil
 		} else if v := eqb.ParamValues[i]; v == nil {
 			buf = be32(buf, -1)
@@ -195,8 +206,8 @@ func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 	for _, b := range bufs {
 		size += len(b)
 	}
-	if size > math.MaxInt32 {
-		return nil, errors.New("statement's parameters are over 2 GiB")
+	if size > maxBody {
+		return nil, errors.New("statement's parameters are over 1 GiB")
 	}
 	be32(bufs[0][:1], size)
 	tail, err := (&pgproto3.Execute{}).Encode(nil)
@@ -208,6 +219,10 @@ func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 	}
 	return append(bufs, tail), nil
 }
+
+// maxBody is the longest message body pgproto3 sends and PostgreSQL takes
+// (PQ_LARGE_MESSAGE_LIMIT), its length field included.
+const maxBody = 0x3fffffff - 1
 
 func be16(b []byte, n int) []byte { return append(b, byte(n>>8), byte(n)) }
 

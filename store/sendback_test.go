@@ -186,3 +186,20 @@ CREATE TRIGGER refuse BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION pu
 	require.True(t, outs[2].Applied)
 	require.Contains(t, storetest.Content(t, b.pool, "ok"), repair.SyntheticResultText)
 }
+
+// A repair in pieces (Apply.NewPieces) is written by a table of one row per session
+// only, the one layout that borrows; any other refuses it and writes nothing.
+func TestRepairInPiecesOnlyForRowsOfSessions(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1)
+	sess := l.read(t, "s")
+	before := l.whole(t, "s")
+	res, err := repair.RepairPieces(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, res.Pieces)
+	_, err = l.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewPieces: res.Pieces,
+		Report: model.Report{Status: model.StatusRepaired}})
+	require.ErrorContains(t, err, "one row per session only")
+	require.Equal(t, before, l.whole(t, "s"))
+}
