@@ -28,6 +28,7 @@ func checkRepairPieces(t *testing.T, in []byte, opts repair.Options) {
 	}
 	require.Nil(t, got.Messages)
 	require.Equal(t, string(want.Messages), string(bytes.Join(got.Pieces, nil)))
+	require.Equal(t, len(got.Pieces), cap(got.Pieces), "room for pieces that never came")
 	kept := 0
 	for _, p := range got.Pieces {
 		if within(p, in) {

@@ -133,10 +133,19 @@ func RepairPieces(msgs []byte, opts Options) (Result, error) {
 	}
 	out := p.assemble()
 	p.report.MessagesOut = len(out)
-	l := pieceList{src: msgs}
-	k := keeper{w: &l}
-	writeArray(&k, msgs, skipSpace(msgs, 0), out, p.from)
-	k.flush()
+	// Counted first, then made in a slice of that size: there is a piece a message when
+	// the input has space between them (jsonb's text has), and one grown by append left
+	// as much again as garbage.
+	var n pieceCount
+	start := skipSpace(msgs, 0)
+	write := func(w Pieces) {
+		k := keeper{w: w}
+		writeArray(&k, msgs, start, out, p.from)
+		k.flush()
+	}
+	write(&n)
+	l := pieceList{src: msgs, bufs: make([][]byte, 0, n)}
+	write(&l)
 	return Result{Pieces: l.bufs, Report: p.report}, nil
 }
 
@@ -150,6 +159,12 @@ type pieceList struct {
 
 func (l *pieceList) Keep(from, to int) { l.bufs = append(l.bufs, l.src[from:to]) }
 func (l *pieceList) Write(p []byte)    { l.bufs = append(l.bufs, p) }
+
+// pieceCount counts the pieces a pieceList would hold.
+type pieceCount int
+
+func (n *pieceCount) Keep(int, int) { *n++ }
+func (n *pieceCount) Write([]byte)  { *n++ }
 
 // StatusBroken is Validate's status for a transcript with faults a repair would fix.
 const StatusBroken Status = "broken"

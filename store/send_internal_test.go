@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -23,14 +24,16 @@ func TestBindPartsIsTheBindMessage(t *testing.T) {
 		args := []any{"id", big, 7, nil, []string{"x", "y"}}
 		var eqb pgx.ExtendedQueryBuilder
 		require.NoError(t, eqb.Build(pgtype.NewMap(), sd, []any{"id", nil, 7, nil, []string{"x", "y"}}))
-		bufs, err := bindParts(args, &eqb)
+		parts, err := bindParts(args, &eqb)
 		require.NoError(t, err)
-		var got []byte
+		var got bytes.Buffer
+		require.NoError(t, writeParts(&got, parts))
 		sent := map[*byte]bool{}
-		for _, b := range bufs {
-			got = append(got, b...)
-			if len(b) > 0 {
-				sent[&b[0]] = true
+		for _, p := range parts {
+			for _, b := range p {
+				if len(b) > 0 {
+					sent[&b[0]] = true
+				}
 			}
 		}
 		for _, b := range big {
@@ -45,7 +48,26 @@ func TestBindPartsIsTheBindMessage(t *testing.T) {
 		require.NoError(t, err)
 		want, _ = (&pgproto3.Execute{}).Encode(want)
 		want, _ = (&pgproto3.Sync{}).Encode(want)
-		require.Equal(t, want, got)
+		require.Equal(t, want, got.Bytes())
+	}
+}
+
+// writeParts writes every buffer in order, any number of them, and leaves the lists it
+// was given as they were: a write retried sends the same pieces again.
+func TestWritePartsLeavesThePartsAlone(t *testing.T) {
+	var pieces [][]byte
+	var want []byte
+	for i := range 3000 {
+		b := []byte{byte('a' + i%26)}
+		pieces, want = append(pieces, b), append(want, b...)
+	}
+	parts := [][][]byte{{[]byte("<")}, pieces, {[]byte(">")}}
+	kept := slices.Clone(pieces)
+	for range 2 {
+		var got bytes.Buffer
+		require.NoError(t, writeParts(&got, parts))
+		require.Equal(t, "<"+string(want)+">", got.String())
+		require.Equal(t, kept, pieces)
 	}
 }
 
