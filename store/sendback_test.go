@@ -198,8 +198,12 @@ func TestRepairInPiecesOnlyForRowsOfSessions(t *testing.T) {
 	res, err := repair.RepairPieces(sess.Messages, repair.Options{})
 	require.NoError(t, err)
 	require.NotNil(t, res.Pieces)
-	_, err = l.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewPieces: res.Pieces,
-		Report: model.Report{Status: model.StatusRepaired}})
+	a := model.Apply{Trigger: model.TriggerCLI, Session: sess, NewPieces: res.Pieces, Report: model.Report{Status: model.StatusRepaired}}
+	_, err = l.st.Apply(t.Context(), a)
 	require.ErrorContains(t, err, "one row per session only")
+	b := a
+	b.Session.ID = "other" // a batch of two
+	_, errs := l.st.ApplyBatch(t.Context(), []model.Apply{a, b})
+	require.ErrorContains(t, errs[0], "one row per session only")
 	require.Equal(t, before, l.whole(t, "s"))
 }
