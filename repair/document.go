@@ -105,7 +105,16 @@ func appendDocument(dst, b []byte, doc Document, msgs [][]byte) []byte {
 // with the comma or bracket after it when b has the one the output needs there.
 func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32) {
 	k := keeper{w: w}
-	k.keep(0, doc.start+1) // up to the array's '['
+	k.keep(0, doc.start)
+	writeArray(&k, b, doc.start, msgs, from)
+	k.keep(doc.end, len(b))
+	k.flush()
+}
+
+// writeArray hands k the array of msgs (joinArray's bytes) in place of b's array, which
+// starts at start, keeping the runs of b that are unchanged (see writeDocument).
+func writeArray(k *keeper, b []byte, start int, msgs [][]byte, from []int32) {
+	k.keep(start, start+1) // the '['
 	after := -1            // where the message just written ends in b, if it came from b
 	sep := func(c []byte) {
 		if after >= 0 && b[after] == c[0] {
@@ -127,8 +136,6 @@ func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32
 		}
 	}
 	sep(closeArray)
-	k.keep(doc.end, len(b))
-	k.flush()
 }
 
 // keeper hands w the runs of input that continue each other as one: a run of unchanged

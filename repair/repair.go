@@ -69,8 +69,11 @@ type Options struct {
 // Result is a repaired transcript with its report.
 type Result struct {
 	// Messages is the repaired JSON array; when nothing changed, the input itself.
+	// RepairPieces leaves it nil when something changed, and gives Pieces instead.
 	Messages []byte
-	Report   Report
+	// Pieces are the repaired array as RepairPieces gives it: joined, they are Messages.
+	Pieces [][]byte
+	Report Report
 }
 
 // Changed reports whether Messages differs from the input.
@@ -111,6 +114,57 @@ func RepairedSize(msgs []byte, opts Options) (Report, int, error) {
 	p.report.MessagesOut = len(out)
 	return p.report, arrayLen(out), nil
 }
+
+// RepairPieces is Repair giving the repaired array in the pieces it is made of, in
+// order, rather than joined (Result.Pieces): the runs of msgs it keeps, as slices of msgs
+// (valid as long as msgs is), and the bytes the repair made, handed over as WriteDocument
+// hands them. For a transcript of tens of megabytes, the joined array was another copy of
+// it at the peak of a writing scan, whose store sends the pieces as they are. The plan is
+// not pooled, so that nothing it made is reused while the pieces live.
+func RepairPieces(msgs []byte, opts Options) (Result, error) {
+	p, err := newPlan(msgs, opts)
+	if err != nil || len(p.report.Actions) == 0 {
+		res := Result{Messages: msgs, Report: p.report}
+		p.release()
+		if err == nil {
+			res.Report.MessagesOut = res.Report.MessagesIn
+		}
+		return res, err
+	}
+	out := p.assemble()
+	p.report.MessagesOut = len(out)
+	// Counted first, then made in a slice of that size: there is a piece a message when
+	// the input has space between them (jsonb's text has), and one grown by append left
+	// as much again as garbage.
+	var n pieceCount
+	start := skipSpace(msgs, 0)
+	write := func(w Pieces) {
+		k := keeper{w: w}
+		writeArray(&k, msgs, start, out, p.from)
+		k.flush()
+	}
+	write(&n)
+	l := pieceList{src: msgs, bufs: make([][]byte, 0, n)}
+	write(&l)
+	return Result{Pieces: l.bufs, Report: p.report}, nil
+}
+
+// pieceList collects an output as Pieces, without copying: a run kept is a slice of the
+// input, and bytes written are separators or assembled messages, which nothing changes
+// once assembled (the plan that made them is not reused: RepairPieces).
+type pieceList struct {
+	src  []byte
+	bufs [][]byte
+}
+
+func (l *pieceList) Keep(from, to int) { l.bufs = append(l.bufs, l.src[from:to]) }
+func (l *pieceList) Write(p []byte)    { l.bufs = append(l.bufs, p) }
+
+// pieceCount counts the pieces a pieceList would hold.
+type pieceCount int
+
+func (n *pieceCount) Keep(int, int) { *n++ }
+func (n *pieceCount) Write([]byte)  { *n++ }
 
 // StatusBroken is Validate's status for a transcript with faults a repair would fix.
 const StatusBroken Status = "broken"

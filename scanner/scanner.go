@@ -895,6 +895,8 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
 	case o.DryRun && s.cfg.Compact == "": // reported, not written nor compacted
 		r.Report, after, err = repair.RepairedSize(sess.Messages, opts)
+	case sess.Release != nil && s.cfg.Compact == "": // borrowed: the store writes it in pieces
+		r, err = repair.RepairPieces(sess.Messages, opts)
 	default:
 		r, err = repair.Repair(sess.Messages, opts)
 	}
@@ -945,6 +947,9 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 	}
 	if after < 0 {
 		after = len(r.Messages)
+		for _, p := range r.Pieces {
+			after += len(p)
+		}
 	}
 	out.BytesAfter = after
 	if o.DryRun {
@@ -956,7 +961,7 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 		return out, reportOnly(report)
 	}
 	return out, &write{apply: model.Apply{RunID: res.RunID, Trigger: o.Trigger, Session: sess,
-		NewMessages: r.Messages, Origins: origins, Report: report, Compaction: comp}}
+		NewMessages: r.Messages, NewPieces: r.Pieces, Origins: origins, Report: report, Compaction: comp}}
 }
 
 // written finishes the outcome of a session the writer wrote, from its write's outcome

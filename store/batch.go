@@ -44,13 +44,13 @@ func (s *Store) ApplyBatch(ctx context.Context, as []model.Apply) ([]model.Outco
 	bl, ok := s.layout.(batchLayout)
 	_, rows := s.layout.(*rowLayout)
 	// A batch holds one lease and each session once; the others go alone, and so does a
-	// repair over sendBackMax of one row per session, which apply sends from its own
-	// buffer (sendArg).
+	// repair in pieces, or of one row per session over sendBackMax, which apply sends from
+	// its own buffers (sendArg).
 	var batch []int
 	seen := make(map[string]bool, len(as))
 	for i, a := range as {
 		if !ok || seen[a.Session.ID] || a.Compaction != nil && !s.CanCompact() || !sameLease(a.Report.Lease, as[0].Report.Lease) ||
-			rows && len(a.NewMessages) > sendBackMax {
+			a.NewPieces != nil || rows && len(a.NewMessages) > sendBackMax {
 			continue
 		}
 		seen[a.Session.ID] = true

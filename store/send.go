@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"net"
 	"slices"
 	"time"
@@ -14,23 +14,29 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tmend/tmend/store/model"
 )
 
 // textArg is a statement's argument that is written to the connection straight from its
-// buffer, as the parameter's text form (its parameter must be text or JSON). pgx would
-// encode a []byte into its parameter buffer and copy that into the Bind message, each
-// grown by append: for a session of tens of megabytes, up to four more copies of it, two
-// of them live at once with the session and its repair (BENCHMARKS.md, "A writing
-// scan's copies").
-type textArg []byte
+// buffers, joined, as the parameter's text form (its parameter must be text or JSON).
+// pgx would encode a []byte into its parameter buffer and copy that into the Bind
+// message, each grown by append: for a session of tens of megabytes, up to four more
+// copies of it, two of them live at once with the session and its repair (BENCHMARKS.md,
+// "A writing scan's copies"). Several buffers are a repair in pieces (Apply.NewPieces),
+// never joined (BENCHMARKS.md, "A writing scan sends a repair in pieces").
+type textArg [][]byte
 
-// sendArg is msgs as a write's argument: a textArg over sendBackMax, where the copies
-// cost more than execDirect's round trip.
-func sendArg(msgs []byte) any {
-	if len(msgs) > sendBackMax {
-		return textArg(msgs)
+// sendArg is a's repaired content as a write's argument: its pieces, or NewMessages as
+// a textArg over sendBackMax, where the copies cost more than execDirect's round trip.
+func sendArg(a model.Apply) any {
+	switch {
+	case a.NewPieces != nil:
+		return textArg(a.NewPieces)
+	case len(a.NewMessages) > sendBackMax:
+		return textArg{a.NewMessages}
 	}
-	return msgs
+	return a.NewMessages
 }
 
 func hasTextArg(q *pgx.QueuedQuery) bool {
@@ -98,7 +104,7 @@ func checkCount(tag pgconn.CommandTag, n int64) error {
 var textOIDs = []uint32{pgtype.TextOID, pgtype.VarcharOID, pgtype.JSONOID, pgtype.JSONBOID}
 
 // execDirect runs one statement as conn.Exec would, but writes its textArg arguments to
-// the connection from their own buffers (net.Buffers: one writev, no copy). It costs a
+// the connection from their own buffers (writeParts: writev, no copy). It costs a
 // round trip more than Exec: the statement is parsed unnamed first, for its parameter
 // types. A connection left in the middle of the exchange (a write or read that failed,
 // ctx's end) is closed, so that the pool drops it and the server rolls back.
@@ -121,7 +127,7 @@ func execDirect(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (t
 	if err := eqb.Build(conn.TypeMap(), sd, plain); err != nil {
 		return tag, err
 	}
-	bufs, err := bindParts(args, &eqb)
+	parts, err := bindParts(args, &eqb)
 	if err != nil {
 		return tag, err
 	}
@@ -137,7 +143,7 @@ func execDirect(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (t
 	}()
 	nc := pc.Conn()
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetWriteDeadline(time.Now()) })
-	_, err = bufs.WriteTo(nc)
+	err = writeParts(nc, parts)
 	if !stop() {
 		err = errors.Join(err, context.Cause(ctx))
 	}
@@ -163,8 +169,9 @@ func execDirect(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (t
 }
 
 // bindParts is the Bind message of args for the unnamed statement (eqb built for it, a
-// textArg's slot NULL), cut around each textArg's bytes, then Execute and Sync.
-func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
+// textArg's slot NULL), cut around each textArg's bytes, then Execute and Sync: the
+// buffers to write, in order, as parts (a textArg is one part, its own list, not copied).
+func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) ([][][]byte, error) {
 	buf := []byte{'B', 0, 0, 0, 0, 0, 0} // its length, set below; unnamed portal and statement
 	buf = be16(buf, len(args))
 	for i, a := range args {
@@ -175,10 +182,14 @@ func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 		buf = be16(buf, int(f))
 	}
 	buf = be16(buf, len(args))
-	var bufs net.Buffers
+	var parts [][][]byte
 	for i, a := range args {
 		if t, ok := a.(textArg); ok {
-			bufs = append(bufs, be32(buf, len(t)), t)
+			n := 0
+			for _, b := range t {
+				n += len(b)
+			}
+			parts = append(parts, [][]byte{be32(buf, n)}, t)
 			buf = nil
 		} else if v := eqb.ParamValues[i]; v == nil {
 			buf = be32(buf, -1)
@@ -190,24 +201,59 @@ func bindParts(args []any, eqb *pgx.ExtendedQueryBuilder) (net.Buffers, error) {
 	for _, f := range eqb.ResultFormats {
 		buf = be16(buf, int(f))
 	}
-	bufs = append(bufs, buf)
+	parts = append(parts, [][]byte{buf})
 	size := -1 // the type byte
-	for _, b := range bufs {
-		size += len(b)
+	for _, p := range parts {
+		for _, b := range p {
+			size += len(b)
+		}
 	}
-	if size > math.MaxInt32 {
-		return nil, errors.New("statement's parameters are over 2 GiB")
+	if size > maxBody {
+		return nil, errors.New("statement's parameters are over 1 GiB")
 	}
-	be32(bufs[0][:1], size)
-	tail, err := (&pgproto3.Execute{}).Encode(nil)
+	be32(parts[0][0][:1], size)
+	buf, err := (&pgproto3.Execute{}).Encode(buf)
 	if err == nil {
-		tail, err = (&pgproto3.Sync{}).Encode(tail)
+		buf, err = (&pgproto3.Sync{}).Encode(buf)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return append(bufs, tail), nil
+	parts[len(parts)-1][0] = buf
+	return parts, nil
 }
+
+// writeParts writes parts' buffers to w in order, with one writev for up to maxIOV of
+// them, from a list of its own: net.Buffers consumes the list it writes, and a copy of
+// all of a textArg's (a repair of a million blocks in jsonb's text is a quarter of a
+// million pieces, 24 bytes each) was megabytes more at the peak.
+func writeParts(w io.Writer, parts [][][]byte) error {
+	chunk := make([][]byte, 0, maxIOV)
+	flush := func() error {
+		bufs := net.Buffers(chunk)
+		_, err := bufs.WriteTo(w)
+		clear(chunk)
+		chunk = chunk[:0]
+		return err
+	}
+	for _, p := range parts {
+		for _, b := range p {
+			if chunk = append(chunk, b); len(chunk) == maxIOV {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// maxIOV is the most buffers one writev takes (Linux's IOV_MAX).
+const maxIOV = 1024
+
+// maxBody is the longest message body pgproto3 sends and PostgreSQL takes
+// (PQ_LARGE_MESSAGE_LIMIT), its length field included.
+const maxBody = 0x3fffffff - 1
 
 func be16(b []byte, n int) []byte { return append(b, byte(n>>8), byte(n)) }
 

@@ -186,3 +186,24 @@ CREATE TRIGGER refuse BEFORE UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION pu
 	require.True(t, outs[2].Applied)
 	require.Contains(t, storetest.Content(t, b.pool, "ok"), repair.SyntheticResultText)
 }
+
+// A repair in pieces (Apply.NewPieces) is written by a table of one row per session
+// only, the one layout that borrows; any other refuses it and writes nothing.
+func TestRepairInPiecesOnlyForRowsOfSessions(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	l.add(t, "s", lcHuman, lcCall2, lcResult1)
+	sess := l.read(t, "s")
+	before := l.whole(t, "s")
+	res, err := repair.RepairPieces(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, res.Pieces)
+	a := model.Apply{Trigger: model.TriggerCLI, Session: sess, NewPieces: res.Pieces, Report: model.Report{Status: model.StatusRepaired}}
+	_, err = l.st.Apply(t.Context(), a)
+	require.ErrorContains(t, err, "one row per session only")
+	b := a
+	b.Session.ID = "other" // a batch of two
+	_, errs := l.st.ApplyBatch(t.Context(), []model.Apply{a, b})
+	require.ErrorContains(t, errs[0], "one row per session only")
+	require.Equal(t, before, l.whole(t, "s"))
+}

@@ -336,8 +336,12 @@ func (e *conflictError) Error() string { return e.reason }
 func (s *Store) Apply(ctx context.Context, a model.Apply) (model.Outcome, error) {
 	var out model.Outcome
 	want := model.ContentHash(a.Session.Messages)
-	if _, ok := s.layout.(*rowLayout); a.Compaction != nil && !ok {
+	_, rows := s.layout.(*rowLayout)
+	if a.Compaction != nil && !rows {
 		return out, fmt.Errorf("compact session %q: %w", a.Session.ID, ErrCompactLayout)
+	}
+	if a.NewPieces != nil && !rows { // only rowLayout borrows (Query.Borrow)
+		return out, fmt.Errorf("repair session %q: a repair in pieces is written to a table of one row per session only", a.Session.ID)
 	}
 	r := a.Report
 	r.RunID, r.SessionID, r.Trigger = a.RunID, a.Session.ID, a.Trigger
@@ -438,7 +442,7 @@ func (s *rowLayout) apply(ctx context.Context, a model.Apply, want string, repor
 	b = &pgx.Batch{}
 	// Repairing ends a rollback's hold: the content changed, or someone asked for it.
 	b.Queue(s.sql.write, a.Session.ID, out.FromVersion, sentBack(a.Session.Messages), want, len(a.Session.Messages),
-		nilIfZero(a.RunID), sendArg(a.NewMessages), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7],
+		nilIfZero(a.RunID), sendArg(a), out.ToVersion, report[2], report[3], report[4], report[5], report[6], report[7],
 		report[8], s.k, report[16], report[17], report[18], saveOriginal)
 	if c := a.Compaction; c != nil {
 		b.Queue(compactionSQL, s.k, a.Session.ID, out.ToVersion, nilIfZero(a.RunID), c.Boundary, c.Prefix, c.Report)

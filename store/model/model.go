@@ -146,6 +146,7 @@ type Query struct {
 	// copied out of it, and that the read be held open until Session.Release (which a
 	// store may leave nil: then Messages is a copy). For a session read alone, where the
 	// copy would double what the read holds; each borrowed session holds a connection.
+	// A store that borrows also writes a repair given in pieces (Apply.NewPieces).
 	Borrow bool
 }
 
@@ -194,6 +195,11 @@ type Apply struct {
 	Trigger     Trigger
 	Session     Session // as read: its Messages are the expected current content
 	NewMessages []byte
+	// NewPieces, when set instead of NewMessages, are the repaired content in pieces
+	// (repair.RepairPieces) that the store writes as they are, joined: for a session read
+	// borrowed (Query.Borrow), whose store takes them. Those of the session's own bytes
+	// are valid until its Release.
+	NewPieces [][]byte
 	// Origins say where each message of NewMessages came from (repair.RepairWithOrigins):
 	// a session kept one row per message (Session.Rows) is written by this map.
 	Origins []repair.Origin
