@@ -77,6 +77,7 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 			return true
 		}
 		invocationShape(p, inv, pathInvocationID)
+		p.set(partProviderRun, isTrue(o.get(keyProviderExecuted))) // Mastra keeps it beside the invocation
 		return true
 	case string(typ) == "dynamic-tool", bytes.HasPrefix(typ, []byte("tool-")):
 		toolPartShape(p, o, typ)

@@ -319,6 +319,9 @@ func (p *plan) analyze() error {
 		if err := p.checkReport(); err != nil {
 			return err
 		}
+		if takesProviderCallsAsClients(p.opts.Target) {
+			p.dropProviderRuns()
+		}
 		if p.opts.Target != "" {
 			p.retarget()
 		}
@@ -341,6 +344,9 @@ func (p *plan) analyze() error {
 	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
+	if takesProviderCallsAsClients(p.opts.Target) {
+		p.dropProviderRuns()
+	}
 	if p.opts.Target != "" {
 		p.retarget()
 	}
