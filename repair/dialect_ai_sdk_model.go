@@ -136,7 +136,7 @@ func providerRunShape(p *part, o obj, v []byte) {
 	p.hasID = true
 	name, _ := inputString(o.get(keyToolName))
 	p.setName(name)
-	p.set(partProviderRun, true)
+	o.ps.markProviderRun(p)
 }
 
 // hasApprovalID: an approval part without its approvalId is no evidence of the dialect

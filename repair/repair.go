@@ -319,7 +319,7 @@ func (p *plan) analyze() error {
 		if err := p.checkReport(); err != nil {
 			return err
 		}
-		if takesProviderCallsAsClients(p.opts.Target) {
+		if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
 			p.dropProviderRuns()
 		}
 		if p.opts.Target != "" {
@@ -344,7 +344,7 @@ func (p *plan) analyze() error {
 	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
-	if takesProviderCallsAsClients(p.opts.Target) {
+	if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
 		p.dropProviderRuns()
 	}
 	if p.opts.Target != "" {
