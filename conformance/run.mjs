@@ -156,9 +156,11 @@ function aiModel(v, provider, reply) {
 // tool declared (the SDK needs it to send the stored call back as a server_tool_use block).
 // With responses, the request goes to OpenAI's Responses API with store: false (reasoning
 // items sent whole, encrypted content included, rather than as item_references).
-async function aiRequests(v, messages, { webSearch = false, responses = false } = {}) {
+// With chatOnly, it goes to OpenAI chat only: a session later sent there (fixed with
+// --target openai).
+async function aiRequests(v, messages, { webSearch = false, responses = false, chatOnly = false } = {}) {
   const out = [];
-  for (const provider of webSearch ? ['anthropic'] : ['anthropic', 'openai-chat']) {
+  for (const provider of webSearch ? ['anthropic'] : chatOnly ? ['openai-chat'] : ['anthropic', 'openai-chat']) {
     const { model, seen } = aiModel(v, provider);
     const tools = webSearch ? { web_search: webSearchTool(v) } : undefined;
     await AI[v].ai.generateText({ model, messages, tools, maxRetries: 0 });
@@ -256,8 +258,8 @@ function aiCases() {
   const cases = [];
   for (const v of [5, 6, 7]) {
     const lib = `ai@${v}`;
-    const ui = (name, build, extra = {}) => cases.push({ name: `ai${v} ui: ${name}`, lib, dialect: extra.dialect, kind: extra.kind ?? 'broken', build, load: (s) => aiUILoad(v, s, extra) });
-    const mm = (name, build, extra = {}) => cases.push({ name: `ai${v} model: ${name}`, lib, kind: 'broken', build, load: (s) => aiModelLoad(v, s, extra) });
+    const ui = (name, build, extra = {}) => cases.push({ name: `ai${v} ui: ${name}`, lib, dialect: extra.dialect, kind: extra.kind ?? 'broken', build, load: (s) => aiUILoad(v, s, extra), fixArgs: extra.fixArgs });
+    const mm = (name, build, extra = {}) => cases.push({ name: `ai${v} model: ${name}`, lib, kind: 'broken', build, load: (s) => aiModelLoad(v, s, extra), fixArgs: extra.fixArgs });
 
     ui('tool part left input-available', () => [
       uiUser('msg_u1', 'Weather in Paris?'),
@@ -295,6 +297,16 @@ function aiCases() {
         weatherPart('input-available')),
       uiUser('msg_u2', 'Hello?'),
     ], { webSearch: true });
+    // A session with Anthropic's web search later sent to OpenAI chat: the SDK sends the
+    // provider's call as a function call without result, and OpenAI answers 400.
+    ui('provider-executed web_search, the session then sent to OpenAI chat', () => [
+      uiUser('msg_u1', 'Weather in Paris?'),
+      uiAssistant('msg_a1',
+        { type: 'tool-web_search', toolCallId: 'srvtoolu_01', state: 'output-available', providerExecuted: true, input: { query: 'weather Paris' },
+          output: [{ type: 'web_search_result', url: 'https://example.com/paris', title: 'Paris weather', encryptedContent: 'Eo8B', pageAge: null }] },
+        { type: 'text', text: 'It is sunny in Paris.', state: 'done' }),
+      uiUser('msg_u2', 'And tomorrow?'),
+    ], { chatOnly: true, fixArgs: ['--target', 'openai'] });
     // The SDK sends the reasoning part as a reasoning item followed by the user's next
     // message: OpenAI answers 400 (provided without its required following item).
     ui('OpenAI Responses stream stopped after the reasoning item', async () => {
@@ -336,6 +348,10 @@ function aiCases() {
       const searched = [...p, ...await aiWebSearchTurn(v, p), { role: 'user', content: 'And the forecast?' }];
       return [...searched, ...await aiTurn(v, searched), { role: 'user', content: 'Hello?' }];
     }, { webSearch: true });
+    mm('provider-executed web_search, the session then sent to OpenAI chat', async () => {
+      const p = [{ role: 'user', content: 'Weather in Paris?' }];
+      return [...p, ...await aiWebSearchTurn(v, p), { role: 'user', content: 'And tomorrow?' }];
+    }, { chatOnly: true, fixArgs: ['--target', 'openai'] });
   }
   return cases;
 }

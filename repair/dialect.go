@@ -249,6 +249,12 @@ func (p *part) set(f partFlags, on bool) {
 	}
 }
 
+// markProviderRun marks p as run on the provider's side.
+func (ps *parser) markProviderRun(p *part) {
+	p.set(partProviderRun, true)
+	ps.providerRuns = true
+}
+
 func rawPart(raw []byte) part {
 	var p part
 	p.setRaw(raw)
@@ -444,6 +450,8 @@ type parser struct {
 	// providerCalls are the ids of the calls seen so far that the provider runs itself
 	// (AI SDK providerExecuted): a result for one is the provider's, not a client result.
 	providerCalls map[string]bool
+	// providerRuns: some part ran on the provider's side (partProviderRun).
+	providerRuns bool
 	// unknown says why a message is not one the dialect can read as its own although it
 	// looks like one (a LangChain message in another stored form than the transcript's
 	// others): the transcript is then of no known dialect.

@@ -109,6 +109,7 @@ func aiSDKToolPart(p *part, o obj) bool {
 	case isString(typ, "tool-result"):
 		id, _ := idString(o.get(keyToolCallIDCamel))
 		if o.ps.providerCalls[strings.TrimSpace(id)] {
+			providerRunShape(p, o, o.get(keyToolCallIDCamel))
 			return true // the provider's result (a denied provider-run tool), not a client's
 		}
 		resultShape(p, o, pathToolCallIDCamel)
@@ -122,6 +123,20 @@ func aiSDKToolPart(p *part, o obj) bool {
 		return aiSDKPlainPart(typ)
 	}
 	return true
+}
+
+// providerRunShape marks p, a call the provider ran or the provider's result for one, with
+// its id v and tool name: neither a call nor a result to pair (its kind stays partOther),
+// but what a target that takes every tool-call part for a client call must not receive.
+func providerRunShape(p *part, o obj, v []byte) {
+	if v[0] != '"' {
+		return
+	}
+	o.ps.setID(p, v)
+	p.hasID = true
+	name, _ := inputString(o.get(keyToolName))
+	p.setName(name)
+	o.ps.markProviderRun(p)
 }
 
 // hasApprovalID: an approval part without its approvalId is no evidence of the dialect
@@ -138,19 +153,26 @@ func aiSDKAssistantPart(p *part, o obj) bool {
 	case isString(typ, "tool-call"):
 		if pe, ok := findMember(o.raw, o.ms, "providerExecuted"); ok && isTrue(pe.val(o.raw)) {
 			// Run and answered by the provider (in this content or a later assistant
-			// message): no client call, left as it is.
+			// message): no client call, left as it is but for a target that would take it
+			// for one (dropProviderRuns).
 			v := o.get(keyToolCallIDCamel)
 			if id, ok := idString(v); ok {
 				if o.ps.providerCalls == nil {
 					o.ps.providerCalls = map[string]bool{}
 				}
 				o.ps.providerCalls[strings.TrimSpace(id)] = true
+				providerRunShape(p, o, v)
 			}
 			return v != nil
 		}
 		aiSDKCallShape(p, o)
 	case isString(typ, "tool-result"):
-		return o.has(keyToolCallIDCamel) // a provider-run tool's result: not a client result
+		// A provider-run tool's result: not a client result.
+		if v := o.get(keyToolCallIDCamel); v != nil {
+			providerRunShape(p, o, v)
+			return true
+		}
+		return false
 	case isString(typ, "tool-approval-request"):
 		p.kind = partRef
 		if auto, ok := findMember(o.raw, o.ms, "isAutomatic"); ok && isTrue(auto.val(o.raw)) {

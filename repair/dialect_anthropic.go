@@ -14,7 +14,7 @@ var anthropicSpec = &spec{
 	resultsFirst: true,
 	blockSignal: func(o obj, typ []byte) bool {
 		return isString(typ, "tool_use") || isString(typ, "tool_result") ||
-			isString(typ, "server_tool_use") || isString(typ, "redacted_thinking")
+			isString(typ, "server_tool_use") || isString(typ, "mcp_tool_use") || isString(typ, "redacted_thinking")
 	},
 	// The API folds consecutive same-role turns into one; with an Anthropic target tmend
 	// does so itself where a removal made them adjacent, so results stay in the turn right

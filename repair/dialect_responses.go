@@ -47,8 +47,9 @@ var responsesSpec = &spec{
 
 // duplicateItemIDs finds a second item with an id an earlier one has ("Duplicate item
 // found with id"): which item keeps it, or whether one is the other stored twice, tmend
-// cannot tell. Ids are compared as written, by their hashes first, in an open-addressing
-// table kept in the parser (a map per transcript cost a third of a Responses check).
+// cannot tell. Ids are compared as the API reads them (decoded), by their hashes first,
+// in an open-addressing table kept in the parser (a map per transcript cost a third of a
+// Responses check).
 func duplicateItemIDs(msgs []message, ps *parser) (int, string) {
 	size := 16
 	for size < 2*len(msgs) {
@@ -57,11 +58,11 @@ func duplicateItemIDs(msgs []message, ps *parser) (int, string) {
 	t := grow(ps.hashes, size)
 	ps.hashes = t
 	for j := range msgs {
-		v := msgs[j].get(keyID)
-		if len(v) <= 2 || v[0] != '"' {
+		id := itemID(msgs[j].get(keyID))
+		if id == nil {
 			continue
 		}
-		h := hashID(v) | 1 // 0 marks an empty slot
+		h := hashID(id) | 1 // 0 marks an empty slot
 		for k := h & uint64(size-1); ; k = (k + 1) & uint64(size-1) {
 			if t[k] == 0 {
 				t[k] = h
@@ -75,17 +76,31 @@ func duplicateItemIDs(msgs []message, ps *parser) (int, string) {
 	return 0, ""
 }
 
-// sameItemIDs finds the first item whose id an earlier item has, comparing the ids' texts
-// (only once two hashes agree).
+// itemID is the id v, an item's id member, as the API reads it: the string decoded (an
+// escape spells the character it stands for, so "fc\u005f1" is fc_1), or nil when v is
+// not a non-empty string. Only an id written with escapes is copied.
+func itemID(v []byte) []byte {
+	if len(v) <= 2 || v[0] != '"' {
+		return nil
+	}
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	id, _ := idString(v)
+	return []byte(id)
+}
+
+// sameItemIDs finds the first item whose id an earlier item has, comparing the decoded
+// ids (only once two hashes agree).
 func sameItemIDs(msgs []message) (int, string) {
 	for j := range msgs {
-		v := msgs[j].get(keyID)
-		if len(v) <= 2 || v[0] != '"' {
+		id := itemID(msgs[j].get(keyID))
+		if id == nil {
 			continue
 		}
 		for k := range j {
-			if bytes.Equal(msgs[k].get(keyID), v) {
-				return j, fmt.Sprintf("two items have the id %s, which the API rejects; which of them keeps it, or whether one is the other stored twice, is unclear", v)
+			if bytes.Equal(itemID(msgs[k].get(keyID)), id) {
+				return j, fmt.Sprintf("two items have the id %q, which the API rejects; which of them keeps it, or whether one is the other stored twice, is unclear", id)
 			}
 		}
 	}

@@ -77,6 +77,9 @@ func parseUIPart(p *part, o obj, bare bool) bool {
 			return true
 		}
 		invocationShape(p, inv, pathInvocationID)
+		if isTrue(o.get(keyProviderExecuted)) { // Mastra keeps it beside the invocation
+			o.ps.markProviderRun(p)
+		}
 		return true
 	case string(typ) == "dynamic-tool", bytes.HasPrefix(typ, []byte("tool-")):
 		toolPartShape(p, o, typ)
@@ -97,7 +100,9 @@ func toolPartShape(p *part, o obj, typ []byte) {
 	} else {
 		p.setName(string(typ[len("tool-"):]))
 	}
-	p.set(partProviderRun, isTrue(o.get(keyProviderExecuted)))
+	if isTrue(o.get(keyProviderExecuted)) {
+		o.ps.markProviderRun(p)
+	}
 	inPlaceState(p, o, keyInput)
 }
 

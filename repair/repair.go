@@ -373,6 +373,9 @@ func (p *plan) analyze() error {
 		if err := p.checkReport(); err != nil {
 			return err
 		}
+		if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
+			p.dropProviderRuns()
+		}
 		if p.opts.Target != "" {
 			p.retarget()
 		}
@@ -395,6 +398,9 @@ func (p *plan) analyze() error {
 	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
+	if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
+		p.dropProviderRuns()
+	}
 	if p.opts.Target != "" {
 		p.retarget()
 	}

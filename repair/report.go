@@ -19,6 +19,7 @@ const (
 	StageDropDuplicateResults     Stage = "drop_duplicate_results"
 	StageDropOrphanResults        Stage = "drop_orphan_results"
 	StageSynthesizeMissingResults Stage = "synthesize_missing_results"
+	StageDropProviderCalls        Stage = "drop_provider_calls"
 	StageRewriteCallIDs           Stage = "rewrite_call_ids"
 )
 
@@ -26,7 +27,7 @@ const (
 func Stages() []Stage {
 	return []Stage{StageNormalizeCallBlocks, StageNormalizeCallIDs, StageNormalizeArguments, StageMergeTurns, StageStripMalformedCalls,
 		StageDropDanglingReasoning, StageFailedTurnCalls, StageMoveResults,
-		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageRewriteCallIDs}
+		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageDropProviderCalls, StageRewriteCallIDs}
 }
 
 // Meaning is what the stage does, in one line: check --help and the console show it.
@@ -54,6 +55,8 @@ func (s Stage) Meaning() string {
 		return "removes results whose call is not in the transcript (their content stays in the saved version)"
 	case StageSynthesizeMissingResults:
 		return "answers a call that has no result with an error result marked as written by tmend"
+	case StageDropProviderCalls:
+		return "with a target that would take them for its client's calls without result, removes the calls a provider ran itself and the provider's results for them"
 	case StageRewriteCallIDs:
 		return "rewrites call ids the target provider rejects, in the call and its result alike"
 	}
@@ -147,6 +150,12 @@ const (
 	// A result that names no tool where the target provider needs the name: Gemini
 	// "function_response.name: Name cannot be empty". It is filled in from its call.
 	IssueMissingToolName IssueCode = "missing_tool_name"
+	// A call the provider ran itself (AI SDK providerExecuted: an Anthropic web search),
+	// which the target provider would receive as a client call without result: the AI
+	// SDK's OpenAI chat converter sends it as a function call and leaves the provider's
+	// result out, and OpenAI answers "An assistant message with 'tool_calls' must be
+	// followed by tool messages responding to each 'tool_call_id'".
+	IssueProviderCall IssueCode = "provider_tool_call"
 )
 
 // IssueCodes lists every issue code with its one-line meaning, in a stable order.
@@ -173,6 +182,7 @@ func IssueCodes() []struct {
 		{IssueFailedTurnCall, "a call of a failed or aborted turn kept its result (reported with --failed-turns strip)"},
 		{IssueInvalidCallID, "a call id the target provider rejects (provider: \"String should match pattern '^[a-zA-Z0-9_-]+$'\")"},
 		{IssueMissingToolName, "a tool result names no tool where the target provider needs its name (provider: \"function_response.name: Name cannot be empty\")"},
+		{IssueProviderCall, "a call another provider ran itself, which the target provider would receive as a call without result (provider: \"must be followed by tool messages responding to each 'tool_call_id'\")"},
 	}
 }
 

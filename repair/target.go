@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"math/big"
@@ -154,6 +155,69 @@ func (p *plan) retarget() {
 		id := rule.freshID(old, used)
 		p.issue(IssueInvalidCallID, int(c.msg), pt, rule.mustMatch)
 		p.rewriteCallID(c, StageRewriteCallIDs, id, fmt.Sprintf("id %q rewritten to %q (%s)", old, id, rule.mustMatch))
+	}
+}
+
+// takesProviderCallsAsClients reports a target whose clients send every call of an
+// assistant message as a client call: the AI SDK's chat converters for OpenAI, Mistral,
+// Bedrock and Gemini write each tool-call part, providerExecuted or not, as a function
+// call (tool_calls, toolUse, functionCall) and leave the provider's result in assistant
+// content out (Mistral's throws on it), so the API finds a call without result. Its
+// Responses converter leaves a provider-executed call out, and Anthropic's sends its
+// own server tools as server_tool_use blocks.
+func takesProviderCallsAsClients(t Target) bool {
+	return t == TargetOpenAI || t == TargetMistral || t == TargetBedrock || t == TargetGemini
+}
+
+// dropProviderRuns removes, for such a target, each call a provider ran itself that no
+// tool message answers, with the provider's results for it: the target would receive it
+// as its client's call, left without a result. Their bytes stay in the saved version.
+// A call Gemini ran (its serverToolCallId kept) goes back to Gemini as its own.
+func (p *plan) dropProviderRuns() {
+	var answered, dropped map[string]bool
+	for i := range p.msgs {
+		if p.msgs[i].kind == msgAssistant {
+			continue
+		}
+		for pi := range p.msgs[i].parts {
+			if pt := &p.msgs[i].parts[pi]; pt.is(partProviderRun) && pt.kind != partCall {
+				if answered == nil {
+					answered = map[string]bool{}
+				}
+				answered[p.ps.id(pt)] = true
+			}
+		}
+	}
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		for pi := range m.parts {
+			pt := &m.parts[pi]
+			if !pt.is(partProviderRun) || p.removedOf(i)[pi] || m.kind != msgAssistant {
+				continue
+			}
+			id := p.ps.id(pt)
+			switch {
+			case pt.kind == partCall || isString(valueAt(pt.raw(), []keyCode{keyType}), "tool-call"):
+				if answered[id] || p.opts.Target == TargetGemini && bytes.Contains(pt.raw(), []byte(`"serverToolCallId"`)) {
+					continue
+				}
+				if dropped == nil {
+					dropped = map[string]bool{}
+				}
+				dropped[id] = true
+				p.removePart(i, pi, StageDropProviderCalls)
+				p.issue(IssueProviderCall, i, pt, "")
+				p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
+					"call the provider ran itself, which %s would take for a client call without result; removed", p.opts.Target))
+			case dropped[id]:
+				p.removePart(i, pi, StageDropProviderCalls)
+				p.act(StageDropProviderCalls, ActionDrop, i, pt, "the provider's result of a call removed with it")
+			}
+		}
+	}
+	for ci := range p.calls { // in-place dialects: the call parts removed here
+		c := &p.calls[ci]
+		c.removed = c.removed || p.part(c.msg, c.part).is(partProviderRun) && p.removedOf(int(c.msg))[c.part]
 	}
 }
 
