@@ -1883,9 +1883,10 @@ func (p *plan) planMerges() {
 				at, why = max(prevLost, lost), "lost a call or result"
 			}
 			afterRemoval := have && at >= 0 && rule(&prev, &cur, p.opts.Target)
-			side := have && !afterRemoval && adjacent != nil && adjacent(&prev, &cur)
+			oneTurn := have && adjacent != nil && adjacent(&prev, &cur) // the provider rejects the two apart
+			side := !afterRemoval && oneTurn
 			ok := (afterRemoval || side) && mergeable(prev.raw, m.raw, m.partsKey)
-			if side && !ok && p.unmerged < 0 {
+			if oneTurn && !ok && p.unmerged < 0 {
 				p.unmerged, p.unmergedWhy = i, fmt.Sprintf("a %s message follows a %s message, which the provider rejects", cur.role, prev.role)
 			}
 			if ok {

@@ -396,9 +396,6 @@ func TestRemovalsKeepTurnRules(t *testing.T) {
 		{"GeminiFailedTurnThenCall", `[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"f","args":{}}}],"stop_reason":"error"},{"role":"model","parts":[{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`,
 			repair.Options{},
 			`[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"t"},{"functionCall":{"name":"g","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"g","response":{"ok":1}}}]}]`},
-		{"BedrockConflictingMembers", `[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":2}]`,
-			repair.Options{},
-			`[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"user","content":[{"text":"b"}],"x":2}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,6 +404,20 @@ func TestRemovalsKeepTurnRules(t *testing.T) {
 			require.Equal(t, tt.want, string(res.Messages))
 		})
 	}
+}
+
+// A removal that leaves two user messages side by side which cannot be merged (they hold
+// one member with different values) would write a transcript Bedrock rejects: refused and
+// left as it is, not "repaired".
+func TestRemovalLeavingUnmergeableTurnsIsRefused(t *testing.T) {
+	t.Parallel()
+	in := `[{"role":"user","content":[{"text":"a"}],"x":1},{"role":"assistant","content":[{"toolUse":{"toolUseId":"","name":"f","input":{}}}]},{"role":"user","content":[{"text":"b"}],"x":2}]`
+	res, err := repair.Repair([]byte(in), repair.Options{})
+	var ue *repair.UnrepairableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, repair.StatusUnsupported, res.Report.Status)
+	require.Contains(t, res.Report.Reason, "a user message follows a user message")
+	require.Equal(t, in, string(res.Messages))
 }
 
 func TestDanglingReasoningIsDropped(t *testing.T) {
