@@ -22,7 +22,7 @@ var aiSDKModelSpec = &spec{
 	slotRun:     true,
 	// A tool message whose content is an array and that has no tool_call_id (OpenAI chat's
 	// tool message has one): a repair may leave one holding nothing else of the dialect.
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return string(f.role) == "tool" && !f.hasToolCallID && len(f.content) > 0 && f.content[0] == '['
 	},
 	// A content part's type together with its toolCallId member: a role:"tool" message

@@ -11,7 +11,7 @@ var aiSDKUISpec = &spec{
 	name:    AISDKUI,
 	parse:   parseAISDKUI,
 	inPlace: true,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return (f.hasParts || f.hasToolInvocations) && uiRoles.has(f.role) &&
 			(f.hasToolInvocations || partsTyped(f.parts) == allTyped)
 	},

@@ -10,7 +10,7 @@ var geminiSpec = &spec{
 	envelope: "contents",
 	parse:    parseGemini,
 	block:    true,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return string(f.role) == "model" || f.hasParts && partsTyped(f.parts) == someUntyped
 	},
 	// "Please ensure that function call turn comes immediately after a user turn or after

@@ -26,7 +26,7 @@ const LangChain Dialect = "langchain"
 var langChainSpec = &spec{
 	name:  LangChain,
 	parse: parseLangChain,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return !f.hasRole && (string(f.typ) == "constructor" || lcTypeKind(f.typ) != lcNone)
 	},
 	synth: func(c *part, id []byte, text string) []byte { return lcSynth(lcView{form: lcFlat}, c, id, text) },
@@ -269,7 +269,8 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 			callShape(&ps.parts[len(ps.parts)-1], o, pathID, o, o, keyArgs, false)
 		}
 	})
-	f := readLCFields(v.inner)
+	var f lcFields
+	readLCFields(v.inner, &f)
 	ps.eachElem(f.invalid, nil, false, func(raw []byte, o obj, isObj bool) {
 		ps.parts = append(ps.parts, rawPart(raw))
 		// One without an id is a call too: langchain-openai sends it with "id": null,
@@ -291,7 +292,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 			ps.knownValues = append(ps.knownValues, pt.raw())
 		}
 	}
-	m.otherContent = lcMirrors(m, ps, v, f)
+	m.otherContent = lcMirrors(m, ps, v, &f)
 	m.knownFrom, m.knownTo = int32(knownFrom), int32(len(ps.knownValues))
 	// ChatOpenAI (Responses API) keeps a reasoning item in additional_kwargs.reasoning and
 	// sends it before the message's own items: with no content and no call (a stream cut

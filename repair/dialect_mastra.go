@@ -10,7 +10,7 @@ var mastraSpec = &spec{
 	name:    Mastra,
 	parse:   parseMastra,
 	inPlace: true,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return f.format2 && uiRoles.has(f.role)
 	},
 }

@@ -9,7 +9,7 @@ const OpenAIChat Dialect = "openai-chat"
 var openAIChatSpec = &spec{
 	name:  OpenAIChat,
 	parse: parseOpenAIChat,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return string(f.role) == "tool" && f.hasToolCallID || string(f.role) == "assistant" && f.hasToolCalls
 	},
 	argsPath: []keyCode{keyFunction, keyArguments},

@@ -17,7 +17,7 @@ const OpenClaw Dialect = "openclaw"
 var openClawSpec = &spec{
 	name:  OpenClaw,
 	parse: parseOpenClaw,
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		return string(f.role) == "toolResult"
 	},
 	blockSignal: func(o obj, typ []byte) bool {

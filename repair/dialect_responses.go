@@ -17,7 +17,7 @@ var responsesSpec = &spec{
 	envelope: "input",
 	parse:    parseResponses,
 	argsPath: []keyCode{keyArguments},
-	messageSignal: func(f msgFacts) bool {
+	messageSignal: func(f *msgFacts) bool {
 		if len(f.typ) < shortestItemType { // most messages of other dialects: spared the lookups
 			return false
 		}

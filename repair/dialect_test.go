@@ -13,7 +13,7 @@ func TestPlainFactsSignalNothing(t *testing.T) {
 				t.Fatalf("%s %s: want plain facts", role, content)
 			}
 			for _, s := range registry {
-				if s.messageSignal != nil && s.messageSignal(f) {
+				if s.messageSignal != nil && s.messageSignal(&f) {
 					t.Errorf("%s takes a plain %s message (content %s) for its own: plain() must not skip it", s.name, role, content)
 				}
 			}

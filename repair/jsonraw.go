@@ -718,40 +718,42 @@ type fieldsObj struct {
 	arrays arrayBlocks
 }
 
-// scanMessage validates the object at b[start] and returns its members, the blocks of
-// its blockArrays members (indexed like blockArrays), its first fields object (key
-// keyOther when it has none) and its end.
-func (sc *scanner) scanMessage(b []byte, start int) (ms []member, arrays arrayBlocks, in fieldsObj, end int, err error) {
+// scanMessage validates the object at b[start] and fills in m's members, the blocks of
+// its blockArrays members and its first fields object (fieldsAt), and returns its end.
+// It writes them into the message record in place: returned, they were 160 bytes copied
+// twice per message.
+func (sc *scanner) scanMessage(b []byte, start int, m *message) (end int, err error) {
 	var base int
 	sc.members, base, end, err = scanMembersWith(b, start, 2, sc.members, func(code keyCode, vstart int) (int, bool, error) {
 		if b[vstart] == '{' {
-			return sc.scanFields(b, code, vstart, &in)
+			return sc.scanFields(b, code, vstart, m)
 		}
 		for k, c := range blockArrays {
 			if code == c {
 				blks, vend, err := sc.scanBlocks(b, vstart, 3)
-				arrays.set(k, blks)
+				m.arrays.set(k, blks)
 				return vend, true, err
 			}
 		}
 		return 0, false, nil
 	})
-	ms = sc.members[base:len(sc.members):len(sc.members)]
-	sc.numMembers += len(ms)
+	m.ms = sc.members[base:len(sc.members):len(sc.members)]
+	sc.numMembers += len(m.ms)
 	sc.numMsgs++
 	if err == nil {
 		err = sc.checkMemory()
 	}
-	return ms, arrays, in, end, err
+	return end, err
 }
 
-// scanFields scans the fields object at b[vstart], the value of message member code,
-// into in, with the blocks of its blockArrays members; ok is false for a second one
-// (scanned as any value; the key check fails it if it repeats the first).
-func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj) (int, bool, error) {
-	if in.key != keyOther {
+// scanFields scans the fields object at b[vstart], the value of m's member code, with
+// the blocks of its blockArrays members, into sc.fields (m.fieldsAt); ok is false for a
+// second one (scanned as any value; the key check fails it if it repeats the first).
+func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, m *message) (int, bool, error) {
+	if m.fieldsAt != 0 {
 		return 0, false, nil
 	}
+	var arrays arrayBlocks
 	var vend, base int
 	var err error
 	sc.fieldMembers, base, vend, err = scanMembersWith(b, vstart, 3, sc.fieldMembers, func(c keyCode, vs int) (int, bool, error) {
@@ -761,14 +763,16 @@ func (sc *scanner) scanFields(b []byte, code keyCode, vstart int, in *fieldsObj)
 		for k, key := range blockArrays {
 			if c == key {
 				blks, vend, err := sc.scanBlocks(b, vs, 4)
-				in.arrays.set(k, blks)
+				arrays.set(k, blks)
 				return vend, true, err
 			}
 		}
 		return 0, false, nil
 	})
-	in.key, in.ms = code, sc.fieldMembers[base:len(sc.fieldMembers):len(sc.fieldMembers)]
-	sc.numMembers += len(in.ms)
+	ms := sc.fieldMembers[base:len(sc.fieldMembers):len(sc.fieldMembers)]
+	sc.fields = append(sc.fields, fieldsObj{key: code, ms: ms, arrays: arrays})
+	m.fieldsAt = int32(len(sc.fields))
+	sc.numMembers += len(ms)
 	return vend, true, err
 }
 

@@ -92,8 +92,9 @@ type lcFields struct {
 	lcKwargs, blocksCamel, blocksSnake []byte
 }
 
-func readLCFields(o obj) lcFields {
-	var f lcFields
+// readLCFields reads them from o into f (filled, not returned: 168 bytes, copied for
+// each AI message).
+func readLCFields(o obj, f *lcFields) {
 	for imb := range o.ms {
 		mb := &o.ms[imb]
 		if mb.code() != keyOther {
@@ -121,7 +122,6 @@ func readLCFields(o obj) lcFields {
 			f.chunks = mb.val(o.raw)
 		}
 	}
-	return f
 }
 
 // Names of the maps from call ids to Responses item ids.
@@ -184,7 +184,7 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 // lcMirrors matches the copies of calls in AI message m (fields v, f) with its calls,
 // records them as known, and refuses one that copies no call. It reports whether the
 // message has content besides the copies (so that it survives losing every call).
-func lcMirrors(m *message, ps *parser, v *lcView, f lcFields) (other bool) {
+func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
@@ -255,7 +255,8 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	ps := &parser{}
 	var v lcView
 	lcRead(m, ps, &v)
-	f := readLCFields(v.inner)
+	var f lcFields
+	readLCFields(v.inner, &f)
 	// The calls as they were: their ids, index-aligned with m.parts.
 	orig := make([]string, len(m.parts))
 	n := 0

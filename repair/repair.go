@@ -492,20 +492,17 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			}
 			return j, p.fail(StatusUnparseable, "message %d is a JSON %s, not an object", n, kindOf(b[j]))
 		}
-		ms, arrays, in, end, err := p.sc.scanMessage(b, j)
-		if err != nil {
-			return end, p.messageFailed(n, err)
-		}
 		if len(p.msgs) == cap(p.msgs) {
-			p.msgs = slices.Grow(p.msgs, messagesRoom(len(p.msgs), end-i, len(b)-end))
+			p.msgs = slices.Grow(p.msgs, messagesRoom(len(p.msgs), j-i, len(b)-j))
 		}
 		p.msgs = append(p.msgs, message{}) // filled in place, not built and copied
 		m := &p.msgs[len(p.msgs)-1]
-		m.raw, m.off, m.ms, m.arrays = b[j:end], int32(j), ms, arrays
-		if in.key != keyOther {
-			p.sc.fields = append(p.sc.fields, in)
-			m.fieldsAt = int32(len(p.sc.fields))
+		end, err := p.sc.scanMessage(b, j, m)
+		if err != nil {
+			p.msgs = p.msgs[:n]
+			return end, p.messageFailed(n, err)
 		}
+		m.raw, m.off = b[j:end], int32(j)
 		return end, nil
 	})
 	var ue *UnrepairableError
