@@ -919,7 +919,8 @@ func (f *msgFacts) plain() bool {
 }
 
 // langChain reports facts that LangChain's messageSignal takes and no dialect before it in
-// the registry does: a message without a role or parts whose type is one of LangChain's flat or {type, data} forms (TestLangChainFactsSignalLangChain).
+// the registry does: a message without a role or parts whose type is one of LangChain's
+// flat or {type, data} forms (TestLangChainFactsSignalLangChain).
 func (f *msgFacts) langChain() bool {
 	return !f.hasRole && !f.hasParts && lcTypeKind(f.typ) != lcNone
 }
