@@ -169,3 +169,27 @@ func BenchmarkRepairLangChain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRepairInPlace repairs 64 medium clean sessions of the dialects whose calls are
+// parts of their messages, repaired in place (AI SDK UIMessage, Mastra).
+func BenchmarkRepairInPlace(b *testing.B) {
+	for _, d := range []repair.Dialect{repair.AISDKUI, repair.Mastra} {
+		b.Run(string(d), func(b *testing.B) {
+			var corpus [][]byte
+			if err := gen.Generate(gen.Config{Seed: 42, Dialect: d, Sessions: 64, Messages: 45}, func(s gen.Session) error {
+				corpus = append(corpus, arrayOf(s.Messages))
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if _, err := repair.Repair(corpus[n%len(corpus)], repair.Options{}); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		})
+	}
+}

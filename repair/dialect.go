@@ -24,7 +24,15 @@ var registry []*spec
 func init() {
 	registry = []*spec{geminiSpec, aiSDKUISpec, mastraSpec, openClawSpec, openAIChatSpec, responsesSpec, langChainSpec,
 		bedrockSpec, anthropicSpec, aiSDKModelSpec}
+	for k, s := range registry {
+		if s == langChainSpec {
+			langChainIndex = k
+		}
+	}
 }
+
+// langChainIndex is LangChain's place in the registry.
+var langChainIndex int
 
 // Dialects lists every dialect in a stable order.
 func Dialects() []Dialect {
@@ -879,6 +887,9 @@ func messageSignal(m *message, ps *parser) int {
 	if f.plain() {
 		return -1 // most messages: spared a call per dialect
 	}
+	if f.langChain() {
+		return langChainIndex // a LangChain table's messages: spared the dialects before it
+	}
 	for k, s := range registry {
 		if s.messageSignal != nil && s.messageSignal(f) {
 			return k
@@ -918,6 +929,13 @@ func blockSignal(o obj) Dialect {
 func (f *msgFacts) plain() bool {
 	return (string(f.role) == "user" || string(f.role) == "assistant") && f.typ == nil && !f.hasParts &&
 		!f.hasToolCalls && !f.hasToolCallID && !f.hasToolInvocations && !f.format2
+}
+
+// langChain reports facts that LangChain's messageSignal takes and no dialect before it in
+// the registry does: a message without a role or parts whose type is one of LangChain's
+// flat or {type, data} forms (TestLangChainFactsSignalLangChain).
+func (f *msgFacts) langChain() bool {
+	return !f.hasRole && !f.hasParts && lcTypeKind(f.typ) != lcNone
 }
 
 // typing says whether the objects of a parts array carry a "type" member.

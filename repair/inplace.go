@@ -326,7 +326,7 @@ func (p *plan) dropTrailingReasoning(i int) {
 			continue
 		}
 		raw := m.parts[pi].raw()
-		if m.parts[pi].kind == partCall || modelContentPart(raw) {
+		if m.parts[pi].kind == partCall || p.modelContentPart(raw) {
 			return
 		}
 		if !responsesReasoningPart(raw) {
@@ -349,7 +349,7 @@ func (p *plan) keepsContent(i int) bool {
 		return true
 	}
 	for pi, removed := range p.removedOf(i) {
-		if !removed && !isStepStart(p.msgs[i].parts[pi].raw()) {
+		if !removed && !p.isStepStart(p.msgs[i].parts[pi].raw()) {
 			return true
 		}
 	}
@@ -357,13 +357,25 @@ func (p *plan) keepsContent(i int) bool {
 }
 
 // modelContentPart reports a text or file part: the SDK sends it as the model's output.
-func modelContentPart(raw []byte) bool {
-	ms, err := membersOf(raw)
+func (p *plan) modelContentPart(raw []byte) bool {
+	t := p.partType(raw)
+	return isString(t, "text") || isString(t, "file")
+}
+
+// partType is the type member of part raw (nil without one, or when raw does not read),
+// found in members read into the plan's own space: every assistant message's parts are
+// read here, and a new slice for each was most of the pass's cost.
+func (p *plan) partType(raw []byte) []byte {
+	p.partMs = p.partMs[:0]
+	ms, err := members(raw, &p.partMs)
 	if err != nil {
-		return false
+		return nil
 	}
 	t, ok := findCode(ms, keyType)
-	return ok && (isString(t.val(raw), "text") || isString(t.val(raw), "file"))
+	if !ok {
+		return nil
+	}
+	return t.val(raw)
 }
 
 // responsesReasoningPart reports a reasoning part from OpenAI's Responses API: its
@@ -436,7 +448,7 @@ func (p *plan) dropBareMarkers() {
 		}
 		bare := true
 		for pi := range m.parts {
-			if !removed[pi] && !isStepStart(m.parts[pi].raw()) {
+			if !removed[pi] && !p.isStepStart(m.parts[pi].raw()) {
 				bare = false
 				break
 			}
@@ -454,14 +466,7 @@ func (p *plan) dropBareMarkers() {
 	}
 }
 
-func isStepStart(raw []byte) bool {
-	ms, err := membersOf(raw)
-	if err != nil {
-		return false
-	}
-	t, ok := findCode(ms, keyType)
-	return ok && isString(t.val(raw), "step-start")
-}
+func (p *plan) isStepStart(raw []byte) bool { return isString(p.partType(raw), "step-start") }
 
 // rebuildInPlace writes message i's parts member kept (where the dialect keeps it, in
 // the message or in its content object) and the toolInvocations array that mirrors

@@ -249,6 +249,7 @@ type edit struct {
 
 type plan struct {
 	ps      parser
+	partMs  []member // partType's members, reused
 	sc      scanner
 	opts    Options
 	msgs    []message
