@@ -241,8 +241,6 @@ func (p *plan) fillResultNames() {
 	}
 }
 
-// setPath returns obj with the value at path (nested object keys) replaced by val. A
-// path that does not exist leaves obj as it is.
 // valueAt returns the value at path in obj, or nil when there is none.
 func valueAt(obj []byte, path []keyCode) []byte {
 	ms, err := membersOf(obj)
@@ -263,6 +261,8 @@ func valueAt(obj []byte, path []keyCode) []byte {
 	return valueAt(v, path[1:])
 }
 
+// setPath returns obj with the value at path (nested object keys) replaced by val. A
+// path that does not exist leaves obj as it is.
 func setPath(obj []byte, path []keyCode, val []byte) []byte {
 	ms, err := membersOf(obj)
 	if err != nil {
