@@ -36,6 +36,9 @@ func (s *Store) ListRuns(ctx context.Context, f model.RunFilter) ([]model.RunRow
 	if len(f.Modes) > 0 {
 		add("mode = ANY($%d)", f.Modes)
 	}
+	if f.ThisSource {
+		add("source_key = $%d", s.key)
+	}
 	if f.CompactRejected {
 		add("(summary->'compaction'->>'rejected')::int >= $%d", 1)
 	}

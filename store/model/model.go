@@ -405,6 +405,8 @@ type RunFilter struct {
 	Modes []Mode
 	// CompactRejected keeps the runs that counted a compaction rejected by its checks.
 	CompactRejected bool
-	Cursor          int64
-	Limit           int
+	// ThisSource keeps the runs of the store's own source (its table mapping).
+	ThisSource bool
+	Cursor     int64
+	Limit      int
 }

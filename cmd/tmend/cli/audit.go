@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +46,8 @@ func (o *reportOptions) load(s *settings, _ []string) error {
 			return fmt.Errorf("--status: %w", err)
 		}
 	}
-	o.runFilter = model.RunFilter{Since: f.Since, Until: f.Until, Cursor: f.Cursor, Limit: f.Limit}
+	o.runFilter = model.RunFilter{Since: f.Since, Until: f.Until, Cursor: f.Cursor, Limit: f.Limit,
+		ThisSource: slices.ContainsFunc(sourceOptions, s.isSet)}
 	if o.runStatus != "" {
 		if o.runFilter.Status, err = model.ParseRunStatus(o.runStatus); err != nil {
 			return fmt.Errorf("--run-status: %w", err)
@@ -81,7 +83,8 @@ func newReportCmd(e *Env) *cobra.Command {
 		Short: "Show what tmend did: runs, a run's totals, a session's history and diffs, audit rows",
 		Long: `Answer audit questions from tmend's tables.
 
-  tmend report                          recent runs (newest first)
+  tmend report                          recent runs (newest first), of every table; with
+                                        --preset, --table, ... of that table only
   tmend report --run ID                 one run: counts by status, stage, dialect, issue code
   tmend report --session ID             everything tmend did to a session: reports and versions
   tmend report --session ID --diff      what a repair (or rollback) changed, message by message

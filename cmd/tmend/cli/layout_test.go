@@ -225,3 +225,24 @@ func TestScanRepairsPresetTables(t *testing.T) {
 		})
 	}
 }
+
+// report lists the runs of every table, unless a source option says which: then only
+// that table's runs, as a session's history is kept per table.
+func TestReportRunsOfTheSourceGiven(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 5, "0")
+	p := presetTables[0]
+	p.create(t, b, 5)
+	require.Equal(t, ExitOK, runCLI(t, "", b.env, "scan", "--full").code)
+	r := runCLI(t, "", b.env, "scan", "--full", "--preset", p.preset, "--table", p.table)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	runs := func(args ...string) int {
+		r := runCLI(t, "", b.env, append([]string{"report", "--json"}, args...)...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		return len(jsonLines(t, r.stdout))
+	}
+	require.Equal(t, 2, runs())
+	require.Equal(t, 1, runs("--preset", p.preset, "--table", p.table))
+	require.Equal(t, 1, runs("--table", "sessions"))
+}

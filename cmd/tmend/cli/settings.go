@@ -46,6 +46,10 @@ func registerDBFlags(fs *pflag.FlagSet) {
 	fs.String("log-level", "info", "debug, info, warn or error")
 }
 
+// sourceOptions are the options that say which table holds the sessions.
+var sourceOptions = []string{"preset", "table", "layout", "id-column", "messages-column", "session-column",
+	"order-column", "message-column", "message-map", "updated-at-column"}
+
 // registerSourceFlags adds where the sessions are and, for commands that write them, who
 // hears of a write.
 func registerSourceFlags(fs *pflag.FlagSet, writes bool) {
