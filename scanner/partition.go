@@ -175,7 +175,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	}
 	o := RunOptions{Trigger: c.Run.Trigger, Actor: c.Run.Actor, Mode: c.Run.Mode, DryRun: c.Run.DryRun, Limit: c.Run.Options.Limit,
 		Force: c.Run.Options.Force, part: partScan{
-			slice: c.Slice, after: c.After, resumed: c.Resumed, yield: yield,
+			slice: c.Slice, after: c.After, resumed: c.Resumed, retry: po.Retry, yield: yield,
 			lease: &model.Lease{RunID: runID, Partition: partition, Attempt: c.Attempt},
 			checkpoint: func(ctx context.Context, after model.Cursor, soFar model.RunResult) error {
 				return sc.retry(ctx, "checkpoint", func() error { return sc.store.Checkpoint(ctx, cp(after, soFar)) })
