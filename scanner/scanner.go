@@ -170,8 +170,10 @@ type partScan struct {
 	// sessions already reported in the run are counted from their reports instead.
 	resumed bool
 	// retry: an earlier attempt failed or was interrupted, so a write that outlasts
-	// this attempt too fails its sessions rather than the attempt (see write).
+	// this attempt too fails its sessions rather than the attempt (see write); began is
+	// when this attempt started.
 	retry bool
+	began time.Time
 	// yield, when closed, ends the scan at the next page boundary with errYield.
 	yield <-chan struct{}
 	// checkpoint records progress: every session up to after is counted in soFar.
@@ -417,7 +419,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 					}
 				}
 				began := time.Now()
-				ds := s.write(ctx, res, batch, cancel, o.part.retry)
+				ds := s.write(ctx, res, batch, cancel, o.part)
 				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
 				if len(ds) > 0 {
 					outs <- ds
@@ -555,10 +557,11 @@ type write struct {
 //
 // The repairs must be written within the partition job's time (ctx's deadline), less a
 // margin to record what happened: one that takes longer fails the attempt, which River
-// retries from the checkpoint; on a retry (retry set) its sessions fail instead, with
-// the reason, so that a session too large to write in a job's time is reported once
-// rather than retried until the job's attempts run out.
-func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc, retry bool) []done {
+// retries from the checkpoint; on a retry its sessions fail instead, with the reason,
+// so that a session too large to write in a job's time is reported once rather than
+// retried until the job's attempts run out. Only a write that had half the attempt's
+// time: one begun late is retried again, first after the checkpoint.
+func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc, part partScan) []done {
 	var reports []model.Report
 	var applies []write
 	ds := make([]done, 0, len(batch))
@@ -589,7 +592,9 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 		rest[i] = i
 	}
 	wctx, stop := ctx, context.CancelFunc(func() {})
-	if d, ok := ctx.Deadline(); ok {
+	began := time.Now()
+	d, ok := ctx.Deadline()
+	if ok {
 		wctx, stop = context.WithDeadline(ctx, d.Add(-min(writeMargin, time.Until(d)/4)))
 	}
 	defer stop()
@@ -615,7 +620,7 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	}
 	if wctx.Err() != nil && ctx.Err() == nil {
 		const tooLong = "the write took longer than its partition job may run ((--partition-slice + --rescue-after) / 2, less the time to record this)"
-		if !retry {
+		if !part.retry || part.began.IsZero() || d.Sub(began) < d.Sub(part.began)/2 {
 			cancel(errors.New(tooLong + "; the job is retried from its checkpoint"))
 			return ds
 		}
