@@ -120,6 +120,7 @@ type PartitionOptions struct {
 // partition to a retry, from its last checkpoint; on the last attempt, the partition
 // ends as failed instead (and with it the run, if it was the run's last).
 func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int, po PartitionOptions) (PartitionOutcome, error) {
+	began := time.Now()
 	var c model.Claim
 	err := s.retry(ctx, "claim partition", func() error {
 		var err error
@@ -175,7 +176,7 @@ func (s *Scanner) WorkPartition(ctx context.Context, runID int64, partition int,
 	}
 	o := RunOptions{Trigger: c.Run.Trigger, Actor: c.Run.Actor, Mode: c.Run.Mode, DryRun: c.Run.DryRun, Limit: c.Run.Options.Limit,
 		Force: c.Run.Options.Force, part: partScan{
-			slice: c.Slice, after: c.After, resumed: c.Resumed, yield: yield,
+			slice: c.Slice, after: c.After, resumed: c.Resumed, retry: po.Retry, began: began, yield: yield,
 			lease: &model.Lease{RunID: runID, Partition: partition, Attempt: c.Attempt},
 			checkpoint: func(ctx context.Context, after model.Cursor, soFar model.RunResult) error {
 				return sc.retry(ctx, "checkpoint", func() error { return sc.store.Checkpoint(ctx, cp(after, soFar)) })

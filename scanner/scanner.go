@@ -169,6 +169,11 @@ type partScan struct {
 	// resumed: an earlier attempt may have handled sessions past after, so a page's
 	// sessions already reported in the run are counted from their reports instead.
 	resumed bool
+	// retry: an earlier attempt failed or was interrupted, so a write that outlasts
+	// this attempt too fails its sessions rather than the attempt (see write); began is
+	// when this attempt started.
+	retry bool
+	began time.Time
 	// yield, when closed, ends the scan at the next page boundary with errYield.
 	yield <-chan struct{}
 	// checkpoint records progress: every session up to after is counted in soFar.
@@ -414,7 +419,7 @@ func (s *Scanner) stream(ctx context.Context, res *model.RunResult, o RunOptions
 					}
 				}
 				began := time.Now()
-				ds := s.write(ctx, res, batch, cancel)
+				ds := s.write(ctx, res, batch, cancel, o.part)
 				log.Debug().Int("num_sessions", len(batch)).Int64("duration_ms", time.Since(began).Milliseconds()).Msg("sessions written")
 				if len(ds) > 0 {
 					outs <- ds
@@ -549,7 +554,14 @@ type write struct {
 // retrying what the database was unavailable for, and finishes each session's outcome
 // as handle would have. A write that ends the run (a database that stays unavailable, a
 // lease lost) cancels the run with its error, and its sessions are not handled.
-func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc) []done {
+//
+// The repairs must be written within the partition job's time (ctx's deadline), less a
+// margin to record what happened: one that takes longer fails the attempt, which River
+// retries from the checkpoint; on a retry its sessions fail instead, with the reason,
+// so that a session too large to write in a job's time is reported once rather than
+// retried until the job's attempts run out. Only a write that had half the attempt's
+// time: one begun late is retried again, first after the checkpoint.
+func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write, cancel context.CancelCauseFunc, part partScan) []done {
 	var reports []model.Report
 	var applies []write
 	ds := make([]done, 0, len(batch))
@@ -579,12 +591,19 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	for i := range rest {
 		rest[i] = i
 	}
-	err := s.retry(ctx, "write sessions", func() error {
+	wctx, stop := ctx, context.CancelFunc(func() {})
+	began := time.Now()
+	d, ok := ctx.Deadline()
+	if ok {
+		wctx, stop = context.WithDeadline(ctx, d.Add(-min(writeMargin, time.Until(d)/4)))
+	}
+	defer stop()
+	err := s.retry(wctx, "write sessions", func() error {
 		as := make([]model.Apply, len(rest))
 		for j, i := range rest {
 			as[j] = applies[i].apply
 		}
-		os, es := s.store.ApplyBatch(ctx, as)
+		os, es := s.store.ApplyBatch(wctx, as)
 		var again []int
 		var unavailable error
 		for j, i := range rest {
@@ -599,6 +618,18 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	for _, i := range rest {
 		errs[i] = err // still unavailable, or ctx's end
 	}
+	if wctx.Err() != nil && ctx.Err() == nil {
+		const tooLong = "the write took longer than its partition job may run ((--partition-slice + --rescue-after) / 2, less the time to record this)"
+		if !part.retry || part.began.IsZero() || d.Sub(began) < d.Sub(part.began)/2 {
+			cancel(errors.New(tooLong + "; the job is retried from its checkpoint"))
+			return ds
+		}
+		for i := range errs {
+			if errs[i] != nil {
+				errs[i] = errors.New(tooLong + ", on a retry too: raise --rescue-after and run again")
+			}
+		}
+	}
 	for i, w := range applies {
 		out, err := s.written(ctx, res, w, outs[i], errs[i])
 		if err != nil {
@@ -609,6 +640,11 @@ func (s *Scanner) write(ctx context.Context, res *model.RunResult, batch []write
 	}
 	return ds
 }
+
+// writeMargin is the part of a partition job's time a write leaves to record its
+// sessions' failure when it takes longer (see write): a quarter of the time left, at
+// most this.
+const writeMargin = 10 * time.Second
 
 // reportOnly is the write of a session's report alone.
 func reportOnly(r model.Report) *write { return &write{report: &r} }

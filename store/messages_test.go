@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -725,4 +727,88 @@ WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&n))
 	var inVersion []json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(version), &inVersion))
 	require.Len(t, inVersion, len(rows)-1)
+}
+
+// A write's statements do work in proportion to the session's rows, never to their
+// square: in the plans PostgreSQL ran (auto_explain's, with their actual rows), no node
+// handles more rows over all its loops than a few per row of the session, and no filter
+// searches each row through an array the statement built (= ANY ($n), an InitPlan's
+// output: a constant array is hashed). The repaired version's filter did, through the
+// session's keys read, and a session of 56,000 rows outlasted its job.
+func TestMessagesLayoutWriteIsLinearInRows(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t)
+	ctx := t.Context()
+	// A call without its result near the start: a row inserted there, and every row
+	// after it placed anew (a SERIAL order leaves no room).
+	const turns = 200
+	msgs := []string{lcHuman, lcCall2, lcResult1}
+	for range turns - 1 {
+		msgs = append(msgs, lcHuman2, lcAnswer)
+	}
+	l.add(t, "s1", msgs...)
+	rows := len(msgs)
+
+	cfg := l.pool.Config()
+	for k, v := range map[string]string{"session_preload_libraries": "auto_explain", "auto_explain.log_min_duration": "0",
+		"auto_explain.log_analyze": "on", "auto_explain.log_timing": "off", "auto_explain.log_format": "json",
+		"auto_explain.log_level": "notice"} {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	var plans []string
+	var mu sync.Mutex
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if _, plan, ok := strings.Cut(n.Message, "plan:\n"); ok {
+			mu.Lock()
+			plans = append(plans, plan)
+			mu.Unlock()
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	src, err := store.Preset("langchain-postgres")
+	require.NoError(t, err)
+	src.Table = "public." + src.Table
+	st, err := store.Open(ctx, pool, src, false)
+	require.NoError(t, err)
+	sess := l.read(t, "s1")
+	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	require.NoError(t, err)
+	mu.Lock()
+	plans = nil
+	mu.Unlock()
+	out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		Report: model.Report{Status: model.StatusRepaired}})
+	require.NoError(t, err)
+	require.True(t, out.Applied)
+	require.Len(t, l.rows(t, "s1"), rows+1, "the synthetic result, a row of its own")
+
+	type node struct {
+		Type   string  `json:"Node Type"`
+		Rows   float64 `json:"Actual Rows"`
+		Loops  float64 `json:"Actual Loops"`
+		Plans  []node  `json:"Plans"`
+		Filter string  `json:"Filter"`
+	}
+	var walk func(n node, query string)
+	walk = func(n node, query string) {
+		require.NotRegexp(t, `= ANY \(\$\d+\)`, n.Filter, "a %s node searches each row through an array in:\n%s", n.Type, query)
+		require.LessOrEqual(t, n.Rows*n.Loops, float64(4*rows), "a %s node handles %v rows in %v loops for %d rows in:\n%s",
+			n.Type, n.Rows*n.Loops, n.Loops, rows, query)
+		for _, c := range n.Plans {
+			walk(c, query)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, plans, "auto_explain's plans of the write")
+	for _, p := range plans {
+		var e struct {
+			Query string `json:"Query Text"`
+			Plan  node   `json:"Plan"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(p), &e), p)
+		walk(e.Plan, e.Query)
+	}
 }

@@ -29,7 +29,7 @@ func (o *queueOptions) register(fs *pflag.FlagSet, starts bool) {
 	}
 	fs.Int("concurrency", 1, "partitions this process works at once (each with --workers workers)")
 	fs.Duration("partition-slice", 30*time.Second, "how long a partition's job works before it checkpoints and goes back to the queue")
-	fs.Duration("rescue-after", 2*time.Minute, "a job whose worker went silent this long is handed to another worker (well over --partition-slice)")
+	fs.Duration("rescue-after", 2*time.Minute, "a job whose worker went silent this long is handed to another worker (well over --partition-slice); a job runs at most (--partition-slice + this) / 2, which bounds a session's write")
 }
 
 func (o *queueOptions) load(s *settings) error {
