@@ -25,7 +25,10 @@ func TestDryRunAllocatesPerTranscript(t *testing.T) {
 				}
 			})
 		}
-		if few, many := allocs(10), allocs(200); many > few+10 {
+		// An allocation a message is 190 more for 200 messages than for 10. The bound leaves
+		// room for the race detector, under which sync.Pool drops pooled plans at random:
+		// a fresh plan grows its slabs, a few allocations more (per doubling, not per message).
+		if few, many := allocs(10), allocs(200); many-few > 190/4 {
 			t.Errorf("%s: %.0f allocations for 10 messages, %.0f for 200", v, few, many)
 		}
 	}

@@ -49,18 +49,19 @@ func TestBorrowedSessionHoldsItsReadUntilReleased(t *testing.T) {
 type endAtReply struct {
 	net.Conn
 	end  *atomic.Pointer[context.CancelFunc]
-	sent bool
+	sent atomic.Bool // written by pgx's writers (a COPY writes from a goroutine of its own), read by its reader
 }
 
 func (c *endAtReply) Write(p []byte) (int, error) {
-	c.sent = c.sent || c.end.Load() != nil && len(p) > 0 && p[0] == 'B'
+	if c.end.Load() != nil && len(p) > 0 && p[0] == 'B' {
+		c.sent.Store(true)
+	}
 	return c.Conn.Write(p)
 }
 
 func (c *endAtReply) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if end := c.end.Load(); c.sent && n > 0 && end != nil {
-		c.sent = false
+	if end := c.end.Load(); n > 0 && end != nil && c.sent.CompareAndSwap(true, false) {
 		(*end)()
 	}
 	return n, err
