@@ -146,25 +146,7 @@ func BenchmarkRepairLangChain(b *testing.B) {
 				if kind == "broken" {
 					cfg.FaultRate = 1
 				}
-				var corpus [][]byte
-				var bytes int64
-				if err := gen.Generate(cfg, func(s gen.Session) error {
-					corpus = append(corpus, arrayOf(s.Messages))
-					bytes += int64(len(corpus[len(corpus)-1]))
-					return nil
-				}); err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(bytes / int64(len(corpus)))
-				b.ReportAllocs()
-				n := 0
-				for b.Loop() {
-					if _, err := repair.Repair(corpus[n%len(corpus)], repair.Options{}); err != nil {
-						b.Fatal(err)
-					}
-					n++
-				}
-				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sessions/s")
+				benchRepairs(b, cfg)
 			})
 		}
 	}
@@ -175,21 +157,30 @@ func BenchmarkRepairLangChain(b *testing.B) {
 func BenchmarkRepairInPlace(b *testing.B) {
 	for _, d := range []repair.Dialect{repair.AISDKUI, repair.Mastra} {
 		b.Run(string(d), func(b *testing.B) {
-			var corpus [][]byte
-			if err := gen.Generate(gen.Config{Seed: 42, Dialect: d, Sessions: 64, Messages: 45}, func(s gen.Session) error {
-				corpus = append(corpus, arrayOf(s.Messages))
-				return nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			n := 0
-			for b.Loop() {
-				if _, err := repair.Repair(corpus[n%len(corpus)], repair.Options{}); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
+			benchRepairs(b, gen.Config{Seed: 42, Dialect: d, Sessions: 64, Messages: 45})
 		})
 	}
+}
+
+// benchRepairs repairs the sessions cfg generates, one after the other, round and round.
+func benchRepairs(b *testing.B, cfg gen.Config) {
+	var corpus [][]byte
+	var bytes int64
+	if err := gen.Generate(cfg, func(s gen.Session) error {
+		corpus = append(corpus, arrayOf(s.Messages))
+		bytes += int64(len(corpus[len(corpus)-1]))
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(bytes / int64(len(corpus)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if _, err := repair.Repair(corpus[n%len(corpus)], repair.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sessions/s")
 }
