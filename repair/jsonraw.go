@@ -505,26 +505,6 @@ func skip(b []byte, i int) int {
 	}
 }
 
-// compactJSON returns the validated JSON value v without the white space between its
-// tokens; its strings and numbers keep their text as written.
-func compactJSON(v []byte) []byte {
-	out := make([]byte, 0, len(v))
-	for i := 0; i < len(v); {
-		switch c := v[i]; {
-		case c == '"':
-			end := skipString(v, i)
-			out = append(out, v[i:end]...)
-			i = end
-		case isSpace(c):
-			i++
-		default:
-			out = append(out, c)
-			i++
-		}
-	}
-	return out
-}
-
 // skipString returns the end of the validated string at b[i]: the first quote not
 // escaped by an odd run of backslashes.
 func skipString(b []byte, i int) int {

@@ -11,6 +11,7 @@ package repair
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -426,11 +427,19 @@ func (p *plan) normalizeArguments() {
 		if v == nil {
 			continue
 		}
+		text, asString := v, v[0] != '"'
 		detail := fmt.Sprintf("arguments stored as a JSON %s written as their JSON text", kindOf(v[0]))
-		val := jsonString(string(compactJSON(v)))
-		if v[0] == '"' {
+		if !asString {
 			s, _ := idString(v)
-			detail, val = "arguments stored as a JSON string written as the object it holds", compactJSON([]byte(s))
+			text, detail = []byte(s), "arguments stored as a JSON string written as the object it holds"
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, text) != nil {
+			continue // the dialect marks only valid JSON: never so
+		}
+		val := compact.Bytes()
+		if asString {
+			val = jsonString(compact.String())
 		}
 		pt.setRaw(setPath(pt.raw(), p.spec.argsPath, val))
 		p.edits[c.msg].dirty = true
