@@ -161,7 +161,7 @@ func sessionFile(data []byte, opts repair.Options, fix bool) (out []byte, s *rep
 	if !fix || rep.Status != repair.StatusRepaired {
 		return nil, s, info
 	}
-	out, err = t.rewrite(res.Messages, origins, from, opts.Now)
+	out, err = t.rewrite(origins, from, opts.Now)
 	if err != nil {
 		return refuse(model.StatusUnsupported, "%v", err)
 	}
@@ -334,9 +334,9 @@ func (t *sessionTree) info() SessionFileInfo {
 	return in
 }
 
-// rewrite writes the file with the repaired transcript: repaired holds its messages,
-// origins where each came from, from the entry of each input message.
-func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []int, now time.Time) ([]byte, error) {
+// rewrite writes the file with the repaired transcript: origins are its messages and
+// where each came from, from the entry of each input message.
+func (t *sessionTree) rewrite(origins []repair.Origin, from []int, now time.Time) ([]byte, error) {
 	entryOf := map[int]int{} // entry index → transcript index
 	for k, ei := range from {
 		entryOf[ei] = k
@@ -375,7 +375,7 @@ func (t *sessionTree) rewrite(repaired []byte, origins []repair.Origin, from []i
 	order = append(order, anchored[-1]...)
 	ids := func(id string) bool { _, ok := t.byID[id]; return ok }
 	for _, o := range origins {
-		msg := repaired[o.Start:o.End]
+		msg := o.Msg
 		if o.Input < 0 {
 			news = append(news, added{id: t.newID(ids, len(news)), msg: msg})
 			t.byID[news[len(news)-1].id] = -1

@@ -12,15 +12,19 @@ type Origin struct {
 	// results moved in, a message merged into it, ids rewritten). An unchanged message
 	// is the input message's exact bytes.
 	Changed bool
-	// Start and End delimit the message's bytes in Result.Messages.
-	Start, End int
+	// Msg is the message's bytes: a slice of the input when it is unchanged.
+	Msg []byte
 }
 
-// RepairWithOrigins is Repair that also returns, for each message of Result.Messages in
-// order, its Origin. Input messages that have no Origin were dropped (or merged into the
-// message before them, whose Origin is then Changed). Messages may come out of their
-// input order (a result moved to after its call); Input then decreases somewhere. When
-// Repair returns an error, the origins are nil.
+// RepairWithOrigins is Repair that returns the repaired transcript as its messages in
+// order, each with its Origin, rather than joined: a caller that writes only the
+// messages that changed needs no copy of the rest (for a session of hundreds of
+// thousands of rows, the joined array was another copy of it at the peak of memory).
+// Result.Messages is msgs when nothing changed, and nil otherwise; JoinOrigins joins
+// the messages into Repair's array. Input messages that have no Origin were dropped (or
+// merged into the message before them, whose Origin is then Changed). Messages may come
+// out of their input order (a result moved to after its call); Input then decreases
+// somewhere. When Repair returns an error, the origins are nil.
 func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 	p, err := newPlan(msgs, opts)
 	defer p.release()
@@ -32,13 +36,35 @@ func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 		origins := make([]Origin, len(p.msgs))
 		for i := range p.msgs {
 			m := &p.msgs[i]
-			origins[i] = Origin{Input: i, Start: int(m.off), End: int(m.off) + len(m.raw)}
+			origins[i] = Origin{Input: i, Msg: m.raw}
 		}
 		return Result{Messages: msgs, Report: p.report}, origins, nil
 	}
 	out := p.assemble()
 	p.report.MessagesOut = len(out)
-	return Result{Messages: joinArray(out), Report: p.report}, p.origins(out), nil
+	return Result{Report: p.report}, p.origins(out), nil
+}
+
+// JoinOrigins is the JSON array of the origins' messages, as Repair gives it.
+func JoinOrigins(origins []Origin) []byte {
+	out := make([]byte, 0, OriginsLen(origins))
+	out = append(out, '[')
+	for i, o := range origins {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, o.Msg...)
+	}
+	return append(out, ']')
+}
+
+// OriginsLen is the length of JoinOrigins(origins).
+func OriginsLen(origins []Origin) int {
+	n := 1 + len(origins)
+	for _, o := range origins {
+		n += len(o.Msg)
+	}
+	return max(n, 2)
 }
 
 // origins maps assemble's output to the input messages: assemble records which input
@@ -48,10 +74,8 @@ func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 func (p *plan) origins(out [][]byte) []Origin {
 	var moved map[*byte]int
 	origins := make([]Origin, len(out))
-	at := 1 // after joinArray's '['
 	for k, raw := range out {
-		o := Origin{Input: int(p.origin[k]), Changed: p.from[k] < 0, Start: at, End: at + len(raw)}
-		at = o.End + 1 // and the comma
+		o := Origin{Input: int(p.origin[k]), Changed: p.from[k] < 0, Msg: raw}
 		if o.Input < 0 && len(raw) > 0 {
 			if moved == nil {
 				moved = p.movedResults()

@@ -929,6 +929,12 @@ func (s *Scanner) handle(res *model.RunResult, o RunOptions, sess model.Session)
 	switch {
 	case sess.Rows != nil && !o.DryRun: // one row per message: the store writes by where each came from
 		r, origins, err = repair.RepairWithOrigins(sess.Messages, opts)
+		if r.Changed() {
+			after = repair.OriginsLen(origins)
+			if s.cfg.Compact != "" { // compaction takes the array (refused for this layout when the run starts)
+				r.Messages = repair.JoinOrigins(origins)
+			}
+		}
 	case o.DryRun && s.cfg.Compact == "": // reported, not written nor compacted
 		r.Report, after, err = repair.RepairedSize(sess.Messages, opts)
 	case sess.Release != nil && s.cfg.Compact == "": // borrowed: the store writes it in pieces

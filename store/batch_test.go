@@ -158,9 +158,9 @@ func TestApplyBatchWritesEachMessageSessionWhole(t *testing.T) {
 		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 		require.NoError(t, err)
 		require.True(t, res.Changed())
-		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 			Report: model.Report{Status: model.StatusRepaired, IssueCodes: res.Report.IssueCodeSet()}}
-		repaired[id], before[id] = string(res.Messages), l.whole(t, id)
+		repaired[id], before[id] = string(repair.JoinOrigins(origins)), l.whole(t, id)
 	}
 	batch := func(ids ...string) ([]model.Outcome, []error) {
 		as := make([]model.Apply, len(ids))
@@ -227,9 +227,9 @@ func TestSkippedRowChangeWritesNothing(t *testing.T) {
 	applies, before := map[string]model.Apply{}, map[string]string{}
 	for _, id := range ids {
 		sess := l.read(t, id)
-		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		_, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 		require.NoError(t, err)
-		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		applies[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 			Report: model.Report{Status: model.StatusRepaired}}
 		before[id] = l.whole(t, id)
 	}
@@ -272,7 +272,7 @@ func TestApplyBatchFindsAppendsCommittedWhileItWaits(t *testing.T) {
 		sess := l.read(t, id)
 		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 		require.NoError(t, err)
-		as[i] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		as[i] = model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 			Report: model.Report{Status: model.StatusRepaired, IssueCodes: res.Report.IssueCodeSet()}}
 	}
 	agent, err := l.pool.Begin(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
 )
 
@@ -173,7 +174,7 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 		}
 		out.ToVersion, out.Applied = out.FromVersion+1, true
 		w.ids, w.to, w.runs = append(w.ids, a.Session.ID), append(w.to, out.ToVersion), append(w.runs, nilIfZero(a.RunID))
-		w.from, w.size, w.after = append(w.from, out.FromVersion), append(w.size, a.Session.Size), append(w.after, len(a.NewMessages))
+		w.from, w.size, w.after = append(w.from, out.FromVersion), append(w.size, a.Session.Size), append(w.after, repair.OriginsLen(a.Origins))
 		w.before, w.keys = append(w.before, st.hash), append(w.keys, readKeys[i])
 		w.reports.add(reports[i])
 		w.rows = append(w.rows, p)

@@ -721,7 +721,7 @@ func (l *messageLayout) prepare(a model.Apply) (prepared, error) {
 	if a.Origins == nil || a.Session.Rows == nil {
 		return p, errors.New("a session kept one row per message is written by the origins of its messages")
 	}
-	plan, err := planRows(a.Session.Rows, a.NewMessages, a.Origins, l.orderKind())
+	plan, err := planRows(a.Session.Rows, a.Origins, l.orderKind())
 	if err != nil {
 		return p, fmt.Errorf("plan the rows: %w", err)
 	}
@@ -749,11 +749,15 @@ func (l *messageLayout) prepare(a model.Apply) (prepared, error) {
 // queueRows queues the row changes of sessions' plans, their order values filled: one
 // INSERT, one DELETE and one UPDATE for them all, each with the rows it must change.
 func (l *messageLayout) queueRows(queue func(n int64, sql string, args ...any), ps []*prepared) {
-	var tk, keys, dels []string
-	var o, uo []int64
-	var k []*string
-	var c, r []bool
-	var ins, ups [][]*string
+	// Sized once: grown by append, the arrays of a session of hundreds of thousands of
+	// rows left several times their size as garbage.
+	var ni, nd, nu int
+	for _, p := range ps {
+		ni, nd, nu = ni+len(p.plan.inserts), nd+len(p.plan.deletes), nu+len(p.plan.updates)
+	}
+	tk, o, k, ins := make([]string, 0, ni), make([]int64, 0, ni), make([]*string, 0, ni), make([][]*string, 0, ni)
+	dels := make([]string, 0, nd)
+	keys, c, uo, r, ups := make([]string, 0, nu), make([]bool, 0, nu), make([]int64, 0, nu), make([]bool, 0, nu), make([][]*string, 0, nu)
 	for _, p := range ps {
 		for i, in := range p.plan.inserts {
 			tk, o = append(tk, in.template), append(o, in.order)

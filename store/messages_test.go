@@ -124,10 +124,10 @@ func (l *langchain) repair(t *testing.T, sess model.Session) (string, model.Outc
 	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 	require.NoError(t, err)
 	require.True(t, res.Changed())
-	out, err := l.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+	out, err := l.st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess,
 		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
-	return string(res.Messages), out
+	return string(repair.JoinOrigins(origins)), out
 }
 
 func TestMessagesLayoutRepairsRowsInPlace(t *testing.T) {
@@ -453,17 +453,12 @@ func TestChatbotInsertedRowHasNoAttachments(t *testing.T) {
 	var msgs []json.RawMessage
 	require.NoError(t, json.Unmarshal(sess.Messages, &msgs))
 	msgs = append(msgs, json.RawMessage(`{"id":"00000000-0000-4000-9000-000000000009","role":"assistant","parts":[{"type":"text","text":"More?"}]}`))
-	out, origins := []byte("["), make([]repair.Origin, len(msgs))
+	origins := make([]repair.Origin, len(msgs))
 	for i, m := range msgs {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		origins[i] = repair.Origin{Input: i, Start: len(out), End: len(out) + len(m)}
-		out = append(out, m...)
+		origins[i] = repair.Origin{Input: i, Msg: m}
 	}
-	out = append(out, ']')
 	origins[len(msgs)-1].Input = -1
-	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: out,
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess,
 		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
 
@@ -492,10 +487,10 @@ func TestMessageMapMissingMemberFailsTheSession(t *testing.T) {
 		OrderColumn: "id", MessageMap: []store.MapField{{Key: "role", Column: "role"}, {Key: "content", Column: "content"}}}, false)
 	require.NoError(t, err)
 	sess := (&langchain{st: st}).read(t, "c")
-	out := `[{"role":"user","content":"ls"},{"role":"tool","content":"x","tool_call_id":"c1"}]`
-	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: []byte(out),
-		Origins: []repair.Origin{{Input: 0, Start: 1, End: 31}, {Input: -1, Start: 32, End: len(out) - 1}},
-		Report:  model.Report{Status: model.StatusRepaired}})
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess,
+		Origins: []repair.Origin{{Input: 0, Msg: []byte(`{"role":"user","content":"ls"}`)},
+			{Input: -1, Msg: []byte(`{"role":"tool","content":"x","tool_call_id":"c1"}`)}},
+		Report: model.Report{Status: model.StatusRepaired}})
 	require.ErrorContains(t, err, `a repaired message has a member "tool_call_id" that no column of the message map keeps`)
 	require.NotErrorIs(t, err, model.ErrUnavailable)
 	var n int
@@ -531,9 +526,9 @@ func TestMessagesLayoutReferencedRowIsNotDeleted(t *testing.T) {
 	before := whole()
 	l := &langchain{st: st}
 	sess := l.read(t, chat)
-	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	_, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 	require.NoError(t, err)
-	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess,
 		Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
 	require.ErrorContains(t, err, `a row the repair deletes is referenced by another table (Key (id)=(00000000-0000-4000-9000-000000000002) is still referenced from table "Vote_v2".`)
 	require.Equal(t, before, whole())
@@ -604,9 +599,9 @@ func TestMessagesLayoutRowWrittenAgainIsAConflict(t *testing.T) {
 	for _, id := range ids {
 		l.add(t, id, lcHuman, lcCall2, lcResult1, lcHuman2)
 		sess := l.read(t, id)
-		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+		_, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 		require.NoError(t, err)
-		as[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		as[id] = model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 			Report: model.Report{Status: model.StatusRepaired}}
 	}
 	for _, id := range []string{"s1", "s2"} {
@@ -656,7 +651,7 @@ func TestMessagesLayoutRepairedVersionIsTheRowsWritten(t *testing.T) {
 		res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 		require.NoError(t, err)
 		require.True(t, res.Changed(), id)
-		as = append(as, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+		as = append(as, model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 			Report: model.Report{Status: model.StatusRepaired}})
 	}
 	// s1 alone, the others in a batch.
@@ -700,7 +695,7 @@ CREATE TRIGGER slow AFTER INSERT ON public.langchain_chat_histories FOR EACH STA
 
 	done := make(chan error, 1)
 	go func() {
-		out, err := l.st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages,
+		out, err := l.st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess,
 			Origins: origins, Report: model.Report{Status: model.StatusRepaired}})
 		if err == nil && !out.Applied {
 			err = fmt.Errorf("not applied: %+v", out)
@@ -773,12 +768,12 @@ func TestMessagesLayoutWriteIsLinearInRows(t *testing.T) {
 	st, err := store.Open(ctx, pool, src, false)
 	require.NoError(t, err)
 	sess := l.read(t, "s1")
-	res, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
+	_, origins, err := repair.RepairWithOrigins(sess.Messages, repair.Options{})
 	require.NoError(t, err)
 	mu.Lock()
 	plans = nil
 	mu.Unlock()
-	out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, NewMessages: res.Messages, Origins: origins,
+	out, err := st.Apply(ctx, model.Apply{Trigger: model.TriggerCLI, Session: sess, Origins: origins,
 		Report: model.Report{Status: model.StatusRepaired}})
 	require.NoError(t, err)
 	require.True(t, out.Applied)

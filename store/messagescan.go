@@ -308,10 +308,10 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("session %q: xmin: %w", c.id, err)
 	}
-	c.keys = append(c.keys, v[1]...)
-	c.ends = append(c.ends, len(c.keys))
-	c.ords = append(c.ords, ord)
-	c.xmins = append(c.xmins, xmin)
+	c.keys = push(c.keys, v[1]...)
+	c.ends = push(c.ends, len(c.keys))
+	c.ords = push(c.ords, ord)
+	c.xmins = push(c.xmins, xmin)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tmend/tmend/repair"
 	"github.com/tmend/tmend/store/model"
@@ -84,21 +85,20 @@ func (p *rowPlan) fill(values []int64) error {
 	return nil
 }
 
-// planRows matches the repaired messages (out, delimited by origins) to the session's
-// rows as read, by the engine's map of where each message came from: a message left in
-// place keeps its row (updated when it changed), a dropped one loses its row, one tmend
-// made gets a new row, and a message whose row is out of order (a result moved up to
-// its call) gets a new order value, or, when the order leaves no room, every row from
-// it on does.
-func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderKind) (rowPlan, error) {
+// planRows matches the repaired messages (origins) to the session's rows as read, by
+// the engine's map of where each message came from: a message left in place keeps its
+// row (updated when it changed), a dropped one loses its row, one tmend made gets a new
+// row, and a message whose row is out of order (a result moved up to its call) gets a
+// new order value, or, when the order leaves no room, every row from it on does.
+func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPlan, error) {
 	var p rowPlan
 	used := make([]bool, len(rows))
 	for k, o := range origins {
 		if o.Input >= len(rows) || o.Input >= 0 && used[o.Input] {
 			return p, fmt.Errorf("message %d: bad origin %d for %d rows", k, o.Input, len(rows))
 		}
-		if o.Start < 0 || o.End > len(out) || o.Start > o.End {
-			return p, fmt.Errorf("message %d: span %d..%d outside the %d-byte transcript", k, o.Start, o.End, len(out))
+		if o.Msg == nil {
+			return p, fmt.Errorf("message %d: no bytes", k)
 		}
 		if o.Input >= 0 {
 			used[o.Input] = true
@@ -135,12 +135,12 @@ func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderK
 		o := origins[k]
 		var msg []byte
 		if o.Input < 0 || o.Changed {
-			msg = out[o.Start:o.End]
+			msg = o.Msg
 		}
 		if !tail && o.Input >= 0 && keep[k-head] {
 			if ord := rows[o.Input].Order; !havePrev || ord > prev || ord == prev && !placed {
 				if msg != nil {
-					p.updates = append(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg})
+					p.updates = push(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg})
 				}
 				prev, havePrev, placed = ord, true, false
 				continue
@@ -158,14 +158,14 @@ func planRows(rows []model.Row, out []byte, origins []repair.Origin, kind orderK
 			prev, havePrev, placed = order, true, true
 		}
 		if o.Input < 0 {
-			p.inserts = append(p.inserts, rowInsert{template: template(k), msg: msg, order: order, slot: slot})
+			p.inserts = push(p.inserts, rowInsert{template: template(k), msg: msg, order: order, slot: slot})
 		} else {
-			p.updates = append(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg, order: order, reorder: true, slot: slot})
+			p.updates = push(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg, order: order, reorder: true, slot: slot})
 		}
 	}
 	for i := head; i < len(rows); i++ {
 		if !used[i] {
-			p.deletes = append(p.deletes, rows[i].Key)
+			p.deletes = push(p.deletes, rows[i].Key)
 		}
 	}
 	return p, nil
@@ -235,4 +235,14 @@ func increasing(origins []repair.Origin) []bool {
 		}
 	}
 	return keep
+}
+
+// push appends v to s, doubling s when it is full: append grows a large slice by a
+// quarter, which for a session of hundreds of thousands of rows left about four times
+// the slice's final size as garbage, and doubling about once.
+func push[T any](s []T, v ...T) []T {
+	if len(s)+len(v) > cap(s) {
+		s = slices.Grow(s, max(len(s), len(v)))
+	}
+	return append(s, v...)
 }

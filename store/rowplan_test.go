@@ -1,7 +1,6 @@
 package store
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,19 +18,11 @@ func planCase(t *testing.T, orders []int64, inputs []int, changed map[int]bool, 
 	for i, o := range orders {
 		rows[i] = model.Row{Key: "r" + string(rune('0'+i)), Order: o}
 	}
-	var out strings.Builder
-	out.WriteByte('[')
 	origins := make([]repair.Origin, len(inputs))
 	for k, in := range inputs {
-		if k > 0 {
-			out.WriteByte(',')
-		}
-		start := out.Len()
-		out.WriteString("m" + string(rune('0'+k)))
-		origins[k] = repair.Origin{Input: in, Changed: changed[k], Start: start, End: out.Len()}
+		origins[k] = repair.Origin{Input: in, Changed: changed[k], Msg: []byte("m" + string(rune('0'+k)))}
 	}
-	out.WriteByte(']')
-	p, err := planRows(rows, []byte(out.String()), origins, kind)
+	p, err := planRows(rows, origins, kind)
 	require.NoError(t, err)
 	return p
 }
@@ -96,9 +87,12 @@ func TestPlanRows(t *testing.T) {
 	t.Run("BadOriginsAreRefused", func(t *testing.T) {
 		t.Parallel()
 		rows := []model.Row{{Key: "a", Order: 1}}
-		_, err := planRows(rows, []byte("[x]"), []repair.Origin{{Input: 1, Start: 1, End: 2}}, orderTime)
+		x := []byte("x")
+		_, err := planRows(rows, []repair.Origin{{Input: 1, Msg: x}}, orderTime)
 		require.Error(t, err)
-		_, err = planRows(rows, []byte("[x,x]"), []repair.Origin{{Input: 0, Start: 1, End: 2}, {Input: 0, Start: 3, End: 4}}, orderTime)
+		_, err = planRows(rows, []repair.Origin{{Input: 0, Msg: x}, {Input: 0, Msg: x}}, orderTime)
+		require.Error(t, err)
+		_, err = planRows(rows, []repair.Origin{{Input: 0}}, orderTime)
 		require.Error(t, err)
 	})
 }

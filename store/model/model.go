@@ -200,8 +200,9 @@ type Apply struct {
 	// borrowed (Query.Borrow), whose store takes them. Those of the session's own bytes
 	// are valid until its Release.
 	NewPieces [][]byte
-	// Origins say where each message of NewMessages came from (repair.RepairWithOrigins):
-	// a session kept one row per message (Session.Rows) is written by this map.
+	// Origins, for a session kept one row per message (Session.Rows), are its repaired
+	// messages in order and where each came from (repair.RepairWithOrigins), written by
+	// this map instead of NewMessages.
 	Origins []repair.Origin
 	Report  Report
 	// Compaction, when set, says NewMessages is also compacted: the store keeps it with
