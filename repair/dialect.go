@@ -348,7 +348,7 @@ func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 type message struct {
 	raw      []byte
 	ms       []member
-	arrays   arrayBlocks // the blocks of content, tool_calls and parts
+	arrays   *arrayBlocks // the blocks of content, tool_calls and parts; nil: none
 	parts    []part
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages

@@ -178,7 +178,10 @@ func lcRead(m *message, ps *parser, v *lcView) {
 		}
 	default:
 		if v.kind = lcTypeKind(typ); v.kind != lcNone {
-			v.form, v.arrays = lcFlat, &m.arrays
+			v.form, v.arrays = lcFlat, m.arrays
+			if v.arrays == nil {
+				v.arrays = &noArrays // scanned, and none
+			}
 		}
 	}
 }

@@ -459,7 +459,7 @@ func (p *plan) dropBareMarkers() {
 		for pi := range m.parts {
 			if !removed[pi] {
 				removed[pi] = true
-				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage, Action: ActionDrop, MessageIndex: i,
+				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage.stage(), Action: ActionDrop, MessageIndex: i,
 					Detail: "step-start part of a message left with nothing else"})
 			}
 		}

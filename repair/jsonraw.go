@@ -657,15 +657,25 @@ func (b block) members() []member { return unsafe.Slice(b.ms, b.nms) }
 var blockArrays = [...]keyCode{keyContent, keyToolCalls, keyParts}
 
 // arrayBlocks holds the blocks of each blockArrays member of a message or fields object,
-// as a pointer and a length each (40 bytes, not three 24-byte slices): every message has
-// them. A member that is not an array, or whose blocks were not collected, has none (nil).
+// as a pointer and a length each (40 bytes, not three 24-byte slices). A member that is
+// not an array, or whose blocks were not collected, has none (nil). A message points to
+// its own in the scanner's slab, and has none (nil) when it has no such array: in
+// LangChain's and the whole-message dialects, most messages.
 type arrayBlocks struct {
 	first [len(blockArrays)]*block
 	n     [len(blockArrays)]int32
 }
 
-// of returns the blocks of blockArrays[k].
-func (a *arrayBlocks) of(k int) []block { return unsafe.Slice(a.first[k], a.n[k]) }
+// noArrays is the arrays of a message that has none, scanned.
+var noArrays arrayBlocks
+
+// of returns the blocks of blockArrays[k] (none of a nil a).
+func (a *arrayBlocks) of(k int) []block {
+	if a == nil {
+		return nil
+	}
+	return unsafe.Slice(a.first[k], a.n[k])
+}
 
 func (a *arrayBlocks) set(k int, blks []block) {
 	a.first[k], a.n[k] = unsafe.SliceData(blks), int32(len(blks))
@@ -677,11 +687,22 @@ type scanner struct {
 	members      []member // of messages
 	blockMembers []member // of blocks; a slab of its own, filled while members grows
 	blocks       []block
-	fieldMembers []member    // of fields objects
-	fields       []fieldsObj // the messages' fields objects (message.fieldsAt)
+	fieldMembers []member      // of fields objects
+	fields       []fieldsObj   // the messages' fields objects (message.fieldsAt)
+	arrays       []arrayBlocks // the messages' (message.arrays); a full slab is left to them
 	// Counts over all chunks (see rechunk), for the working set (checkMemory).
 	numBlocks, numMembers, numMsgs int
 	maxMemory                      int64 // Options.MaxMemory
+}
+
+// newArrays returns a message's arrayBlocks in the slab, which is never regrown: the
+// messages before keep pointers into it.
+func (sc *scanner) newArrays() *arrayBlocks {
+	if len(sc.arrays) == cap(sc.arrays) {
+		sc.arrays = make([]arrayBlocks, 0, max(64, min(2*cap(sc.arrays), 1<<14)))
+	}
+	sc.arrays = append(sc.arrays, arrayBlocks{})
+	return &sc.arrays[len(sc.arrays)-1]
 }
 
 // fieldsKey reports a message member whose object value holds the message's own fields
@@ -711,6 +732,9 @@ func (sc *scanner) scanMessage(b []byte, start int, m *message) (end int, err er
 		for k, c := range blockArrays {
 			if code == c {
 				blks, vend, err := sc.scanBlocks(b, vstart, 3)
+				if m.arrays == nil {
+					m.arrays = sc.newArrays()
+				}
 				m.arrays.set(k, blks)
 				return vend, true, err
 			}

@@ -14,10 +14,11 @@ import (
 const (
 	blockMemory = int64(unsafe.Sizeof(block{})+unsafe.Sizeof(part{})+unsafe.Sizeof(callRef{})+unsafe.Sizeof(keyChain{})) +
 		idMemory + indexMemory
-	// A message's record, edit, turn, list of results placed after it (plan.after) and
-	// slot (plan.slotOf); in the whole-message dialects a message is a part too.
-	messageMemory = int64(unsafe.Sizeof(message{})+unsafe.Sizeof(edit{})+unsafe.Sizeof(turnRef{})+unsafe.Sizeof([][]byte{})+4) +
-		blockMemory
+	// A message's record, block arrays, edit, turn, list of results placed after it
+	// (plan.after) and slot (plan.slotOf), the arrays and the list counted as if every
+	// message had them; in the whole-message dialects a message is a part too.
+	messageMemory = int64(unsafe.Sizeof(message{})+unsafe.Sizeof(arrayBlocks{})+unsafe.Sizeof(edit{})+unsafe.Sizeof(turnRef{})+
+		unsafe.Sizeof([][]byte{})+4) + blockMemory
 	memberMemory = int64(unsafe.Sizeof(member{}))
 	// indexMemory is a call's share of callIndex: up to four 4-byte slots.
 	indexMemory = 16

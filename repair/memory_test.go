@@ -161,6 +161,17 @@ func TestWorkingSetErrsHigh(t *testing.T) {
 	}
 }
 
+// A message's record and edit, one of each a message: a LangChain session keeps a
+// message a tool call or result, so they weigh like a block's.
+func TestMessageSize(t *testing.T) {
+	if n := unsafe.Sizeof(message{}); n != 104 {
+		t.Fatalf("message is %d bytes, want 104", n)
+	}
+	if n := unsafe.Sizeof(edit{}); n != 8 {
+		t.Fatalf("edit is %d bytes, want 8", n)
+	}
+}
+
 // A call record holds no key (callKey reads it from the call's part): a transcript of
 // many small blocks has one per two blocks.
 func TestCallRefSize(t *testing.T) {

@@ -1,5 +1,11 @@
 package repair
 
+import (
+	"cmp"
+	"slices"
+	"unsafe"
+)
+
 // Origin says where one message of a repaired transcript came from, so that a caller
 // keeping each message apart (one database row per message) can change only the rows
 // whose message changed, by this map rather than by comparing contents.
@@ -72,15 +78,17 @@ func OriginsLen(origins []Origin) int {
 // (plan.from); results moved after their call's turn (whole-message dialects) are found
 // by their bytes, which are the moved result's own.
 func (p *plan) origins(out [][]byte) []Origin {
-	var moved map[*byte]int
+	var moved []movedResult
+	listed := false
 	origins := make([]Origin, len(out))
 	for k, raw := range out {
 		o := Origin{Input: int(p.origin[k]), Changed: p.from[k] < 0, Msg: raw}
 		if o.Input < 0 && len(raw) > 0 {
-			if moved == nil {
-				moved = p.movedResults()
+			if !listed {
+				moved, listed = p.movedResults(), true
 			}
-			if i, ok := moved[&raw[0]]; ok {
+			if j, ok := slices.BinarySearchFunc(moved, &raw[0], byAddress); ok {
+				i := int(moved[j].msg)
 				m := &p.msgs[i]
 				o.Input, o.Changed = i, len(raw) != len(m.raw) || &raw[0] != &m.raw[0]
 			}
@@ -93,17 +101,29 @@ func (p *plan) origins(out [][]byte) []Origin {
 	return origins
 }
 
-// movedResults maps the first byte of each result's current bytes to its message, for a
-// dialect whose results are whole messages.
-func (p *plan) movedResults() map[*byte]int {
-	m := map[*byte]int{}
+// movedResult is the first byte of a result's current bytes, and its message.
+type movedResult struct {
+	at  *byte
+	msg int32
+}
+
+func byAddress(r movedResult, at *byte) int {
+	return cmp.Compare(uintptr(unsafe.Pointer(r.at)), uintptr(unsafe.Pointer(at)))
+}
+
+// movedResults lists the results by the address of their current bytes' first byte,
+// for a dialect whose results are whole messages: a list sorted once, as a map of
+// 450,000 results took 35 MB.
+func (p *plan) movedResults() []movedResult {
 	if p.spec == nil || p.spec.block {
-		return m
+		return nil
 	}
+	m := make([]movedResult, 0, len(p.results))
 	for ri := range p.results {
 		if raw := p.resPart(ri).raw(); len(raw) > 0 {
-			m[&raw[0]] = int(p.results[ri].msg)
+			m = append(m, movedResult{&raw[0], p.results[ri].msg})
 		}
 	}
+	slices.SortFunc(m, func(a, b movedResult) int { return byAddress(a, b.at) })
 	return m
 }

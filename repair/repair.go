@@ -239,10 +239,10 @@ type incoming struct {
 }
 
 type edit struct {
-	stage Stage // why it was dropped, or last lost a part
 	// removedAt is where the message's removed flags, one per part, start in
 	// plan.removed (removedOf): an index, not a slice, as every message has an edit.
 	removedAt int32
+	stage     stageCode // why it was dropped, or last lost a part
 	drop      bool
 	dirty     bool
 	merge     bool // merged into the message before it (see planMerges)
@@ -273,11 +273,14 @@ type plan struct {
 	removed      []bool // the edits' removed flags, in one slab
 	src          []byte // the input the messages were scanned from
 	edits        []edit
-	after        [][][]byte
-	out          [][]byte // assemble's result, reused
-	from         []int32  // per message of out, its offset in src when it is unchanged input, else -1
-	origin       []int32  // per message of out, the input message it came from, else -1 (see origin.go)
-	report       Report
+	// The results placed after a message (moved or made), apart for the few messages
+	// that have any: afterAt[i] is 1 + the index of message i's list in after, else 0.
+	afterAt []int32
+	after   [][][]byte
+	out     [][]byte // assemble's result, reused
+	from    []int32  // per message of out, its offset in src when it is unchanged input, else -1
+	origin  []int32  // per message of out, the input message it came from, else -1 (see origin.go)
+	report  Report
 
 	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
 	// no real result yet. Filled only once a response without an id is met outside a slot.
@@ -462,11 +465,11 @@ func (p *plan) release() {
 	clear(p.idlessOpen)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
+		turns: p.turns[:0], edits: p.edits[:0], afterAt: p.afterAt[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
 		idlessKeys: p.idlessKeys[:0],
 		byKey:      p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
-			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0]},
+			fieldMembers: p.sc.fieldMembers[:0], fields: p.sc.fields[:0], arrays: p.sc.arrays[:0]},
 		ps: parser{scratch: p.ps.scratch[:0], parts: p.ps.parts[:0], knownValues: p.ps.knownValues[:0],
 			canonicals: p.ps.canonicals[:0], idTexts: p.ps.idTexts[:0], idStrs: p.ps.idStrs[:0], hashes: p.ps.hashes[:0]},
 	}
@@ -1097,10 +1100,29 @@ func (p *plan) issue(code IssueCode, msg int, pt *part, detail string) {
 		CallID: strings.Clone(p.ps.id(pt)), ToolName: strings.Clone(pt.name()), Detail: detail})
 }
 
+// placedAfter returns the results placed after message i.
+func (p *plan) placedAfter(i int) [][]byte {
+	if a := p.afterAt[i]; a > 0 {
+		return p.after[a-1]
+	}
+	return nil
+}
+
+// placeAfter places raws after message i.
+func (p *plan) placeAfter(i int, raws ...[]byte) {
+	a := p.afterAt[i]
+	if a == 0 {
+		p.after = append(p.after, nil)
+		a = int32(len(p.after))
+		p.afterAt[i] = a
+	}
+	p.after[a-1] = append(p.after[a-1], raws...)
+}
+
 // prepareEdits sizes the edits, one per message with a removed flag per part.
 func (p *plan) prepareEdits() {
 	p.edits = grow(p.edits, len(p.msgs))
-	p.after = grow(p.after, len(p.msgs))
+	p.afterAt, p.after = grow(p.afterAt, len(p.msgs)), p.after[:0]
 	n := 0
 	for i := range p.msgs {
 		n += len(p.msgs[i].parts)
@@ -1345,7 +1367,7 @@ func (p *plan) removePart(msg, pi int, st Stage) {
 	e := &p.edits[msg]
 	p.removedOf(msg)[pi] = true
 	e.dirty = true
-	e.stage = st
+	e.stage = stageCodeOf(st)
 	if p.msgs[msg].whole() {
 		e.drop = true
 	}
@@ -1746,12 +1768,12 @@ func (p *plan) finish() {
 		}
 		switch {
 		case !p.spec.block:
-			p.after[t.slotLast] = append(p.after[t.slotLast], raws...)
+			p.placeAfter(int(t.slotLast), raws...)
 		case t.slotMsg >= 0:
 			p.edits[t.slotMsg].dirty = true
-			p.after[t.slotMsg] = append(p.after[t.slotMsg], raws...) // parts, placed by rebuild
+			p.placeAfter(int(t.slotMsg), raws...) // parts, placed by rebuild
 		default:
-			p.after[t.last] = append(p.after[t.last], p.spec.wrap(raws))
+			p.placeAfter(int(t.last), p.spec.wrap(raws))
 		}
 	}
 	p.dropDanglingReasoning()
@@ -1824,7 +1846,7 @@ func (p *plan) dropDanglingReasoning() {
 				}
 				break
 			}
-			if len(p.after[j]) > 0 {
+			if p.afterAt[j] > 0 {
 				next = followsInput // inserted outputs
 				break
 			}
@@ -1832,7 +1854,7 @@ func (p *plan) dropDanglingReasoning() {
 		if next == followsModel || next == followsNothing && p.quiet() {
 			continue
 		}
-		p.edits[i].drop, p.edits[i].stage = true, StageDropDanglingReasoning
+		p.edits[i].drop, p.edits[i].stage = true, stageCodeOf(StageDropDanglingReasoning)
 		detail := "reasoning item with no model item after it"
 		if next == followsInput {
 			detail = "reasoning item followed by an input item, not the model item it produced"
@@ -1849,7 +1871,7 @@ func (p *plan) gone(i int) bool {
 	if e.drop {
 		return true
 	}
-	if !e.dirty || m.whole() || m.otherContent || p.spec.block && p.turnSlotMsg(i) >= 0 && len(p.after[i]) > 0 {
+	if !e.dirty || m.whole() || m.otherContent || p.spec.block && p.turnSlotMsg(i) >= 0 && p.afterAt[i] > 0 {
 		return false
 	}
 	for _, removed := range p.removedOf(i) {
@@ -1901,7 +1923,7 @@ func (p *plan) planMerges() {
 				stage := StageMergeTurns
 				detail := fmt.Sprintf("merged into the %s message before it, which the provider takes only as one turn", prev.role)
 				if afterRemoval {
-					stage = p.edits[at].stage
+					stage = p.edits[at].stage.stage()
 					detail = fmt.Sprintf("merged into the %s message before it, next to it once message %d %s", cur.role, at, why)
 				} else {
 					p.report.Issues = append(p.report.Issues, Issue{Code: IssueAdjacentTurns, MessageIndex: i})
@@ -1919,8 +1941,8 @@ func (p *plan) planMerges() {
 			}
 			gap = false
 		}
-		if p.spec.block && p.turnSlotMsg(i) < 0 && len(p.after[i]) > 0 {
-			prev, have, gap, prevLost = outMsg{raw: p.after[i][0], role: []byte("user")}, true, false, -1
+		if p.spec.block && p.turnSlotMsg(i) < 0 && p.afterAt[i] > 0 {
+			prev, have, gap, prevLost = outMsg{raw: p.placedAfter(i)[0], role: []byte("user")}, true, false, -1
 		}
 	}
 }
@@ -2067,8 +2089,8 @@ func (p *plan) assemble() [][]byte {
 			}
 		}
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
-			out = append(out, p.after[i]...)
-			for range p.after[i] {
+			out = append(out, p.placedAfter(i)...)
+			for range p.placedAfter(i) {
 				from, origin = append(from, -1), append(origin, -1)
 			}
 		}
@@ -2096,7 +2118,7 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	}
 	var in [][]byte
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
-		in = p.after[i]
+		in = p.placedAfter(i)
 	}
 	kept := make([][]byte, 0, len(m.parts)+len(in))
 	lead := true

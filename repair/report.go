@@ -30,6 +30,28 @@ func Stages() []Stage {
 		StageDropDuplicateResults, StageDropOrphanResults, StageSynthesizeMissingResults, StageDropProviderCalls, StageRewriteCallIDs}
 }
 
+// stageCode is a Stage as one byte, its place in stageList plus one (0: none), as every
+// message's edit keeps one: a string took 16.
+type stageCode uint8
+
+var stageList = Stages()
+
+func stageCodeOf(st Stage) stageCode {
+	for i, s := range stageList {
+		if s == st {
+			return stageCode(i + 1)
+		}
+	}
+	panic("repair: unknown stage " + string(st))
+}
+
+func (c stageCode) stage() Stage {
+	if c == 0 {
+		return ""
+	}
+	return stageList[c-1]
+}
+
 // Meaning is what the stage does, in one line: check --help and the console show it.
 func (s Stage) Meaning() string {
 	switch s {
