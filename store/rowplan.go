@@ -110,6 +110,10 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 		head++
 	}
 	keep := increasing(origins[head:])
+	var next []int32
+	if kind == orderTime {
+		next = nextKept(origins, keep, head)
+	}
 	prev, havePrev := int64(0), head > 0
 	// placed: prev is a value tmend gave; a kept row may tie with a row it kept (the
 	// primary key orders those, as it did), not with one it placed.
@@ -154,7 +158,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 			slot = p.fresh
 			p.fresh++
 		case orderTime:
-			order = between(rows, origins, keep, head, k, prev, havePrev)
+			order = between(rows, origins, next[k-head], k, prev, havePrev)
 			prev, havePrev, placed = order, true, true
 		}
 		if o.Input < 0 {
@@ -171,17 +175,25 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	return p, nil
 }
 
-// between returns a time order value for message k after prev: spread evenly up to the
-// next row that keeps its place when there is room, else a microsecond after prev (the
-// rows after it then move as needed).
-func between(rows []model.Row, origins []repair.Origin, keep []bool, head, k int, prev int64, havePrev bool) int64 {
-	next := -1
-	for j := k + 1; j < len(origins); j++ {
-		if in := origins[j].Input; in >= 0 && keep[j-head] {
-			next = j
-			break
+// nextKept returns, for each message from head on, the first message after it whose
+// row keeps its place, or -1: found once from the end, not searched for each message
+// placed anew (a run of such messages took the square of its length).
+func nextKept(origins []repair.Origin, keep []bool, head int) []int32 {
+	next := make([]int32, len(origins)-head)
+	n := int32(-1)
+	for k := len(origins) - 1; k >= head; k-- {
+		next[k-head] = n
+		if origins[k].Input >= 0 && keep[k-head] {
+			n = int32(k)
 		}
 	}
+	return next
+}
+
+// between returns a time order value for message k after prev: spread evenly up to the
+// next message whose row keeps its place (next, -1 when none) when there is room, else
+// a microsecond after prev (the rows after it then move as needed).
+func between(rows []model.Row, origins []repair.Origin, next int32, k int, prev int64, havePrev bool) int64 {
 	if next < 0 {
 		if !havePrev {
 			return 0
@@ -190,9 +202,9 @@ func between(rows []model.Row, origins []repair.Origin, keep []bool, head, k int
 	}
 	upper := rows[origins[next].Input].Order
 	if !havePrev {
-		prev = upper - int64(next-k) - 1
+		prev = upper - int64(int(next)-k) - 1
 	}
-	gaps := int64(next - k + 1)
+	gaps := int64(int(next) - k + 1)
 	if upper-prev < gaps || upper-prev > math.MaxInt64/2 {
 		return prev + 1
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,4 +97,54 @@ func TestPlanRows(t *testing.T) {
 		_, err = planRows(rows, []repair.Origin{{Input: 0}}, orderTime)
 		require.Error(t, err)
 	})
+}
+
+// nextKept finds, for each message, the next one whose row keeps its place, as a search
+// from each message would.
+func TestNextKept(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n, head := r.IntN(40)+1, 0
+		origins, keep := make([]repair.Origin, n), make([]bool, n)
+		for k := range origins {
+			origins[k].Input = r.IntN(n+1) - 1
+			keep[k] = r.IntN(3) > 0
+		}
+		if r.IntN(2) == 0 {
+			head = r.IntN(n)
+		}
+		got := nextKept(origins, keep[:n-head], head)
+		for k := head; k < n; k++ {
+			want := int32(-1)
+			for j := k + 1; j < n; j++ {
+				if origins[j].Input >= 0 && keep[j-head] {
+					want = int32(j)
+					break
+				}
+			}
+			require.Equal(t, want, got[k-head], "message %d of %d from %d", k, n, head)
+		}
+	}
+}
+
+// A session in time order whose last third of messages comes out first (moved as a
+// block) plans in time linear in its rows: each of those messages is placed anew.
+func BenchmarkPlanRowsMovedRun(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			rows := make([]model.Row, n)
+			origins := make([]repair.Origin, n)
+			for i := range rows {
+				rows[i] = model.Row{Key: fmt.Sprint(i), Order: int64(i) * 1000}
+				origins[i] = repair.Origin{Input: (i + n - n/3) % n, Msg: []byte("m")}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := planRows(rows, origins, orderTime); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
