@@ -122,21 +122,25 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 		prev = rows[head-1].Order
 	}
 	tail := false // orderSequence: every message from here on takes a fresh value
-	template := func(k int) string {
-		for j := k - 1; j >= 0; j-- {
-			if in := origins[j].Input; in >= 0 {
-				return rows[in].Key
-			}
-		}
-		for j := k + 1; j < len(origins); j++ {
-			if in := origins[j].Input; in >= 0 {
-				return rows[in].Key
-			}
+	// A new row's template is the row of the closest message before it that has one (the
+	// first after it when none does), kept as the loop goes: searched for each new row,
+	// a run of them took the square of its length.
+	last := head - 1 // the head's messages are their own rows
+	first := slices.IndexFunc(origins, func(o repair.Origin) bool { return o.Input >= 0 })
+	template := func() string {
+		switch {
+		case last >= 0:
+			return rows[last].Key
+		case first >= 0:
+			return rows[origins[first].Input].Key
 		}
 		return rows[0].Key
 	}
 	for k := head; k < len(origins); k++ {
 		o := origins[k]
+		if o.Input >= 0 {
+			last = o.Input
+		}
 		var msg []byte
 		if o.Input < 0 || o.Changed {
 			msg = o.Msg
@@ -162,7 +166,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 			prev, havePrev, placed = order, true, true
 		}
 		if o.Input < 0 {
-			p.inserts = push(p.inserts, rowInsert{template: template(k), msg: msg, order: order, slot: slot})
+			p.inserts = push(p.inserts, rowInsert{template: template(), msg: msg, order: order, slot: slot})
 		} else {
 			p.updates = push(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg, order: order, reorder: true, slot: slot})
 		}

@@ -86,6 +86,16 @@ func TestPlanRows(t *testing.T) {
 		p := planCase(t, []int64{1, 2}, []int{0, 1, -1}, nil, orderSequence)
 		require.Equal(t, rowPlan{fresh: 1, inserts: []rowInsert{{template: "r1", msg: m("m2"), slot: 0}}}, p)
 	})
+	t.Run("NewRowsCopyTheClosestRowBeforeThem", func(t *testing.T) {
+		t.Parallel()
+		// The first after them when no message before has a row.
+		p := planCase(t, []int64{1, 2, 3}, []int{-1, -1, 0, 2, -1, -1, 1}, nil, orderSequence)
+		var templates []string
+		for _, in := range p.inserts {
+			templates = append(templates, in.template)
+		}
+		require.Equal(t, []string{"r0", "r0", "r2", "r2"}, templates)
+	})
 	t.Run("BadOriginsAreRefused", func(t *testing.T) {
 		t.Parallel()
 		rows := []model.Row{{Key: "a", Order: 1}}
