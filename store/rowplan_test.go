@@ -158,3 +158,24 @@ func BenchmarkPlanRowsMovedRun(b *testing.B) {
 		})
 	}
 }
+
+// A message with n calls and no results gets n new rows after it: planned in time linear
+// in n.
+func BenchmarkPlanRowsNewRun(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			rows := []model.Row{{Key: "r0", Order: 1}, {Key: "r1", Order: 2}}
+			origins := make([]repair.Origin, n+2)
+			for i := range origins {
+				origins[i] = repair.Origin{Input: -1, Msg: []byte("m")}
+			}
+			origins[0].Input, origins[n+1].Input = 0, 1
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := planRows(rows, origins, orderSequence); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
