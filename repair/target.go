@@ -1,7 +1,6 @@
 package repair
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"math/big"
@@ -198,7 +197,7 @@ func (p *plan) dropProviderRuns() {
 			id := p.ps.id(pt)
 			switch {
 			case pt.kind == partCall || isString(valueAt(pt.raw(), []keyCode{keyType}), "tool-call"):
-				if answered[id] || p.opts.Target == TargetGemini && bytes.Contains(pt.raw(), []byte(`"serverToolCallId"`)) {
+				if answered[id] || p.opts.Target == TargetGemini && geminiServerCall(pt.raw()) {
 					continue
 				}
 				if dropped == nil {
@@ -219,6 +218,48 @@ func (p *plan) dropProviderRuns() {
 		c := &p.calls[ci]
 		c.removed = c.removed || p.part(c.msg, c.part).is(partProviderRun) && p.removedOf(int(c.msg))[c.part]
 	}
+}
+
+// geminiServerCall reports a tool part of a call Gemini ran itself, which @ai-sdk/google
+// sends back as Gemini's toolCall: its provider options (a UIMessage's
+// callProviderMetadata, which convertToModelMessages turns into them) hold a
+// serverToolCallId and a serverToolType under the provider's namespace, the first
+// present of google, googleVertex and vertex. Keys are compared decoded: a name spelled
+// with escapes is the same key to JSON.parse.
+func geminiServerCall(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	for _, key := range []string{"providerOptions", "callProviderMetadata", "providerMetadata"} {
+		m, ok := findMember(raw, ms, key)
+		if !ok {
+			continue
+		}
+		opts := m.val(raw)
+		oms, err := membersOf(opts)
+		if err != nil {
+			continue
+		}
+		for _, ns := range []string{"google", "googleVertex", "vertex"} {
+			n, ok := findMember(opts, oms, ns)
+			if !ok || string(n.val(opts)) == "null" {
+				continue
+			}
+			g := n.val(opts)
+			gms, err := membersOf(g)
+			if err != nil {
+				break
+			}
+			id, okID := findMember(g, gms, "serverToolCallId")
+			typ, okType := findMember(g, gms, "serverToolType")
+			if okID && okType && string(id.val(g)) != "null" && string(typ.val(g)) != "null" {
+				return true
+			}
+			break
+		}
+	}
+	return false
 }
 
 // fillResultNames gives each kept result that names no tool its call's name: a Gemini
