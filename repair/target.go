@@ -214,10 +214,61 @@ func (p *plan) dropProviderRuns() {
 			}
 		}
 	}
+	if len(dropped) > 0 {
+		p.dropApprovalsOf(dropped)
+	}
 	for ci := range p.calls { // in-place dialects: the call parts removed here
 		c := &p.calls[ci]
 		c.removed = c.removed || p.part(c.msg, c.part).is(partProviderRun) && p.removedOf(int(c.msg))[c.part]
 	}
+}
+
+// dropApprovalsOf removes the AI SDK approval requests and responses that name a call
+// dropped here, which nothing could answer any more: generateText and streamText, resuming
+// from a last tool message of approval responses (collectToolApprovals), throw
+// ToolCallNotFoundForApprovalError for one whose request names no call, and a message
+// left holding only such parts reaches Gemini and Converse with no parts ("contents.parts
+// must not be empty"): convertToLanguageModelPrompt leaves requests out, and the target's
+// converter skips the providerExecuted responses it passes on.
+func (p *plan) dropApprovalsOf(dropped map[string]bool) {
+	gone := map[string]bool{} // approval ids of requests that name a dropped call
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			if pt := &p.msgs[i].parts[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
+				if approval, call := approvalIDs(pt.raw()); approval != "" && dropped[call] {
+					gone[approval] = true
+				}
+			}
+		}
+	}
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			pt := &p.msgs[i].parts[pi]
+			if pt.kind != partRef {
+				continue
+			}
+			if approval, _ := approvalIDs(pt.raw()); !gone[approval] {
+				continue
+			}
+			p.removePart(i, pi, StageDropProviderCalls)
+			p.act(StageDropProviderCalls, ActionDrop, i, pt, "approval part of a call removed with it")
+		}
+	}
+}
+
+// approvalIDs returns the approvalId and toolCallId of an AI SDK approval part.
+func approvalIDs(raw []byte) (approval, call string) {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return "", ""
+	}
+	if m, ok := findMember(raw, ms, "approvalId"); ok {
+		approval, _ = idString(m.val(raw))
+	}
+	if m, ok := findCode(ms, keyToolCallIDCamel); ok {
+		call, _ = idString(m.val(raw))
+	}
+	return approval, call
 }
 
 // geminiServerCall reports a tool part of a call Gemini ran itself, which @ai-sdk/google
