@@ -820,7 +820,8 @@ func (ps *parser) toolishBlock(o obj) string {
 }
 
 // detect names the dialect from shapes that only one dialect uses: first message-level
-// ones (roles, item types), else the first block-level one. It returns "" when there is
+// ones (roles, item types), else the first block-level one, else Converse's untyped text
+// blocks (bedrockText). It returns "" when there is
 // no such shape (so no tool calls or results either), and an error when message-level
 // shapes of several dialects are mixed. Blocks of a foreign dialect are caught while
 // parsing (see parser.foreign).
@@ -838,6 +839,11 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 		for i := range msgs {
 			if d := blocksSignal(&msgs[i], ps); d != "" {
 				return d, nil
+			}
+		}
+		for i := range msgs {
+			if bedrockText(&msgs[i]) {
+				return Bedrock, nil // a last resort: a shape that names no tool
 			}
 		}
 		return "", nil

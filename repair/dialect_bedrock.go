@@ -41,6 +41,27 @@ func bedrockOrder(msgs []message, _ *parser) (int, string) {
 	return 0, ""
 }
 
+// bedrockText reports a user or assistant message whose content array holds a text block
+// without a type ({"text":...}): Converse's, and no other dialect's (Anthropic's, OpenAI's
+// and the AI SDK's blocks are typed; Gemini's untyped ones are parts). It names the dialect
+// of a transcript with no tool shapes, so that Converse's order rules apply to it too.
+func bedrockText(m *message) bool {
+	if role := m.word(keyRole); string(role) != "user" && string(role) != "assistant" {
+		return false
+	}
+	blks, _ := m.blocks(keyContent)
+	for _, blk := range blks {
+		if blk.ms == nil {
+			continue
+		}
+		_, typed := findCode(blk.members(), keyType)
+		if _, text := findCode(blk.members(), keyText); text && !typed {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	pathToolUseToolUseID    = []keyCode{keyToolUse, keyToolUseIDCamel}
 	pathToolResultToolUseID = []keyCode{keyToolResult, keyToolUseIDCamel}

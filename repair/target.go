@@ -1,7 +1,6 @@
 package repair
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"math/big"
@@ -198,7 +197,7 @@ func (p *plan) dropProviderRuns() {
 			id := p.ps.id(pt)
 			switch {
 			case pt.kind == partCall || isString(valueAt(pt.raw(), []keyCode{keyType}), "tool-call"):
-				if answered[id] || p.opts.Target == TargetGemini && bytes.Contains(pt.raw(), []byte(`"serverToolCallId"`)) {
+				if answered[id] || p.opts.Target == TargetGemini && geminiServerCall(pt.raw()) {
 					continue
 				}
 				if dropped == nil {
@@ -215,10 +214,103 @@ func (p *plan) dropProviderRuns() {
 			}
 		}
 	}
+	if len(dropped) > 0 {
+		p.dropApprovalsOf(dropped)
+	}
 	for ci := range p.calls { // in-place dialects: the call parts removed here
 		c := &p.calls[ci]
 		c.removed = c.removed || p.part(c.msg, c.part).is(partProviderRun) && p.removedOf(int(c.msg))[c.part]
 	}
+}
+
+// dropApprovalsOf removes the AI SDK approval requests and responses that name a call
+// dropped here, which nothing could answer any more: generateText and streamText, resuming
+// from a last tool message of approval responses (collectToolApprovals), throw
+// ToolCallNotFoundForApprovalError for one whose request names no call, and a message
+// left holding only such parts reaches Gemini and Converse with no parts ("contents.parts
+// must not be empty"): convertToLanguageModelPrompt leaves requests out, and the target's
+// converter skips the providerExecuted responses it passes on.
+func (p *plan) dropApprovalsOf(dropped map[string]bool) {
+	gone := map[string]bool{} // approval ids of requests that name a dropped call
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			if pt := &p.msgs[i].parts[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
+				if approval, call := approvalIDs(pt.raw()); approval != "" && dropped[call] {
+					gone[approval] = true
+				}
+			}
+		}
+	}
+	for i := range p.msgs {
+		for pi := range p.msgs[i].parts {
+			pt := &p.msgs[i].parts[pi]
+			if pt.kind != partRef {
+				continue
+			}
+			if approval, _ := approvalIDs(pt.raw()); !gone[approval] {
+				continue
+			}
+			p.removePart(i, pi, StageDropProviderCalls)
+			p.act(StageDropProviderCalls, ActionDrop, i, pt, "approval part of a call removed with it")
+		}
+	}
+}
+
+// approvalIDs returns the approvalId and toolCallId of an AI SDK approval part.
+func approvalIDs(raw []byte) (approval, call string) {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return "", ""
+	}
+	if m, ok := findMember(raw, ms, "approvalId"); ok {
+		approval, _ = idString(m.val(raw))
+	}
+	if m, ok := findCode(ms, keyToolCallIDCamel); ok {
+		call, _ = idString(m.val(raw))
+	}
+	return approval, call
+}
+
+// geminiServerCall reports a tool part of a call Gemini ran itself, which @ai-sdk/google
+// sends back as Gemini's toolCall: its provider options (a UIMessage's
+// callProviderMetadata, which convertToModelMessages turns into them) hold a
+// serverToolCallId and a serverToolType under the provider's namespace, the first
+// present of google, googleVertex and vertex. Keys are compared decoded: a name spelled
+// with escapes is the same key to JSON.parse.
+func geminiServerCall(raw []byte) bool {
+	ms, err := membersOf(raw)
+	if err != nil {
+		return false
+	}
+	for _, key := range []string{"providerOptions", "callProviderMetadata", "providerMetadata"} {
+		m, ok := findMember(raw, ms, key)
+		if !ok {
+			continue
+		}
+		opts := m.val(raw)
+		oms, err := membersOf(opts)
+		if err != nil {
+			continue
+		}
+		for _, ns := range []string{"google", "googleVertex", "vertex"} {
+			n, ok := findMember(opts, oms, ns)
+			if !ok || string(n.val(opts)) == "null" {
+				continue
+			}
+			g := n.val(opts)
+			gms, err := membersOf(g)
+			if err != nil {
+				break
+			}
+			id, okID := findMember(g, gms, "serverToolCallId")
+			typ, okType := findMember(g, gms, "serverToolType")
+			if okID && okType && string(id.val(g)) != "null" && string(typ.val(g)) != "null" {
+				return true
+			}
+			break
+		}
+	}
+	return false
 }
 
 // fillResultNames gives each kept result that names no tool its call's name: a Gemini
