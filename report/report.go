@@ -106,7 +106,13 @@ func NewJSON(w io.Writer) Handler { return jsonHandler{json.NewEncoder(w)} }
 type jsonHandler struct{ enc *json.Encoder }
 
 func (h jsonHandler) Session(s *Session) error { s.Type = "session"; return h.enc.Encode(s) }
-func (h jsonHandler) Summary(s *Summary) error { s.Type = "summary"; return h.enc.Encode(s) }
+func (h jsonHandler) Summary(s *Summary) error {
+	s.Type = "summary"
+	if s.ByStatus == nil {
+		s.ByStatus = map[model.SessionStatus]int{} // zero sessions: {}, not null
+	}
+	return h.enc.Encode(s)
+}
 
 // Detail says how much the text handler shows of each session.
 type Detail int

@@ -152,8 +152,9 @@ func newCompactCmd(e *Env) *cobra.Command {
 			"What changes is what the platform shows and sends next time: cleared results read as\n" +
 			"\"[tmend cleared: ...]\" in the history. Keep the input (or run with --dry-run first).\n\n" +
 			compactInputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
-			"session was rejected by the checks, or the output or report could not be written, 2 usage\n" +
-			"(an empty input too), 3 with --dry-run when some session would be compacted.",
+			"session was rejected by the checks, or the output or report could not be written, 2 usage,\n" +
+			"3 with --dry-run when some session would be compacted. An empty input (or only white\n" +
+			"space) is zero sessions, written through as it is: exit 0.",
 		Example: `  tmend compact --dry-run sessions.jsonl
   tmend compact -o small.jsonl --report compact.jsonl sessions.jsonl
   tmend compact --profile conservative --idle-for 0 session.json > small.json
@@ -284,7 +285,7 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		return nil
 	}
 	var reportErr error
-	empty, err := eachRecord(ctx, in, bw, func(rec []byte, line int) []byte {
+	err = eachRecord(ctx, in, bw, func(rec []byte, line int) []byte {
 		s, out := o.compactRecord(rec, line)
 		if rerr := emit(s); rerr != nil && reportErr == nil {
 			reportErr = fmt.Errorf("write report: %w", rerr)
@@ -296,8 +297,6 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		return err
 	case reportErr != nil:
 		return reportErr
-	case empty:
-		return &exitError{code: ExitUsage, err: errors.New("input is empty")}
 	}
 	for _, r := range reports {
 		if err := r(nil, sum); err != nil {
@@ -479,8 +478,8 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 // replacement (by compact) to w, with every byte between records as it was: a byte order
 // mark, blank lines, line ends. JSON Lines are streamed; whether the input is JSON Lines
 // or one document (pretty-printed, say), read whole, is decided as fix decides it, so a
-// bad first line is one bad record. empty reports an input with no record.
-func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) (empty bool, err error) {
+// bad first line is one bad record.
+func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) error {
 	br := bufio.NewReaderSize(in, 1<<20)
 	write := func(b []byte) error {
 		if _, err := w.Write(b); err != nil {
@@ -491,44 +490,44 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
 		_, _ = br.Discard(3)
 		if err := write(b); err != nil {
-			return false, err
+			return err
 		}
 	}
 	lines, empty := files.LooksLikeJSONLines(br), true
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return empty, err
+			return err
 		}
 		line, rerr := br.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
-			return empty, fmt.Errorf("read input: %w", rerr)
+			return fmt.Errorf("read input: %w", rerr)
 		}
 		rec := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(bytes.TrimSpace(rec)) == 0:
 			if err := write(line); err != nil {
-				return empty, err
+				return err
 			}
 		case empty && files.IsSessionHeader(rec):
-			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
+			return errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
 				"(nothing was written); tmend fix repairs it")
 		case !lines:
 			rest, err := io.ReadAll(br)
 			if err != nil {
-				return empty, fmt.Errorf("read input: %w", err)
+				return fmt.Errorf("read input: %w", err)
 			}
-			return false, write(compact(append(line, rest...), 0))
+			return write(compact(append(line, rest...), 0))
 		default:
 			empty = false
 			if err := write(compact(rec, n)); err != nil {
-				return empty, err
+				return err
 			}
 			if err := write(line[len(rec):]); err != nil {
-				return empty, err
+				return err
 			}
 		}
 		if rerr == io.EOF {
-			return empty, nil
+			return nil
 		}
 	}
 }
