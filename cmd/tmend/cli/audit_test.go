@@ -78,6 +78,31 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	require.NotEmpty(t, d.Actions, "the repair's actions are beside the diff")
 }
 
+// TestSourceIsNamedByItsKey: logs, runs (report, the API's JSON) and errors name the
+// source as README does, schema.table(id_column,messages_column); the name its scan
+// position is kept under still finds it (the second scan starts where the first ended).
+func TestSourceIsNamedByItsKey(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	var runs []map[string]any
+	for range 2 {
+		r := runCLI(t, "", b.env, "scan", "--json")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stderr, `"source":"tmend.sessions(id,messages)"`)
+		var run map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &run), r.stdout)
+		require.Equal(t, "tmend.sessions(id,messages)", run["source"])
+		runs = append(runs, run)
+	}
+	require.Nil(t, runs[0]["scanned_from"])
+	require.NotNil(t, runs[1]["scanned_from"], "the second scan starts from the first's position")
+	r := runCLI(t, "", b.env, "report")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "tmend.sessions(id,messages)")
+	require.NotContains(t, r.stdout+r.stderr, "updated_at)")
+}
+
 // TestRollbackOfWhatDoesNotExistRecordsNothing: a version, session or run that does not
 // exist is refused, saying so, before a rollback run or report is written.
 func TestRollbackOfWhatDoesNotExistRecordsNothing(t *testing.T) {
