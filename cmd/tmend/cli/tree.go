@@ -104,7 +104,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	}()
 	var sum report.Summary
 	sum.Type = "summary"
-	sum.FilesSkipped = skipped
+	sum.FilesSkipped, sum.InPlace = skipped, fix
 	var broken, failed int
 	var failures []string
 	for _, f := range found {
