@@ -54,7 +54,7 @@ func (o *compactOptions) register(cmd *cobra.Command) {
 	fs.Int("batch-turns", 0, "the boundary of what may change moves in steps of this many user turns (default: the profile's, 8 for standard)")
 	fs.Int("min-tokens", 0, "leave sessions smaller than this many estimated tokens (bytes/4) alone (default: the profile's, 50000)")
 	fs.Int("clear-at-least", 0, "write nothing unless this many estimated tokens are saved (default: the profile's, 10000 for standard)")
-	fs.Duration("idle-for", 0, "leave sessions whose updated_at is more recent than this alone, so the rewrite lands after the provider's prompt cache expired (default 1h; 0 compacts active sessions too)")
+	durationFlag(fs, new(time.Duration), "idle-for", 0, "leave sessions whose updated_at is more recent than this alone, so the rewrite lands after the provider's prompt cache expired (default 1h; 0 compacts active sessions too)")
 	fs.Bool("protect-first-turn", true, "keep the first user turn (the task and its first reads) whole")
 	fs.StringArrayVar(&o.categories, "category", nil, "put tools in a category: CATEGORY=NAME[,NAME...] with read, query, write, exec or other; names are globs, any case (repeatable)")
 	fs.StringSliceVar(&o.protect, "protect-tools", compact.DefaultProtectTools, "tool-name globs never compacted")
