@@ -419,7 +419,7 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			}
 			p("%s: %s", report.Escape(name), s.Status)
 			if s.Reason != "" {
-				p(" (%s)", s.Reason)
+				p(" (%s)", withMeaning(s.Reason))
 			}
 			p(", %d → %d bytes, saved %d (~%d tokens)\n", s.BytesBefore, s.BytesAfter, s.SavedBytes, s.SavedTokens)
 			if verbose {
@@ -433,7 +433,7 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			if sum.DryRun {
 				verb = "would compact"
 			}
-			p("%d sessions: %s %d, skipped %d, rejected %d, failed %d\n", sum.Sessions, verb, sum.Compacted,
+			p("%s: %s %d, skipped %d, rejected %d, failed %d\n", plural(sum.Sessions, "session"), verb, sum.Compacted,
 				sum.Sessions-sum.Compacted-sum.Rejected-sum.Failed, sum.Rejected, sum.Failed)
 			pct := 0.0
 			if sum.BytesBefore > 0 {
@@ -467,11 +467,46 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			}
 			sort.Strings(reasons)
 			for _, r := range reasons {
-				p("  skipped %-24s %d\n", r, sum.Skipped[r])
+				p("  skipped %-24s %d", r, sum.Skipped[r])
+				if m := skipMeanings[r]; m != "" {
+					p("  (%s)", m)
+				}
+				p("\n")
 			}
 		}
 		return err
 	}
+}
+
+// skipMeanings say in words why compact left a session alone; the reasons themselves
+// are the JSON report's stable codes.
+var skipMeanings = map[string]string{
+	compact.SkipUnreadable:   "not a transcript compaction can read",
+	compact.SkipHasIssues:    "tool-call problems left after repair",
+	compact.SkipNoDialect:    "its dialect is one compaction does not handle",
+	compact.SkipNoToolCalls:  "no tool calls, so nothing to compact",
+	compact.SkipTooSmall:     "smaller than --min-tokens",
+	compact.SkipRecent:       "active more recently than --idle-for",
+	compact.SkipNothing:      "nothing old enough to clear",
+	compact.SkipClearAtLeast: "would save less than --clear-at-least",
+	"too_large":              "larger than --max-bytes",
+	"not_repairable":         "tmend could not repair it (see repair_status)",
+}
+
+// withMeaning is a skip reason with its meaning beside it, or a rejection's reason as it is.
+func withMeaning(reason string) string {
+	if m := skipMeanings[reason]; m != "" {
+		return reason + ": " + m
+	}
+	return reason
+}
+
+// plural is "1 session", "2 sessions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // eachRecord reads a document or JSON Lines from in and writes each record's
