@@ -28,6 +28,7 @@ const (
 	SkipUnreadable   = "unreadable"
 	SkipHasIssues    = "has_issues"
 	SkipNoDialect    = "dialect_not_supported"
+	SkipNoToolCalls  = "no_tool_calls" // no dialect to detect: nothing compaction clears
 	SkipTooSmall     = "below_min_tokens"
 	SkipRecent       = "recently_active"
 	SkipNothing      = "nothing_to_clear"
@@ -121,7 +122,10 @@ func Compact(msgs []byte, opts Options) Result {
 	if len(v.Issues) > 0 {
 		return skip(SkipHasIssues)
 	}
-	if !supported(v.Dialect) {
+	switch {
+	case v.Dialect == "":
+		return skip(SkipNoToolCalls)
+	case !supported(v.Dialect):
 		return skip(SkipNoDialect)
 	}
 	ol, err := repair.Inspect(msgs, repair.Options{Dialect: v.Dialect})

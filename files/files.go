@@ -41,9 +41,6 @@ type Result struct {
 	Broken, Failed int
 }
 
-// ErrEmptyInput is Run's error for an input with nothing in it.
-var ErrEmptyInput = errors.New("input is empty")
-
 // Run checks or repairs the transcripts read from in: one document (a JSON array of
 // messages, or an object holding them), or JSON Lines, one session per line, streamed
 // and repaired in parallel, never loaded whole. A UTF-8 byte order mark is skipped (and
@@ -144,11 +141,10 @@ func dispatch(ctx context.Context, cfg streamConfig, m *mapping, opts repair.Opt
 			}
 		}
 	}
-	_, err := peekNonSpace(br)
-	if err == io.EOF {
-		return ErrEmptyInput
-	}
-	if err != nil {
+	switch _, err := peekNonSpace(br); {
+	case err == io.EOF, errors.Is(err, errSpaceFull):
+		return passSpace(br, out)
+	case err != nil:
 		return fmt.Errorf("read input: %w", err)
 	}
 	if looksLikeSessionFile(br) {
@@ -256,6 +252,36 @@ func sniffJSONLines(b []byte, eof, full bool) (jsonLines, decided bool) {
 	return false, eof || full
 }
 
+// errSpaceFull is peekNonSpace's error for a read buffer full of white space.
+var errSpaceFull = errors.New("input starts with a buffer full of white space")
+
+// passSpace reads an input that is white space, or starts with more of it than the read
+// buffer holds, writing it to out when there is one: an input of nothing else is zero
+// sessions, as an empty one is; anything after it is an error.
+func passSpace(br *bufio.Reader, out io.Writer) error {
+	for {
+		b, err := br.Peek(br.Buffered())
+		if err == nil && len(b) == 0 {
+			b, err = br.Peek(1)
+		}
+		if len(bytes.TrimLeft(b, " \t\r\n")) > 0 {
+			return fmt.Errorf("input starts with over %d bytes of white space before its first value", br.Size())
+		}
+		if out != nil {
+			if _, werr := out.Write(b); werr != nil {
+				return fmt.Errorf("write output: %w", werr)
+			}
+		}
+		_, _ = br.Discard(len(b))
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read input: %w", err)
+		}
+	}
+}
+
 func peekNonSpace(br *bufio.Reader) (byte, error) {
 	for n := 1; ; n++ {
 		b, err := br.Peek(n)
@@ -266,7 +292,7 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 			return c, nil
 		}
 		if n >= br.Size() {
-			return 0, errors.New("input starts with a buffer full of whitespace")
+			return 0, errSpaceFull
 		}
 	}
 }

@@ -117,8 +117,21 @@ func TestFilesSingleDocuments(t *testing.T) {
 	})
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
-		_, err := files.Run(t.Context(), strings.NewReader(" \n"), io.Discard, files.Options{Fix: true})
-		require.ErrorIs(t, err, files.ErrEmptyInput)
+		// Nothing, white space or a byte order mark alone (more white space than the read
+		// buffer too): zero sessions, and fix writes the input through.
+		for _, in := range []string{"", " \n", "\ufeff", "\ufeff\r\n\n", strings.Repeat(" \n", 300<<10)} {
+			for _, fix := range []bool{false, true} {
+				r := runFiles(t, strings.NewReader(in), files.Options{Fix: fix})
+				require.Zero(t, r.res.Summary.Sessions, "%q", in[:min(len(in), 8)])
+				require.Len(t, r.report, 1, "the summary alone")
+				if fix {
+					require.Equal(t, in, r.out)
+				}
+			}
+		}
+		// A value after more white space than the buffer holds stays an error.
+		_, err := files.Run(t.Context(), strings.NewReader(strings.Repeat(" ", 300<<10)+"[]"), io.Discard, files.Options{Fix: true})
+		require.ErrorContains(t, err, "white space")
 	})
 }
 

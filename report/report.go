@@ -70,6 +70,9 @@ type Summary struct {
 	FilesRewritten int   `json:"files_rewritten,omitempty"`
 	FilesSkipped   int   `json:"files_skipped,omitempty"`
 	Bytes          int64 `json:"bytes,omitempty"`
+	// InPlace is fix --in-place, which may rewrite files: only then does the text
+	// report count those rewritten (check never rewrites any).
+	InPlace bool `json:"-"`
 }
 
 // Add counts s into the summary.
@@ -106,7 +109,13 @@ func NewJSON(w io.Writer) Handler { return jsonHandler{json.NewEncoder(w)} }
 type jsonHandler struct{ enc *json.Encoder }
 
 func (h jsonHandler) Session(s *Session) error { s.Type = "session"; return h.enc.Encode(s) }
-func (h jsonHandler) Summary(s *Summary) error { s.Type = "summary"; return h.enc.Encode(s) }
+func (h jsonHandler) Summary(s *Summary) error {
+	s.Type = "summary"
+	if s.ByStatus == nil {
+		s.ByStatus = map[model.SessionStatus]int{} // zero sessions: {}, not null
+	}
+	return h.enc.Encode(s)
+}
 
 // Detail says how much the text handler shows of each session.
 type Detail int
@@ -181,7 +190,9 @@ func (h *textHandler) Summary(s *Summary) error {
 	p := &errWriter{w: tw}
 	if s.Files > 0 {
 		p.printf("files\t%d (%d bytes)\n", s.Files, s.Bytes)
-		p.printf("  rewritten\t%d\n", s.FilesRewritten)
+		if s.InPlace {
+			p.printf("  rewritten\t%d\n", s.FilesRewritten)
+		}
 		if s.FilesSkipped > 0 {
 			p.printf("  skipped\t%d\n", s.FilesSkipped)
 		}

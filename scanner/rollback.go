@@ -2,6 +2,9 @@ package scanner
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tmend/tmend/store/model"
 )
@@ -10,14 +13,17 @@ import (
 // Either is recorded as a rollback run of its own, with restored, refused and failed
 // counts, which the rollback's reports and versions name. A session that cannot be
 // restored is counted and the rollback goes on. The error is for the rollback as a
-// whole: the run or session does not exist, or the database failed before any session
-// was tried.
+// whole: the run, the session or the version asked for does not exist (nothing is
+// recorded then), or the database failed before any session was tried.
 func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.RollbackOutcome, error) {
 	out := model.RollbackOutcome{DryRun: o.DryRun}
 	var reqs []model.RollbackRequest
 	if o.RunID == 0 {
 		// A session that does not exist is the caller's mistake, not a failed rollback.
 		if err := s.exists(ctx, o.SessionID); err != nil {
+			return out, err
+		}
+		if err := s.hasVersion(ctx, o.SessionID, o.To); err != nil {
 			return out, err
 		}
 		reqs = append(reqs, model.RollbackRequest{SessionID: o.SessionID, To: o.To})
@@ -68,4 +74,37 @@ func (s *Scanner) Rollback(ctx context.Context, o model.RollbackOptions) (model.
 		return out, err
 	}
 	return out, nil
+}
+
+// hasVersion refuses a --to-version the session has no saved version of (pruned, or
+// never written) before a rollback run is recorded: there is nothing to roll back to.
+// Rollback checks again under the session's lock.
+func (s *Scanner) hasVersion(ctx context.Context, id string, to int) error {
+	if to == 0 {
+		return nil
+	}
+	var vs []model.VersionRow
+	err := s.retry(ctx, "read versions", func() error {
+		var err error
+		vs, err = s.store.Versions(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	saved := make([]string, len(vs))
+	for i, v := range vs {
+		if v.Version == to {
+			return nil
+		}
+		saved[i] = strconv.Itoa(v.Version)
+	}
+	have := "it has no saved version"
+	switch {
+	case len(saved) > 10:
+		have = fmt.Sprintf("it has %d saved versions, %s to %s", len(saved), saved[0], saved[len(saved)-1])
+	case len(saved) > 0:
+		have = "its saved versions are " + strings.Join(saved, ", ")
+	}
+	return fmt.Errorf("version %d of session %q %w (pruned, or never written): nothing to roll back to; %s", to, id, model.ErrNotFound, have)
 }

@@ -45,9 +45,11 @@ type Store interface {
 	RunReports(ctx context.Context, runID int64, ids []string) (map[string]model.ReportRow, error)
 
 	// Rollback restores one session; RunSessions lists the reports of the sessions a run
-	// repaired; a rollback is recorded as a run of its own (StartRun).
+	// repaired, Versions a session's saved versions; a rollback is recorded as a run of its
+	// own (StartRun).
 	Rollback(ctx context.Context, req model.RollbackRequest) (model.RollbackResult, error)
 	RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error)
+	Versions(ctx context.Context, sessionID string) ([]model.VersionRow, error)
 	Run(ctx context.Context, id int64) (model.RunRow, error)
 }
 

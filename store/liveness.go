@@ -277,7 +277,7 @@ func endOwnedRuns(ctx context.Context, tx pgx.Tx, dead []deadRun) ([]int64, erro
 			return nil, err
 		}
 		f := model.Finish{RunID: id, Status: model.RunAbandoned, Counts: total.Counts, Error: endOwnerDied,
-			Source: spec.Source, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
+			Source: spec.ScanSource, Summary: total.Summary(), ScannedThrough: spec.StartedAt}
 		if r.legacy {
 			f.Error = endLegacySilent
 		}

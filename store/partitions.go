@@ -39,7 +39,7 @@ func (s *Store) EstimateChanged(ctx context.Context, since time.Time) (int64, er
 	}
 	n, err := s.layout.estimateChanged(ctx, since)
 	if err != nil {
-		return 0, classify(fmt.Errorf("estimate the sessions of %s changed since %s: %w", s.src.Name(), since.Format(time.RFC3339), err))
+		return 0, classify(fmt.Errorf("estimate the sessions of %s changed since %s: %w", s.key, since.Format(time.RFC3339), err))
 	}
 	return int64(n), nil
 }
@@ -76,7 +76,7 @@ func (s *Store) estimate(ctx context.Context, q querier) (float64, error) {
 	err := q.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = $1::regclass`,
 		s.src.identifier().Sanitize()).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("estimate the size of %s: %w", s.src.Name(), err)
+		return 0, fmt.Errorf("estimate the size of %s: %w", s.key, err)
 	}
 	return n, nil
 }
@@ -284,7 +284,7 @@ func (s *Store) splitPoints(ctx context.Context, q querier, n int) ([]string, er
 	for {
 		bounds, err := s.layout.split(ctx, q, fractions, percent)
 		if err != nil {
-			return nil, fmt.Errorf("split the ids of %s: %w", s.src.Name(), err)
+			return nil, fmt.Errorf("split the ids of %s: %w", s.key, err)
 		}
 		// A sample that found nothing (stale statistics, an unlucky draw) is taken again
 		// from the whole table; an empty table is one range.
@@ -722,7 +722,7 @@ func endRun(ctx context.Context, tx pgx.Tx, spec model.RunSpec, parts []partitio
 		from = *spec.ScannedFrom
 	}
 	f := model.Finish{RunID: runID, Status: status, Counts: total.Counts, ScannedFrom: from, ScannedThrough: through,
-		Error: msg, Source: spec.Source, Summary: total.Summary(),
+		Error: msg, Source: spec.ScanSource, Summary: total.Summary(),
 		AdvanceScanState: status == model.RunCompleted && !spec.DryRun && spec.Options.Limit == 0}
 	return true, finishRun(ctx, tx, f)
 }

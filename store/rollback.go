@@ -180,8 +180,8 @@ func nilIfZero(id int64) *int64 {
 // A run of another source is refused (ErrSource): its versions belong to that source,
 // and restoring them needs the run's own table mapping.
 func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow, error) {
-	var key, name string
-	err := s.pool.QueryRow(ctx, `SELECT source_key, source FROM repair_runs WHERE id = $1`, runID).Scan(&key, &name)
+	var key string
+	err := s.pool.QueryRow(ctx, `SELECT source_key FROM repair_runs WHERE id = $1`, runID).Scan(&key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("run %d: %w", runID, model.ErrNotFound)
 	}
@@ -189,8 +189,8 @@ func (s *Store) RunSessions(ctx context.Context, runID int64) ([]model.ReportRow
 		return nil, classify(fmt.Errorf("read run %d: %w", runID, err))
 	}
 	if key != s.key {
-		return nil, fmt.Errorf("%w: run %d repaired sessions of %s (configured then as %s), not of %s: "+
-			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, name, s.key)
+		return nil, fmt.Errorf("%w: run %d repaired sessions of %s, not of %s: "+
+			"give the run's table and columns (--table, --id-column, --messages-column)", ErrSource, runID, key, s.key)
 	}
 	rows, err := s.pool.Query(ctx, reportSelect+` WHERE run_id = $1 AND source_key = $2 AND status IN ($3, $4) ORDER BY id`, runID, s.key, model.StatusRepaired, model.StatusCompacted)
 	if err != nil {

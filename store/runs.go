@@ -323,7 +323,7 @@ func (s *Store) Run(ctx context.Context, id int64) (model.RunRow, error) {
 	return r, classify(err)
 }
 
-const runSelect = `SELECT id, trigger, mode, dry_run, source, options, status, started_at, finished_at,
+const runSelect = `SELECT id, trigger, mode, dry_run, source_key, source, options, status, started_at, finished_at,
   scanned_from, scanned_through, num_scanned, num_clean, num_repaired, num_pending, num_conflict, num_skipped,
   num_failed, coalesce(error, ''), summary, num_restored, num_refused, partitions,
   coalesce(actor, ''), coalesce(tmend_version, ''), coalesce(host, '')
@@ -331,7 +331,7 @@ FROM repair_runs`
 
 func scanRun(row pgx.CollectableRow) (model.RunRow, error) {
 	var r model.RunRow
-	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.Options, &r.Status,
+	err := row.Scan(&r.ID, &r.Trigger, &r.Mode, &r.DryRun, &r.Source, &r.ScanSource, &r.Options, &r.Status,
 		&r.StartedAt, &r.FinishedAt, &r.ScannedFrom, &r.ScannedThrough, &r.Counts.Scanned, &r.Counts.Clean,
 		&r.Counts.Repaired, &r.Counts.Pending, &r.Counts.Conflict, &r.Counts.Skipped, &r.Counts.Failed, &r.Error, &r.Summary,
 		&r.Counts.Restored, &r.Counts.Refused, &r.Partitions, &r.Actor, &r.TmendVersion, &r.Host)

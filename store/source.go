@@ -123,7 +123,9 @@ const (
 	LayoutLangGraph Layout = "langgraph"
 )
 
-// Name identifies the source in runs and scan state.
+// Name is what the source's incremental position (scan_state) and its runs' source
+// column are kept under, never shown: users see the source's key (Store.Key), which
+// names the table as it resolved, schema included.
 func (s Source) Name() string {
 	if s.Layout == LayoutLangGraph {
 		return fmt.Sprintf("%s(langgraph)", s.Table)

@@ -282,14 +282,18 @@ type Summary struct {
 
 // RunRow is a recorded run.
 type RunRow struct {
-	ID             int64          `json:"id"`
-	Trigger        Trigger        `json:"trigger"`
-	Actor          string         `json:"actor,omitempty"`
-	TmendVersion   string         `json:"tmend_version,omitempty"`
-	Host           string         `json:"host,omitempty"`
-	Mode           Mode           `json:"mode"`
-	DryRun         bool           `json:"dry_run"`
+	ID           int64   `json:"id"`
+	Trigger      Trigger `json:"trigger"`
+	Actor        string  `json:"actor,omitempty"`
+	TmendVersion string  `json:"tmend_version,omitempty"`
+	Host         string  `json:"host,omitempty"`
+	Mode         Mode    `json:"mode"`
+	DryRun       bool    `json:"dry_run"`
+	// Source is the sessions' table as users see it, the source's key
+	// (schema.table(id_column,messages_column)); ScanSource is the name the source's
+	// incremental position and running runs are kept under (store.Source.Name).
 	Source         string         `json:"source"`
+	ScanSource     string         `json:"-"`
 	Options        map[string]any `json:"options"`
 	Status         RunStatus      `json:"status"`
 	StartedAt      time.Time      `json:"started_at"`

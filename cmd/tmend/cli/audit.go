@@ -259,7 +259,8 @@ turns kept, while those first messages are still exactly what tmend wrote.
 A rolled-back session is left alone by scheduled and full runs until its content changes
 again; 'tmend repair --session ID' repairs it on demand.
 
-Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused, 2 usage,
+Exit codes: 0 all restored (or, with --dry-run, all would be), 1 some refused, or the
+session, run or --to-version does not exist (refused before anything is recorded), 2 usage,
 4 some failed (an error while restoring them). --json prints one object: the counts and a line per session, each
 with its status (restored, would_restore, refused, failed) and reason or error; errors
 go to stderr.

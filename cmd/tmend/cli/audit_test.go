@@ -78,6 +78,65 @@ func TestRollbackAndRollbackOfRollback(t *testing.T) {
 	require.NotEmpty(t, d.Actions, "the repair's actions are beside the diff")
 }
 
+// TestSourceIsNamedByItsKey: logs, runs (report, the API's JSON) and errors name the
+// source as README does, schema.table(id_column,messages_column); the name its scan
+// position is kept under still finds it (the second scan starts where the first ended).
+func TestSourceIsNamedByItsKey(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	var runs []map[string]any
+	for range 2 {
+		r := runCLI(t, "", b.env, "scan", "--json")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stderr, `"source":"tmend.sessions(id,messages)"`)
+		var run map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &run), r.stdout)
+		require.Equal(t, "tmend.sessions(id,messages)", run["source"])
+		runs = append(runs, run)
+	}
+	require.Nil(t, runs[0]["scanned_from"])
+	require.NotNil(t, runs[1]["scanned_from"], "the second scan starts from the first's position")
+	r := runCLI(t, "", b.env, "report")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "tmend.sessions(id,messages)")
+	require.NotContains(t, r.stdout+r.stderr, "updated_at)")
+}
+
+// TestRollbackOfWhatDoesNotExistRecordsNothing: a version, session or run that does not
+// exist is refused, saying so, before a rollback run or report is written.
+func TestRollbackOfWhatDoesNotExistRecordsNothing(t *testing.T) {
+	t.Parallel()
+	b := setupDB(t, 0, "0")
+	insertSession(t, b, "a", brokenSession)
+	r := runCLI(t, "", b.env, "repair", "--session", "a")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	recorded := func() (n int) {
+		err := b.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM repair_runs) + (SELECT count(*) FROM repair_reports)`).Scan(&n)
+		require.NoError(t, err)
+		return n
+	}
+	before := recorded()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--session", "a", "--to-version", "99"}, `version 99 of session "a" not found (pruned, or never written): nothing to roll back to; its saved versions are 1, 2`},
+		{[]string{"--session", "a", "--to-version", "99", "--dry-run"}, `version 99 of session "a" not found`},
+		{[]string{"--session", "nope"}, `session "nope" not found`},
+		{[]string{"--run", "999"}, "run 999: not found"},
+	} {
+		r := runCLI(t, "", b.env, append([]string{"rollback"}, c.args...)...)
+		require.Equal(t, ExitRuntime, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+		require.Empty(t, r.stdout)
+		require.Equal(t, before, recorded(), "%v recorded nothing", c.args)
+	}
+	r = runCLI(t, "", b.env, "rollback", "--session", "a", "--to-version", "1")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "restored version 1 as version 3")
+}
+
 func TestRollbackRefusesChangedSessionsUnlessForced(t *testing.T) {
 	t.Parallel()
 	b := setupDB(t, 0, "0")

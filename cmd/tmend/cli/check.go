@@ -145,7 +145,8 @@ func newCheckCmd(e *Env) *cobra.Command {
 		Short: "Validate transcripts without changing them (exit 3 when problems are found)",
 		Long: "Report every structural fault of tool calls and results, with stable issue codes.\n\n" +
 			inputHelp + "\n\nExit codes: 0 no problems, 1 some input could not be read or parsed, or the report\n" +
-			"could not be written, 2 usage (an empty input too), 3 problems found.\n\n" +
+			"could not be written, 2 usage, 3 problems found. An empty input (or only white space) is\n" +
+			"zero sessions: exit 0.\n\n" +
 			"Issue codes:\n" + issueCodeHelp() + "\nStages of fix, in order:\n" + stageHelp(),
 		Example: `  tmend check session.json
   tmend check ~/.pi/agent/sessions
@@ -166,7 +167,8 @@ func newFixCmd(e *Env) *cobra.Command {
 			"byte for byte where nothing changed. The report goes to stderr: a short summary, or JSON\n" +
 			"Lines with --json; --report FILE writes the JSON report to a file as well.\n\n" +
 			inputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (it is passed through unchanged)\n" +
-			"or the output or report could not be written, 2 usage (an empty input too).",
+			"or the output or report could not be written, 2 usage. An empty input (or only white space)\n" +
+			"is zero sessions, written through as it is: exit 0.",
 		Example: `  tmend fix broken.json > fixed.json
   tmend fix -o fixed.jsonl --report report.jsonl sessions.jsonl
   cat session.json | tmend fix --target anthropic --force - | jq .
@@ -266,10 +268,7 @@ func runFiles(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	}
 
 	res, err := files.Run(ctx, in, out, o.files, handlers...)
-	switch {
-	case errors.Is(err, files.ErrEmptyInput):
-		return &exitError{code: ExitUsage, err: err}
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	if err := commitOutputs(outFile, reportFile, reportBuf); err != nil {

@@ -208,9 +208,32 @@ func TestUsageErrorsAsJSON(t *testing.T) {
 	require.Equal(t, ExitUsage, e.Code)
 	require.Contains(t, e.Error, `unknown dialect "klingon"`)
 
-	r = runCLI(t, "", nil, "fix")
-	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "input is empty")
+}
+
+// TestEmptyInputIsZeroSessions: a query that returned no rows is zero sessions, not a
+// usage error; only white space or a byte order mark counts as nothing, and fix writes it
+// through. What is not JSON stays unparseable.
+func TestEmptyInputIsZeroSessions(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"", "\n \r\n", "\ufeff", "\ufeff\n"} {
+		r := runCLI(t, in, nil, "check", "-")
+		require.Equal(t, ExitOK, r.code, "%q: %s", in, r.stderr)
+		require.Equal(t, "sessions  0\n", r.stdout)
+		r = runCLI(t, in, nil, "check", "--json", "-")
+		require.Equal(t, ExitOK, r.code, "%q: %s", in, r.stderr)
+		require.JSONEq(t, `{"type":"summary","sessions":0,"by_status":{}}`, r.stdout)
+		r = runCLI(t, in, nil, "fix", "-")
+		require.Equal(t, ExitOK, r.code, "%q: %s", in, r.stderr)
+		require.Equal(t, in, r.stdout)
+		r = runCLI(t, in, nil, "compact", "-")
+		require.Equal(t, ExitOK, r.code, "%q: %s", in, r.stderr)
+		require.Equal(t, in, r.stdout)
+	}
+	for _, in := range []string{"x", "\ufeff\x00", "{"} {
+		r := runCLI(t, in, nil, "check", "-")
+		require.Equal(t, ExitRuntime, r.code, "%q: %s", in, r.stdout)
+		require.Contains(t, r.stdout, "unparseable")
+	}
 }
 
 // TestTextReportsEscapeTranscriptStrings: ids and tool names from the input cannot forge

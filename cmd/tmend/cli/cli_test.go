@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
@@ -349,4 +350,33 @@ func TestServeHelpListsEveryRoute(t *testing.T) {
 		"POST /v1/runs/{id}/rollback ", "GET /readyz ", "GET /healthz ", "GET /console/api/runs/{id} ", "GET / "} {
 		require.Contains(t, r.stdout, "  "+route, "serve --help does not list %s", route)
 	}
+}
+
+// TestDurationFlagsSayTheyNeedAUnit: every duration flag, and its TMEND_ variable, given a
+// number alone names the flag and asks for a unit instead of printing Go's parse error.
+func TestDurationFlagsSayTheyNeedAUnit(t *testing.T) {
+	t.Parallel()
+	var e Env
+	n := 0
+	for _, c := range allCommands(NewRootCommand(&e)) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			n++
+			args := append(strings.Fields(c.CommandPath())[1:], "--"+f.Name, "30")
+			r := runCLI(t, "", nil, args...)
+			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, `"--`+f.Name+`"`, args)
+			require.Contains(t, r.stderr, `"30" needs a unit, e.g. 30s or 30m`, args)
+			require.NotContains(t, r.stderr, "time:", args)
+		})
+	}
+	require.GreaterOrEqual(t, n, 8, "the duration flags were found")
+	r := runCLI(t, "", map[string]string{"TMEND_QUIET_PERIOD": "30", "TMEND_DATABASE_URL": "postgres://u@127.0.0.1:1/db"}, "scan")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `--quiet-period: "30" needs a unit, e.g. 30s or 30m`)
+	r = runCLI(t, "", nil, "scan", "--overlap", "soon")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"soon" is not a duration: give a number and a unit, e.g. 30s, 5m or 1h30m`)
 }

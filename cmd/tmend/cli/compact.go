@@ -54,7 +54,7 @@ func (o *compactOptions) register(cmd *cobra.Command) {
 	fs.Int("batch-turns", 0, "the boundary of what may change moves in steps of this many user turns (default: the profile's, 8 for standard)")
 	fs.Int("min-tokens", 0, "leave sessions smaller than this many estimated tokens (bytes/4) alone (default: the profile's, 50000)")
 	fs.Int("clear-at-least", 0, "write nothing unless this many estimated tokens are saved (default: the profile's, 10000 for standard)")
-	fs.Duration("idle-for", 0, "leave sessions whose updated_at is more recent than this alone, so the rewrite lands after the provider's prompt cache expired (default 1h; 0 compacts active sessions too)")
+	durationFlag(fs, new(time.Duration), "idle-for", 0, "leave sessions whose updated_at is more recent than this alone, so the rewrite lands after the provider's prompt cache expired (default 1h; 0 compacts active sessions too)")
 	fs.Bool("protect-first-turn", true, "keep the first user turn (the task and its first reads) whole")
 	fs.StringArrayVar(&o.categories, "category", nil, "put tools in a category: CATEGORY=NAME[,NAME...] with read, query, write, exec or other; names are globs, any case (repeatable)")
 	fs.StringSliceVar(&o.protect, "protect-tools", compact.DefaultProtectTools, "tool-name globs never compacted")
@@ -152,8 +152,9 @@ func newCompactCmd(e *Env) *cobra.Command {
 			"What changes is what the platform shows and sends next time: cleared results read as\n" +
 			"\"[tmend cleared: ...]\" in the history. Keep the input (or run with --dry-run first).\n\n" +
 			compactInputHelp + "\n\nExit codes: 0 ok, 1 some input could not be read or parsed (passed through unchanged), a\n" +
-			"session was rejected by the checks, or the output or report could not be written, 2 usage\n" +
-			"(an empty input too), 3 with --dry-run when some session would be compacted.",
+			"session was rejected by the checks, or the output or report could not be written, 2 usage,\n" +
+			"3 with --dry-run when some session would be compacted. An empty input (or only white\n" +
+			"space) is zero sessions, written through as it is: exit 0.",
 		Example: `  tmend compact --dry-run sessions.jsonl
   tmend compact -o small.jsonl --report compact.jsonl sessions.jsonl
   tmend compact --profile conservative --idle-for 0 session.json > small.json
@@ -284,7 +285,7 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		return nil
 	}
 	var reportErr error
-	empty, err := eachRecord(ctx, in, bw, func(rec []byte, line int) []byte {
+	err = eachRecord(ctx, in, bw, func(rec []byte, line int) []byte {
 		s, out := o.compactRecord(rec, line)
 		if rerr := emit(s); rerr != nil && reportErr == nil {
 			reportErr = fmt.Errorf("write report: %w", rerr)
@@ -296,8 +297,6 @@ func runCompact(ctx context.Context, e *Env, o *compactOptions) (err error) {
 		return err
 	case reportErr != nil:
 		return reportErr
-	case empty:
-		return &exitError{code: ExitUsage, err: errors.New("input is empty")}
 	}
 	for _, r := range reports {
 		if err := r(nil, sum); err != nil {
@@ -420,7 +419,7 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			}
 			p("%s: %s", report.Escape(name), s.Status)
 			if s.Reason != "" {
-				p(" (%s)", s.Reason)
+				p(" (%s)", withMeaning(s.Reason))
 			}
 			p(", %d → %d bytes, saved %d (~%d tokens)\n", s.BytesBefore, s.BytesAfter, s.SavedBytes, s.SavedTokens)
 			if verbose {
@@ -434,7 +433,7 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			if sum.DryRun {
 				verb = "would compact"
 			}
-			p("%d sessions: %s %d, skipped %d, rejected %d, failed %d\n", sum.Sessions, verb, sum.Compacted,
+			p("%s: %s %d, skipped %d, rejected %d, failed %d\n", plural(sum.Sessions, "session"), verb, sum.Compacted,
 				sum.Sessions-sum.Compacted-sum.Rejected-sum.Failed, sum.Rejected, sum.Failed)
 			pct := 0.0
 			if sum.BytesBefore > 0 {
@@ -468,19 +467,54 @@ func textReport(w io.Writer, verbose bool) func(*compactSession, *compactSummary
 			}
 			sort.Strings(reasons)
 			for _, r := range reasons {
-				p("  skipped %-24s %d\n", r, sum.Skipped[r])
+				p("  skipped %-24s %d", r, sum.Skipped[r])
+				if m := skipMeanings[r]; m != "" {
+					p("  (%s)", m)
+				}
+				p("\n")
 			}
 		}
 		return err
 	}
 }
 
+// skipMeanings say in words why compact left a session alone; the reasons themselves
+// are the JSON report's stable codes.
+var skipMeanings = map[string]string{
+	compact.SkipUnreadable:   "not a transcript compaction can read",
+	compact.SkipHasIssues:    "tool-call problems left after repair",
+	compact.SkipNoDialect:    "its dialect is one compaction does not handle",
+	compact.SkipNoToolCalls:  "no tool calls, so nothing to compact",
+	compact.SkipTooSmall:     "smaller than --min-tokens",
+	compact.SkipRecent:       "active more recently than --idle-for",
+	compact.SkipNothing:      "nothing old enough to clear",
+	compact.SkipClearAtLeast: "would save less than --clear-at-least",
+	"too_large":              "larger than --max-bytes",
+	"not_repairable":         "tmend could not repair it (see repair_status)",
+}
+
+// withMeaning is a skip reason with its meaning beside it, or a rejection's reason as it is.
+func withMeaning(reason string) string {
+	if m := skipMeanings[reason]; m != "" {
+		return reason + ": " + m
+	}
+	return reason
+}
+
+// plural is "1 session", "2 sessions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // eachRecord reads a document or JSON Lines from in and writes each record's
 // replacement (by compact) to w, with every byte between records as it was: a byte order
 // mark, blank lines, line ends. JSON Lines are streamed; whether the input is JSON Lines
 // or one document (pretty-printed, say), read whole, is decided as fix decides it, so a
-// bad first line is one bad record. empty reports an input with no record.
-func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) (empty bool, err error) {
+// bad first line is one bad record.
+func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec []byte, line int) []byte) error {
 	br := bufio.NewReaderSize(in, 1<<20)
 	write := func(b []byte) error {
 		if _, err := w.Write(b); err != nil {
@@ -491,44 +525,44 @@ func eachRecord(ctx context.Context, in io.Reader, w io.Writer, compact func(rec
 	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
 		_, _ = br.Discard(3)
 		if err := write(b); err != nil {
-			return false, err
+			return err
 		}
 	}
 	lines, empty := files.LooksLikeJSONLines(br), true
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return empty, err
+			return err
 		}
 		line, rerr := br.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
-			return empty, fmt.Errorf("read input: %w", rerr)
+			return fmt.Errorf("read input: %w", rerr)
 		}
 		rec := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(bytes.TrimSpace(rec)) == 0:
 			if err := write(line); err != nil {
-				return empty, err
+				return err
 			}
 		case empty && files.IsSessionHeader(rec):
-			return false, errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
+			return errors.New("input is a pi or OpenClaw session file, which compact does not take yet " +
 				"(nothing was written); tmend fix repairs it")
 		case !lines:
 			rest, err := io.ReadAll(br)
 			if err != nil {
-				return empty, fmt.Errorf("read input: %w", err)
+				return fmt.Errorf("read input: %w", err)
 			}
-			return false, write(compact(append(line, rest...), 0))
+			return write(compact(append(line, rest...), 0))
 		default:
 			empty = false
 			if err := write(compact(rec, n)); err != nil {
-				return empty, err
+				return err
 			}
 			if err := write(line[len(rec):]); err != nil {
-				return empty, err
+				return err
 			}
 		}
 		if rerr == io.EOF {
-			return empty, nil
+			return nil
 		}
 	}
 }

@@ -74,6 +74,27 @@ func TestCompactDryRunAndGates(t *testing.T) {
 	require.Contains(t, r.stderr, "below_clear_at_least")
 }
 
+// TestCompactSaysWhyInWords: a session without tool calls is skipped as no_tool_calls
+// (there is no dialect to detect, not an unsupported one), each reason in the text report
+// has its meaning beside it, and one session is "1 session".
+func TestCompactSaysWhyInWords(t *testing.T) {
+	t.Parallel()
+	in := `{"id":"a","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}` + "\n"
+	r := runCLI(t, in, nil, "compact", "-v", "-")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, in, r.stdout)
+	require.Contains(t, r.stderr, "a: compact_skipped (no_tool_calls: no tool calls, so nothing to compact)")
+	require.Contains(t, r.stderr, "1 session: compacted 0, skipped 1")
+	require.Regexp(t, `skipped no_tool_calls +1  \(no tool calls, so nothing to compact\)`, r.stderr)
+	r = runCLI(t, in, nil, "compact", "--json", "-")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"reason":"no_tool_calls"`)
+	require.Contains(t, r.stderr, `"skipped":{"no_tool_calls":1}`)
+
+	r = runCLI(t, in+in, nil, "compact", "-")
+	require.Contains(t, r.stderr, "2 sessions: compacted 0, skipped 2")
+}
+
 func TestCompactDocumentAndFiles(t *testing.T) {
 	line := strings.SplitN(genCoding(t, "--dialect", "openai-chat"), "\n", 2)[0]
 	var doc map[string]json.RawMessage
@@ -110,9 +131,7 @@ func TestCompactUsage(t *testing.T) {
 		r := runCLI(t, "[]", nil, args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
 	}
-	r := runCLI(t, "\n \n", nil, "compact", "-")
-	require.Equal(t, ExitUsage, r.code, "empty input: %s", r.stderr)
-	r = runCLI(t, `{"type":"session","version":3,"id":"s"}`+"\n"+`{"type":"message","id":"a"}`+"\n", nil, "compact", "-")
+	r := runCLI(t, `{"type":"session","version":3,"id":"s"}`+"\n"+`{"type":"message","id":"a"}`+"\n", nil, "compact", "-")
 	require.Equal(t, ExitRuntime, r.code, r.stderr)
 	require.Contains(t, r.stderr, "session file")
 	require.Empty(t, r.stdout)

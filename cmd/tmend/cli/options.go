@@ -128,7 +128,7 @@ func (o *engineOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dialect, "dialect", "", "force a dialect instead of detecting it: "+dialectNames())
 	fs.StringVar(&o.target, "target", "", "rewrite call ids the provider rejects: anthropic, openai, openai-responses, gemini, bedrock, mistral")
 	fs.StringVar(&o.failedTurns, "failed-turns", "keep", "calls of failed or aborted turns that have results: keep, or strip them too")
-	fs.DurationVar(&o.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
+	durationFlag(fs, &o.quietPeriod, "quiet-period", repair.DefaultQuietPeriod, "calls of a session's last turn changed this recently may still be running and are left alone")
 }
 
 // registerForce adds --force, for commands that repair on demand (the daemon's scheduled
@@ -229,8 +229,8 @@ func (o *runOptions) register(fs *pflag.FlagSet, use runFlags) {
 		fs.Int("workers", 0, "sessions repaired and written at once (default: twice the number of CPUs)")
 		fs.Int("batch-size", 500, "sessions read per page")
 		fs.Int("max-inflight-bytes", scanner.DefaultMaxInflightBytes, "content read and not yet repaired, across pages and workers (a larger session goes alone); memory use is a few times this")
-		fs.Duration("overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
-		fs.Duration("batch-pause", 0, "pause between pages, to go easy on a busy database")
+		durationFlag(fs, new(time.Duration), "overlap", 15*time.Minute, "incremental runs re-read this much before the last run (at least the quiet period)")
+		durationFlag(fs, new(time.Duration), "batch-pause", 0, "pause between pages, to go easy on a busy database")
 	}
 }
 

@@ -33,7 +33,7 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 		return nil, err
 	}
 	cfg := run.config
-	ev := log.Info().Str("source", db.source.Name()).Int("workers", cfg.Workers)
+	ev := log.Info().Str("source", st.Key()).Int("workers", cfg.Workers)
 	if run.repairs {
 		ev = ev.Str("quiet_period", cfg.Repair.QuietPeriod.String()).Str("target", string(cfg.Repair.Target))
 	}

@@ -107,7 +107,7 @@ whole or not at all.
 	f.String("listen", "127.0.0.1:8080", "address of the HTTP API and metrics")
 	f.String("api-token", "", "bearer token required by the API's POST endpoints; it also reads (prefer TMEND_API_TOKEN)")
 	f.String("read-token", "", "bearer token for the API's GET endpoints, which return audit rows and transcripts (prefer TMEND_READ_TOKEN)")
-	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
+	durationFlag(f, new(time.Duration), "shutdown-timeout", 60*time.Second, "how long a stopping daemon lets a running scan finish its sessions")
 	f.String("prune-schedule", "", "when to prune old versions and reports, in cron syntax (default: never)")
 	f.String("prune-older-than", "90d", "what the scheduled prune deletes (see 'tmend prune')")
 	o.queue.register(f, false)

@@ -163,12 +163,45 @@ func (s *settings) int(name string) (int, error) {
 }
 
 func (s *settings) duration(name string) (time.Duration, error) {
-	v, err := time.ParseDuration(s.get(name))
+	v, err := parseDuration(s.get(name))
 	if err != nil {
-		return 0, fmt.Errorf("--%s must be a duration like 10m or 1h30m, got %q", name, s.get(name))
+		return 0, fmt.Errorf("--%s: %w", name, err)
 	}
 	return v, nil
 }
+
+// parseDuration is time.ParseDuration with an error a user can act on (Go's says
+// `time: missing unit in duration "30"`).
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err == nil {
+		return d, nil
+	}
+	if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+		return 0, fmt.Errorf("%q needs a unit, e.g. %ss or %sm", v, v, v)
+	}
+	return 0, fmt.Errorf("%q is not a duration: give a number and a unit, e.g. 30s, 5m or 1h30m", v)
+}
+
+// durationValue is a duration flag that says what a bad value lacks (parseDuration).
+type durationValue time.Duration
+
+// durationFlag defines every duration flag (pflag's own would print Go's parse error).
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+func (d *durationValue) Set(s string) error {
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+func (d *durationValue) Type() string   { return "duration" }
+func (d *durationValue) String() string { return time.Duration(*d).String() }
 
 func (s *settings) bool(name string) (bool, error) {
 	v, err := strconv.ParseBool(s.get(name))

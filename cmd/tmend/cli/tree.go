@@ -104,7 +104,7 @@ func runTree(ctx context.Context, e *Env, o *fileOptions) (err error) {
 	}()
 	var sum report.Summary
 	sum.Type = "summary"
-	sum.FilesSkipped = skipped
+	sum.FilesSkipped, sum.InPlace = skipped, fix
 	var broken, failed int
 	var failures []string
 	for _, f := range found {
@@ -221,7 +221,7 @@ func treeOne(ctx context.Context, f *treeFile, opts files.Options, fix bool, sta
 	f.size = before.Size()
 	if !fix {
 		f.res, err = files.Run(ctx, in, nil, opts, collect{f})
-		return emptyOK(err)
+		return err
 	}
 	dir, base := filepath.Split(f.path)
 	tmp, err := os.CreateTemp(dir, "."+base+".tmend-*.tmp")
@@ -230,7 +230,7 @@ func treeOne(ctx context.Context, f *treeFile, opts files.Options, fix bool, sta
 	}
 	defer func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }() // gone after the rename
 	if f.res, err = files.Run(ctx, in, tmp, opts, collect{f}); err != nil {
-		return emptyOK(err)
+		return err
 	}
 	if f.res.Summary.ByStatus[model.StatusRepaired] == 0 {
 		return nil // nothing changed: the file stays as it is
@@ -275,14 +275,6 @@ func treeOne(ctx context.Context, f *treeFile, opts files.Options, fix bool, sta
 	}
 	f.backup = backup
 	return syncDir(dir)
-}
-
-// emptyOK makes an empty file a clean one in a walk.
-func emptyOK(err error) error {
-	if errors.Is(err, files.ErrEmptyInput) {
-		return nil
-	}
-	return err
 }
 
 // keepBackup makes backup a hard link to path (the prior bytes, no copy), or a synced

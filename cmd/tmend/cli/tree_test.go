@@ -48,6 +48,18 @@ func TestCheckDirectory(t *testing.T) {
 	require.EqualValues(t, 2, sum["files"])
 	require.EqualValues(t, 1, sum["files_skipped"])
 	require.Nil(t, sum["files_rewritten"])
+
+	// The text summary counts files rewritten only for fix --in-place: check rewrites none.
+	r = runCLI(t, "", nil, "check", dir)
+	require.Equal(t, ExitProblems, r.code, r.stderr)
+	require.Regexp(t, `files +2 \(`, r.stdout)
+	require.NotContains(t, r.stdout, "rewritten")
+	r = runCLI(t, "", nil, "fix", "--in-place", filepath.Dir(broken))
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Regexp(t, `rewritten +1`, r.stderr)
+	r = runCLI(t, "", nil, "fix", "--in-place", filepath.Dir(broken))
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Regexp(t, `rewritten +0`, r.stderr)
 }
 
 func TestFixInPlace(t *testing.T) {

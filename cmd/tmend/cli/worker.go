@@ -28,8 +28,8 @@ func (o *queueOptions) register(fs *pflag.FlagSet, starts bool) {
 		fs.Int("partitions", 0, "split a scan into this many partition jobs (default: one per 500,000 sessions it reads, by the table's statistics)")
 	}
 	fs.Int("concurrency", 1, "partitions this process works at once (each with --workers workers)")
-	fs.Duration("partition-slice", 30*time.Second, "how long a partition's job works before it checkpoints and goes back to the queue")
-	fs.Duration("rescue-after", 2*time.Minute, "a job whose worker went silent this long is handed to another worker (well over --partition-slice); a job runs at most (--partition-slice + this) / 2, which bounds a session's write")
+	durationFlag(fs, new(time.Duration), "partition-slice", 30*time.Second, "how long a partition's job works before it checkpoints and goes back to the queue")
+	durationFlag(fs, new(time.Duration), "rescue-after", 2*time.Minute, "a job whose worker went silent this long is handed to another worker (well over --partition-slice); a job runs at most (--partition-slice + this) / 2, which bounds a session's write")
 }
 
 func (o *queueOptions) load(s *settings) error {
@@ -140,7 +140,7 @@ from their last checkpoint elsewhere).
 	registerSourceFlags(f, true)
 	o.run.register(f, pageFlags)
 	o.queue.register(f, false)
-	f.Duration("shutdown-timeout", 60*time.Second, "how long a stopping worker lets its partitions reach a checkpoint")
+	durationFlag(f, new(time.Duration), "shutdown-timeout", 60*time.Second, "how long a stopping worker lets its partitions reach a checkpoint")
 	return cmd
 }
 
