@@ -14,16 +14,12 @@ var geminiSpec = &spec{
 		return string(f.role) == "model" || f.hasParts && partsTyped(f.parts) == someUntyped
 	},
 	// "Please ensure that function call turn comes immediately after a user turn or after
-	// a function response turn": a removal must not leave one after another model turn.
+	// a function response turn": a removal must not leave one after another model turn,
+	// nor two user turns side by side (geminiOneTurn).
 	mergeAfterRemoval: func(prev, cur *outMsg, _ Target) bool {
-		return string(prev.role) == "model" && string(cur.role) == "model" && cur.calls
+		return string(prev.role) == "model" && string(cur.role) == "model" && cur.calls || bothUser(prev, cur)
 	},
-	// A model text turn stored apart from the call turn the same response went on with:
-	// one model turn, text first, as the AI SDK's google provider and LangChain's
-	// google-genai write a response's text and calls ([...text, ...functionCalls]).
-	mergeAdjacent: func(prev, cur *outMsg) bool {
-		return string(prev.role) == "model" && !prev.calls && string(cur.role) == "model" && cur.calls
-	},
+	mergeAdjacent: geminiOneTurn,
 	synth: func(c *part, id []byte, text string) []byte {
 		var fr objectBuilder
 		if c.hasID {
@@ -37,6 +33,21 @@ var geminiSpec = &spec{
 	mayHideResultID: geminiMayHideID,
 	order:           geminiOrder,
 }
+
+// geminiOneTurn reports two contents side by side that Gemini takes only as one turn: two
+// user contents, which it rejects ("Please ensure that multiturn requests alternate
+// between user and model", 400 INVALID_ARGUMENT) and its clients merge before sending,
+// parts concatenated (pi's mergeConsecutiveRoles, hermes-agent's native Gemini adapter,
+// Portkey's gateway) — a function response and the user's next message among them; and
+// a model text turn stored apart from the call turn the same response went on with, as
+// the AI SDK's google provider and LangChain's google-genai write a response's text and
+// calls ([...text, ...functionCalls]). Other model turns side by side (a failed turn and
+// its retry) are left as they are.
+func geminiOneTurn(prev, cur *outMsg) bool {
+	return bothUser(prev, cur) || string(prev.role) == "model" && !prev.calls && string(cur.role) == "model" && cur.calls
+}
+
+func bothUser(prev, cur *outMsg) bool { return string(prev.role) == "user" && string(cur.role) == "user" }
 
 // geminiMayHideID: a response without an id is a form Gemini defines (it pairs by
 // position and name), and its response member is the tool's output, not a place for a
