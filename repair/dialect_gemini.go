@@ -47,7 +47,9 @@ func geminiOneTurn(prev, cur *outMsg) bool {
 	return bothUser(prev, cur) || string(prev.role) == "model" && !prev.calls && string(cur.role) == "model" && cur.calls
 }
 
-func bothUser(prev, cur *outMsg) bool { return string(prev.role) == "user" && string(cur.role) == "user" }
+func bothUser(prev, cur *outMsg) bool {
+	return string(prev.role) == "user" && string(cur.role) == "user"
+}
 
 // geminiMayHideID: a response without an id is a form Gemini defines (it pairs by
 // position and name), and its response member is the tool's output, not a place for a
