@@ -132,7 +132,9 @@ func requireComplete(t *testing.T, d *report.TranscriptDiff, before, after []byt
 func wantChange(a repair.Action, issues []repair.Issue) []report.Change {
 	switch {
 	case a.Action == repair.ActionMerge:
-		return []report.Change{report.ChangeRemoved}
+		// Merged into the message before it: removed, or, when that one is a response
+		// turn tmend made, paired with the merged message and changed.
+		return []report.Change{report.ChangeRemoved, report.ChangeChanged}
 	case a.Action == repair.ActionDrop && a.CallID == "" && a.ToolName == "" && a.Stage != repair.StageDropOrphanResults:
 		// A part that is no call or result, gone with the one its message lost (a
 		// step-start marker of ai-sdk-ui and mastra).
@@ -401,7 +403,8 @@ func TestDiffOfALongTranscript(t *testing.T) {
 // position and name, as the engine pairs them. Two calls of one name get a synthetic
 // response each, and each insert shows beside the one after its own call; two orphans of
 // one response turn are orphans (every id-less response shares the id ""), each beside
-// the drop that names its tool.
+// the drop that names its tool. (The first response turn and the user turn after it are
+// merged: Gemini takes no two user turns in a row.)
 func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	t.Parallel()
 	in := []byte(`[{"role":"user","parts":[{"text":"Weather?"}]},` +
@@ -417,7 +420,7 @@ func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	for ai, a := range res.Report.Actions {
 		byTool[fmt.Sprintf("%s %s %d", a.Action, a.ToolName, a.MessageIndex)] = ai
 	}
-	require.Len(t, byTool, 4)
+	require.Len(t, byTool, 5) // and the merge of the first synthetic response's turn with the user turn after it
 	d, err := report.DiffTranscripts(in, res.Messages, res.Report.Actions)
 	require.NoError(t, err)
 	type mark struct {
@@ -438,7 +441,7 @@ func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	}
 	require.Equal(t, map[string]mark{
 		"get_weather 2": {report.ChangeSynthesized, []int{byTool["insert get_weather 1"]}},
-		"get_weather 5": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
+		"get_weather 4": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
 		"get_news 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_news 4"]}},
 		"get_tide 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_tide 4"]}},
 	}, got)
