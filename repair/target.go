@@ -273,7 +273,8 @@ func approvalIDs(raw []byte) (approval, call string) {
 
 // geminiServerCall reports a tool part of a call Gemini ran itself, which @ai-sdk/google
 // sends back as Gemini's toolCall: its provider options (a UIMessage's
-// callProviderMetadata, which convertToModelMessages turns into them) hold a
+// callProviderMetadata, which convertToModelMessages turns into them; a part's
+// providerMetadata, as a stream stores it, is read alike) hold a
 // serverToolCallId and a serverToolType under the provider's namespace, the first
 // present of google, googleVertex and vertex. Keys are compared decoded: a name spelled
 // with escapes is the same key to JSON.parse.
