@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -274,18 +275,38 @@ func TestKilledWorkerIsRescued(t *testing.T) {
 	q, err := queue.New(st, scanner.New(st, zerolog.Nop(), scanner.Config{Source: store.DefaultSource.Name()}), zerolog.Nop(),
 		queue.Config{Schema: store.DefaultSchema})
 	require.NoError(t, err)
-	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, 6)
+	// Three partitions for six slots, each worked in slices of half a second that end
+	// with a checkpoint: a partition shows its progress well before its end.
+	const partitions = 3
+	id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull}, partitions)
 	require.NoError(t, err)
-	args := []string{"worker", "--workers", "2", "--batch-size", "100", "--partition-slice", "2s", "--rescue-after", "6s", "--log-level", "debug"}
+	args := []string{"worker", "--workers", "2", "--batch-size", "20", "--partition-slice", "500ms", "--rescue-after", "6s", "--log-level", "debug"}
 	var workers []*exec.Cmd
 	var outs []*storetest.Logs
 	for range 3 {
 		w, out := startTmend(t, b.env, args...)
 		workers, outs = append(workers, w), append(outs, out)
 	}
-	waitFor(t, func() bool { return b.count(t, "SELECT num_scanned FROM repair_runs WHERE id = $1", id) >= n/5 })
-	require.NoError(t, workers[0].Process.Signal(syscall.SIGKILL))
-	_ = workers[0].Wait()
+	// Kill the worker holding a partition far from its end: killed between that
+	// partition's last commit and River's record of its job done, a worker leaves
+	// nothing to rescue.
+	var part int
+	var holder string
+	waitFor(t, func() bool {
+		err := b.pool.QueryRow(t.Context(), `SELECT p.partition, j.attempted_by[cardinality(j.attempted_by)]
+FROM run_partitions p JOIN river_job j ON j.id = p.job_id
+WHERE p.run_id = $1 AND p.status = 'running' AND j.state = 'running' AND p.num_scanned BETWEEN 1 AND $2
+ORDER BY p.num_scanned LIMIT 1`, id, n/partitions/2).Scan(&part, &holder)
+		return err == nil
+	})
+	killed := slices.IndexFunc(workers, func(w *exec.Cmd) bool {
+		return strings.Contains(holder, fmt.Sprintf("_%d_", w.Process.Pid))
+	})
+	require.NotEqual(t, -1, killed, "partition %d is held by %s, none of the workers", part, holder)
+	require.NoError(t, workers[killed].Process.Signal(syscall.SIGKILL))
+	_ = workers[killed].Wait()
+	require.Zero(t, b.count(t, "SELECT count(*) FROM run_partitions WHERE run_id = $1 AND partition = $2 AND status = 'completed'", id, part),
+		"the killed worker's partition %d was unfinished", part)
 
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -309,11 +330,15 @@ FROM run_partitions p LEFT JOIN river_job j ON j.id = p.job_id WHERE p.run_id = 
 	waitForIn(t, 3*time.Minute, func() bool {
 		return b.count(t, "SELECT count(*) FROM repair_runs WHERE id = $1 AND status <> 'running'", id) == 1
 	})
-	for _, w := range workers[1:] {
-		require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	for i, w := range workers {
+		if i != killed {
+			require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+		}
 	}
-	for i, w := range workers[1:] {
-		require.NoError(t, w.Wait(), outs[i+1].String())
+	for i, w := range workers {
+		if i != killed {
+			require.NoError(t, w.Wait(), outs[i].String())
+		}
 	}
 	run, err := st.Run(t.Context(), id)
 	require.NoError(t, err)
