@@ -80,6 +80,10 @@ type Config struct {
 	// Compact, when set, compacts each session after its repair with this profile (the
 	// store must support it: CanCompact).
 	Compact compact.Profile
+	// Alone, when set, is called as a session larger than MaxInflightBytes is read to be
+	// handled alone, with its size; done is called once it is handled and written (the
+	// command caps the heap meanwhile).
+	Alone func(size int) (done func())
 	// ReportsLinger is how long the reports of sessions left as they are wait for more to
 	// be written with them, in one transaction (default 50ms): it delays their page's
 	// commit by as much, not the run's end (the last ones go once the workers are done).
@@ -845,6 +849,10 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 		return d, false, err
 	}
 	bud.take(want)
+	done := func() {}
+	if s.cfg.Alone != nil && d.Size > s.cfg.MaxInflightBytes {
+		done = s.cfg.Alone(d.Size)
+	}
 	var page []model.Session
 	err := s.retry(ctx, "read session", func() error {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -858,12 +866,19 @@ func (s *Scanner) readAlone(ctx context.Context, o RunOptions, bud *budget, d mo
 	})
 	if err != nil || len(page) == 0 {
 		bud.release(want)
+		done()
 		return d, false, err
 	}
 	// It may have changed size since; the budget counts what is really held.
 	got := len(page[0].Messages)
 	bud.take(got - want)
-	return page[0], true, nil
+	sess := page[0]
+	if release := sess.Release; release != nil {
+		sess.Release = func() { release(); done() }
+	} else {
+		sess.Release = done
+	}
+	return sess, true, nil
 }
 
 // unborrow ends a borrowed read (Query.Borrow) once the session's content and all

@@ -565,9 +565,24 @@ func TestBytesInFlightAreBounded(t *testing.T) {
 	}
 	storetest.Sessions(t, pool, sessions...)
 
+	// Alone is told of each session handled alone, and done with it once.
+	var mu sync.Mutex
+	var alone []int
+	var open int
+	onAlone := func(size int) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		alone, open = append(alone, size), open+1
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			open--
+		}
+	}
 	for _, workers := range []int{1, 4} {
 		w := &inflight{Store: st, limit: limit}
-		sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: workers, MaxInflightBytes: limit})
+		alone = nil
+		sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: workers, MaxInflightBytes: limit, Alone: onAlone})
 		res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
 		require.NoError(t, err)
 		require.Equal(t, 40, res.Counts.Scanned)
@@ -576,15 +591,20 @@ func TestBytesInFlightAreBounded(t *testing.T) {
 		require.True(t, w.bigSeen)
 		require.LessOrEqual(t, w.peak, 700_200, "only the large session alone may exceed the budget")
 		require.Zero(t, w.cur)
+		require.Len(t, alone, 1)
+		require.Greater(t, alone[0], 700_000)
+		require.Zero(t, open)
 	}
 	// Pages of small sessions stay within the budget too.
 	w := &inflight{Store: st, limit: limit}
 	_, err = pool.Exec(t.Context(), `DELETE FROM sessions WHERE id = 's17'`)
 	require.NoError(t, err)
-	sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: 4, MaxInflightBytes: limit})
+	alone = nil
+	sc := scanner.New(w, zerolog.Nop(), scanner.Config{Source: "x", Workers: 4, MaxInflightBytes: limit, Alone: onAlone})
 	res, err := sc.Run(t.Context(), scanner.RunOptions{Trigger: model.TriggerCLI, Mode: model.ModeFull, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, 39, res.Counts.Repaired)
+	require.Empty(t, alone)
 	require.LessOrEqual(t, w.peak, limit)
 	require.Greater(t, w.peak, limit/2, "the budget is used, not one session at a time")
 }

@@ -71,3 +71,37 @@ func TestHoldHeapFloor(t *testing.T) {
 	defer release()
 	require.Equal(t, before, gcPercent(), "GOGC in the environment turns the floor off")
 }
+
+// Not parallel: the memory limit is the process's.
+func TestHoldHeapCeiling(t *testing.T) {
+	const mib = 1 << 20
+	limit := func() int64 { return debug.SetMemoryLimit(-1) }
+	before := limit()
+	env := &Env{Getenv: noEnv}
+
+	release := holdHeapCeiling(env, 100*mib)
+	base := heldMemory()
+	require.InDelta(t, base+450*mib, limit(), 8*mib, "what the process holds and 4.5 times the session")
+	second := holdHeapCeiling(env, 20*mib)
+	require.InDelta(t, base+540*mib, limit(), 8*mib, "sessions in flight alone add up")
+	release()
+	release()
+	require.InDelta(t, base+90*mib, limit(), 8*mib)
+	second()
+	require.Equal(t, before, limit(), "the limit before the holds comes back")
+
+	debug.SetMemoryLimit(200 * mib)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	release = holdHeapCeiling(env, 100*mib)
+	require.Equal(t, int64(200*mib), limit(), "a lower limit is kept")
+	release()
+
+	release = holdHeapCeiling(&Env{Getenv: func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "1GiB"
+		}
+		return ""
+	}}, 10*mib)
+	defer release()
+	require.Equal(t, int64(200*mib), limit(), "GOMEMLIMIT in the environment turns the ceiling off")
+}

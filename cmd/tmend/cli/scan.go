@@ -39,6 +39,7 @@ func openRunner(ctx context.Context, e *Env, db dbOptions, run runOptions, readO
 	}
 	ev.Msg("configured")
 	release := holdHeapFloor(e, int64(cfg.MaxInflightBytes))
+	cfg.Alone = func(size int) func() { return holdHeapCeiling(e, int64(size)) }
 	closeAll := func() { closeDB(); release() }
 	return &runner{sc: scanner.New(st, log, cfg), store: st, log: log, close: closeAll, tp: tp}, nil
 }
