@@ -58,7 +58,8 @@ type Session struct {
 	InFlight string
 	// Release is set when Messages is the store's own read buffer rather than a copy
 	// (Query.Borrow): the store holds the read open until it is called, once, after the
-	// last use of Messages and of anything sliced from it.
+	// last use of Messages and of anything sliced from it. The scanner also ends its
+	// hold on a session handled alone there (Config.Alone).
 	Release func()
 }
 
