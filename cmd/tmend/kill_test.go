@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -174,9 +175,19 @@ func TestKillTrialsDaemon(t *testing.T) {
 			require.NoError(t, err)
 			id, err := q.StartRun(t.Context(), scanner.RunOptions{Trigger: model.TriggerAPI, Mode: model.ModeFull}, 3)
 			require.NoError(t, err)
+			// serve starts a replica and returns once it listens: a SIGTERM before its
+			// signal handler is in place would kill it rather than stop it.
 			serve := func() (*exec.Cmd, func() string) {
-				cmd, out := startTmend(t, b.env, "serve", "--listen", freeAddr(t), "--schedule", "@every 24h", "--workers", "2",
+				addr := freeAddr(t)
+				cmd, out := startTmend(t, b.env, "serve", "--listen", addr, "--schedule", "@every 24h", "--workers", "2",
 					"--batch-size", "20", "--concurrency", "2", "--partition-slice", "2s", "--rescue-after", "6s")
+				waitFor(t, func() bool {
+					conn, err := net.Dial("tcp", addr)
+					if err == nil {
+						_ = conn.Close()
+					}
+					return err == nil
+				})
 				return cmd, out.String
 			}
 			a, _ := serve()
@@ -253,11 +264,14 @@ func TestKilledRepairAndRollbackAreAbandoned(t *testing.T) {
 		tx, err := b.pool.Begin(t.Context())
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback(context.Background()) }()
-		_, err = tx.Exec(t.Context(), "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", id)
-		require.NoError(t, err)
+		var holder int
+		require.NoError(t, tx.QueryRow(t.Context(), "SELECT pg_backend_pid() FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&holder))
 		cmd, _ := startTmend(t, b.env, args...)
+		// Waiting on this transaction: the backend of a command killed before may still
+		// wait on an earlier one's lock (a backend learns of its client's death only
+		// when it next talks to it).
 		waitFor(t, func() bool {
-			return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") > 0
+			return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", holder) > 0
 		})
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
