@@ -78,7 +78,7 @@ func (s Stage) Meaning() string {
 	case StageSynthesizeMissingResults:
 		return "answers a call that has no result with an error result marked as written by tmend"
 	case StageDropProviderCalls:
-		return "with a target that would take them for its client's calls without result, removes the calls a provider ran itself and the provider's results for them"
+		return "with a target that would take them for its client's calls without result (or, from LangChain content, for content it rejects), removes the calls a provider ran itself and the provider's results for them"
 	case StageRewriteCallIDs:
 		return "rewrites call ids the target provider rejects, in the call and its result alike"
 	}

@@ -194,10 +194,11 @@ func (p *plan) providerRunsTo() providerRunRule {
 	return providerRunsTaken
 }
 
-// dropProviderRuns removes, for such a target, each call a provider ran itself that no
-// tool message answers, with the provider's results for it: the target would receive it
-// as its client's call, left without a result. Their bytes stay in the saved version.
-// A call Gemini ran (its serverToolCallId kept) goes back to Gemini as its own.
+// dropProviderRuns removes, under rule providerCallsAsClients, each call a provider ran
+// itself that no tool message answers, with the provider's results for it: the target
+// would receive it as its client's call, left without a result. A call Gemini ran (its
+// serverToolCallId kept) goes back to Gemini as its own. Under providerBlocksAsContent
+// every part a provider ran goes. Their bytes stay in the saved version.
 func (p *plan) dropProviderRuns(rule providerRunRule) {
 	var answered, dropped map[string]bool
 	for i := range p.msgs {
@@ -222,7 +223,14 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 			}
 			id := p.ps.id(pt)
 			switch {
+			case rule == providerBlocksAsContent && dropped[id]:
+				p.removePart(i, pi, StageDropProviderCalls)
+				p.act(StageDropProviderCalls, ActionDrop, i, pt, "the provider's result of a call removed with it")
 			case rule == providerBlocksAsContent:
+				if dropped == nil {
+					dropped = map[string]bool{}
+				}
+				dropped[id] = true
 				p.removePart(i, pi, StageDropProviderCalls)
 				p.issue(IssueProviderBlock, i, pt, "")
 				p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
