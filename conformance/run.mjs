@@ -67,9 +67,14 @@ function jsonLines(text) {
 }
 
 // providerCheck runs `tmend check --dialect D --target T` on a captured request's messages:
-// the pairing rules, and the provider's own rules for call ids.
+// the pairing rules, and the provider's own rules for call ids. An OpenAI chat request whose
+// assistant content holds a part OpenAI rejects fails before that (tmend does not read
+// part types, and takes other providers' blocks for another dialect).
 const TARGET = { anthropic: 'anthropic', 'openai-chat': 'openai', 'openai-responses': 'openai-responses' };
 function providerCheck(dialect, messages) {
+  if (dialect === 'openai-chat' && openaiAssistantParts(messages).length) {
+    return { clean: false, status: 'rejected', issues: [`assistant_content_part_type(${openaiAssistantParts(messages).join(',')})`] };
+  }
   const r = tmend(['check', '--json', '--dialect', dialect, '--target', TARGET[dialect], '-'], JSON.stringify(messages));
   if (r.status !== 0 && r.status !== 3) {
     throw new Error(`tmend check --dialect ${dialect} exited ${r.status}: ${r.stderr.trim()}`);
@@ -77,6 +82,14 @@ function providerCheck(dialect, messages) {
   const session = jsonLines(r.stdout).find((l) => l.type === 'session') ?? {};
   const issues = [...new Set((session.issues ?? []).map((i) => i.code))];
   return { clean: r.status === 0, status: session.status, issues };
+}
+
+// openaiAssistantParts returns the types of the assistant content parts OpenAI chat rejects:
+// the openai package's ChatCompletionAssistantMessageParam takes text and refusal parts only
+// (OpenAI: "Invalid value: 'server_tool_use'. Supported values are: 'text' and 'refusal'.").
+function openaiAssistantParts(messages) {
+  return messages.filter((m) => m.role === 'assistant' && Array.isArray(m.content))
+    .flatMap((m) => m.content.map((p) => p?.type).filter((t) => t !== 'text' && t !== 'refusal'));
 }
 
 // fix runs `tmend fix --force` on a stored session; it returns the repaired session and the
@@ -508,6 +521,20 @@ async function lcCutResponsesStream() {
   return { human, ai: acc };
 }
 
+// lcWebSearch produces the AIMessage ChatAnthropic makes of an Anthropic web search reply:
+// the server_tool_use and web_search_tool_result blocks stay in its content, between texts.
+async function lcWebSearch() {
+  const human = new HumanMessage('Weather in Paris?');
+  const reply = anthropicReply([
+    { type: 'text', text: "I'll search for that." },
+    { type: 'server_tool_use', id: 'srvtoolu_01', name: 'web_search', input: { query: 'weather Paris' } },
+    { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01', content: [{ type: 'web_search_result', url: 'https://example.com/paris', title: 'Paris weather', encrypted_content: 'EqQBCkYIAR', page_age: null }] },
+    { type: 'text', text: 'It is 21 degrees in Paris.' },
+  ]);
+  const { model } = lcModel('anthropic', reply);
+  return { human, ai: await model.invoke([human]) };
+}
+
 const toolMessage = (ai, i = 0) => new ToolMessage({ content: '{"city":"Paris","celsius":21}', tool_call_id: (ai.tool_calls[i] ?? ai.invalid_tool_calls[i]).id, name: 'get_weather' });
 
 function lcCases() {
@@ -570,6 +597,13 @@ function lcCases() {
       const { human, ai } = await lcCall('openai-chat', { id: 'functions.get_weather:0' });
       return [human, ai, toolMessage(ai), new HumanMessage('And tomorrow?')];
     }, ['--target', 'anthropic']],
+    // ChatOpenAI passes the blocks of Anthropic's server tools on as assistant content
+    // parts, which OpenAI chat rejects, until `tmend fix --target openai` removes them.
+    ['ChatAnthropic web search moved to ChatOpenAI (--target openai)', 'openai-chat', async () => {
+      const { human, ai } = await lcWebSearch();
+      assert.ok(ai.content.some?.((b) => b.type === 'server_tool_use') && !ai.tool_calls.length, 'ChatAnthropic keeps the search in content only');
+      return [human, ai, new HumanMessage('Thanks. And tomorrow?')];
+    }, ['--target', 'openai']],
   ];
   const cases = [];
   for (const [formName, form] of Object.entries(lcForms)) {

@@ -142,6 +142,9 @@ type spec struct {
 	// arguments may be stored in a JSON type the provider rejects with one reading in the
 	// type it takes (partArgsRetype); nil: none.
 	argsPath []keyCode
+	// providerRuns is what the dialect's client makes of the parts a provider ran when it
+	// sends them to a target; nil: the AI SDK's rule (takesProviderCallsAsClients).
+	providerRuns func(Target) providerRunRule
 }
 
 // toolParts reports whether m holds a call or result part.

@@ -44,7 +44,10 @@ func bedrockOrder(msgs []message, _ *parser) (int, string) {
 // bedrockText reports a user or assistant message whose content array holds a text block
 // without a type ({"text":...}): Converse's, and no other dialect's (Anthropic's, OpenAI's
 // and the AI SDK's blocks are typed; Gemini's untyped ones are parts). It names the dialect
-// of a transcript with no tool shapes, so that Converse's order rules apply to it too.
+// of a transcript with no tool shapes, so that Converse's order rules apply to it too,
+// typed text blocks beside it included: @aws-sdk/client-bedrock-runtime sends a
+// {"type":"text","text"} block as {"text"}. A transcript of typed blocks only may be
+// Anthropic's, which merges turns, and stays clean.
 func bedrockText(m *message) bool {
 	if role := m.word(keyRole); string(role) != "user" && string(role) != "assistant" {
 		return false

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -35,7 +36,8 @@ var langChainSpec = &spec{
 		lcRead(m, &parser{}, &v)
 		return lcSynth(v, c, id, text)
 	},
-	rebuild: rebuildLangChain,
+	rebuild:      rebuildLangChain,
+	providerRuns: langChainProviderRuns,
 	// After a reasoning-only AI message, another AI message is the model's output; a
 	// human, system or tool message is input (ChatOpenAI sends each as a Responses item).
 	follower: func(m *message) follower {
@@ -284,13 +286,15 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 			pt.set(partInvalid, true)
 		}
 	})
+	calls := len(ps.parts) - start
+	lcProviderRuns(ps, v)
 	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
 	knownFrom := len(ps.knownValues)
 	own := 0 // a flat message's own tool_calls blocks, which the search knows already
 	if flat {
 		own = len(tcBlocks)
 	}
-	for pi := own; pi < len(m.parts); pi++ {
+	for pi := own; pi < calls; pi++ {
 		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(ps, pt) {
 			ps.knownValues = append(ps.knownValues, pt.raw())
 		}
@@ -301,6 +305,71 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	// sends it before the message's own items: with no content and no call (a stream cut
 	// right after the reasoning item began), the message is that reasoning item alone.
 	m.reasoning = len(m.parts) == 0 && !m.otherContent && lcHasReasoning(ps, f.kwargs)
+}
+
+// langChainProviderRuns: ChatOpenAI (chat completions, @langchain/openai 1.6) sends an AI
+// message's content blocks other than text, tool_use, tool_call, functionCall, reasoning
+// and thinking as they are, so the Anthropic server-tool and MCP blocks ChatAnthropic
+// keeps there reach OpenAI as assistant content parts, which may only be text or refusal.
+// Its Responses converter and ChatAnthropic leave them out or take them as their own.
+func langChainProviderRuns(t Target) providerRunRule {
+	if t == TargetOpenAI {
+		return providerBlocksAsContent
+	}
+	return providerRunsTaken
+}
+
+// lcProviderRuns adds to ps.parts, after the message's calls, one part for each block of
+// its content that a provider ran (lcServerBlock), in order: a call with its id and
+// name, or a result with its call's id and the name of the call before it in the message.
+// An output_version "v1" message keeps them as standard blocks (server_tool_call), which
+// ChatOpenAI does not send.
+func lcProviderRuns(ps *parser, v *lcView) {
+	content := v.inner.get(keyContent)
+	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte("_tool_")) {
+		return
+	}
+	start := len(ps.parts)
+	blks, have := v.blocks(keyContent)
+	ps.eachBlock(content, blks, have, func(raw []byte, o obj) {
+		idv, call := lcServerBlock(o)
+		if idv == nil {
+			return
+		}
+		p := rawPart(raw)
+		ps.setID(&p, idv)
+		p.hasID = true
+		if call {
+			name, _ := inputString(o.get(keyName))
+			p.setName(name)
+		} else {
+			for i := len(ps.parts) - 1; i >= start; i-- {
+				if ps.id(&ps.parts[i]) == ps.id(&p) {
+					p.setName(ps.parts[i].name())
+					break
+				}
+			}
+		}
+		ps.markProviderRun(&p)
+		ps.parts = append(ps.parts, p)
+	})
+}
+
+// lcServerBlock returns the id of an Anthropic block of a tool the provider runs (its
+// server_tool_use or mcp_tool_use call, a *_tool_result or mcp_tool_result answering one)
+// and whether it is the call; nil when o is no such block or its id is not a string.
+func lcServerBlock(o obj) (id []byte, call bool) {
+	typ := wordOf(o.get(keyType))
+	switch {
+	case string(typ) == "server_tool_use" || string(typ) == "mcp_tool_use":
+		id, call = o.get(keyID), true
+	case string(typ) == "mcp_tool_result" || bytes.HasSuffix(typ, []byte("_tool_result")) && string(typ) != "tool_result":
+		id = o.get(keyToolUseID)
+	}
+	if len(id) == 0 || id[0] != '"' {
+		return nil, false
+	}
+	return id, call
 }
 
 // lcHasReasoning reports an additional_kwargs object kwargs with a reasoning object.

@@ -198,8 +198,14 @@ func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 	content := v.inner.get(keyContent)
 	if len(content) > 0 && content[0] == '[' {
 		blks, have := v.blocks(keyContent)
+		runs := ps.providerRuns && lcRuns(m.parts)
 		ps.eachCopy(copiesContent, content, blks, have, match(copiesContent),
 			func(_ []byte, o obj, isObj bool) {
+				if runs && isObj {
+					if id, _ := lcServerBlock(o); id != nil {
+						return // a part of the message (lcProviderRuns)
+					}
+				}
 				other = true
 				// ChatAnthropic keeps Anthropic's own blocks (server_tool_use,
 				// redacted_thinking, ...) in content: only other dialects' shapes are foreign.
@@ -237,6 +243,16 @@ func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 		}
 	}
 	return other
+}
+
+// lcRuns reports whether parts hold a block a provider ran (lcProviderRuns).
+func lcRuns(parts []part) bool {
+	for i := range parts {
+		if parts[i].is(partProviderRun) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHold reports whether the object v may have a member a or b: their keys are in it
@@ -294,7 +310,13 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		}
 		return raw
 	}
-	// editCopies rewrites the array arr of list, or returns nil when nothing changed.
+	// The blocks a provider ran follow the calls in m.parts, in content order.
+	runs := n
+	if !lcRuns(m.parts[n:]) {
+		runs = len(m.parts)
+	}
+	// editCopies rewrites the array arr of list, or returns nil when nothing changed. In
+	// content, a removed block a provider ran goes too.
 	editCopies := func(list copyList, arr []byte) []byte {
 		var out [][]byte
 		changed := false
@@ -304,7 +326,18 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 			if e != nil {
 				out = append(out, e)
 			}
-		}, func(raw []byte, _ obj, _ bool) { out = append(out, raw) })
+		}, func(raw []byte, o obj, isObj bool) {
+			if list == copiesContent && isObj && runs < len(m.parts) {
+				if id, _ := lcServerBlock(o); id != nil {
+					runs++
+					if removed[runs-1] {
+						changed = true
+						return
+					}
+				}
+			}
+			out = append(out, raw)
+		})
 		if !changed {
 			return nil
 		}

@@ -378,8 +378,8 @@ func (p *plan) analyze() error {
 		if err := p.checkReport(); err != nil {
 			return err
 		}
-		if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
-			p.dropProviderRuns()
+		if rule := p.providerRunsTo(); rule != providerRunsTaken {
+			p.dropProviderRuns(rule)
 		}
 		if p.opts.Target != "" {
 			p.retarget()
@@ -403,8 +403,8 @@ func (p *plan) analyze() error {
 	p.normalizeArguments()
 	p.uniqueIDs()
 	p.alignPaddedIDs()
-	if p.ps.providerRuns && takesProviderCallsAsClients(p.opts.Target) {
-		p.dropProviderRuns()
+	if rule := p.providerRunsTo(); rule != providerRunsTaken {
+		p.dropProviderRuns(rule)
 	}
 	if p.opts.Target != "" {
 		p.retarget()

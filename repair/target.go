@@ -168,11 +168,38 @@ func takesProviderCallsAsClients(t Target) bool {
 	return t == TargetOpenAI || t == TargetMistral || t == TargetBedrock || t == TargetGemini
 }
 
-// dropProviderRuns removes, for such a target, each call a provider ran itself that no
-// tool message answers, with the provider's results for it: the target would receive it
-// as its client's call, left without a result. Their bytes stay in the saved version.
-// A call Gemini ran (its serverToolCallId kept) goes back to Gemini as its own.
-func (p *plan) dropProviderRuns() {
+// providerRunRule is what a dialect's client makes of the parts a provider ran when it
+// sends them to a target (dropProviderRuns).
+type providerRunRule uint8
+
+const (
+	providerRunsTaken providerRunRule = iota // the target takes them (or never receives them)
+	// providerCallsAsClients: each call goes out as a client call (takesProviderCallsAsClients).
+	providerCallsAsClients
+	// providerBlocksAsContent: every call and result goes out as content the target
+	// rejects (langChainProviderRuns).
+	providerBlocksAsContent
+)
+
+// providerRunsTo is the rule of p's dialect for its target.
+func (p *plan) providerRunsTo() providerRunRule {
+	switch {
+	case !p.ps.providerRuns || p.opts.Target == "":
+		return providerRunsTaken
+	case p.spec.providerRuns != nil:
+		return p.spec.providerRuns(p.opts.Target)
+	case takesProviderCallsAsClients(p.opts.Target):
+		return providerCallsAsClients
+	}
+	return providerRunsTaken
+}
+
+// dropProviderRuns removes, under rule providerCallsAsClients, each call a provider ran
+// itself that no tool message answers, with the provider's results for it: the target
+// would receive it as its client's call, left without a result. A call Gemini ran (its
+// serverToolCallId kept) goes back to Gemini as its own. Under providerBlocksAsContent
+// every part a provider ran goes. Their bytes stay in the saved version.
+func (p *plan) dropProviderRuns(rule providerRunRule) {
 	var answered, dropped map[string]bool
 	for i := range p.msgs {
 		if p.msgs[i].kind == msgAssistant {
@@ -196,6 +223,18 @@ func (p *plan) dropProviderRuns() {
 			}
 			id := p.ps.id(pt)
 			switch {
+			case rule == providerBlocksAsContent && dropped[id]:
+				p.removePart(i, pi, StageDropProviderCalls)
+				p.act(StageDropProviderCalls, ActionDrop, i, pt, "the provider's result of a call removed with it")
+			case rule == providerBlocksAsContent:
+				if dropped == nil {
+					dropped = map[string]bool{}
+				}
+				dropped[id] = true
+				p.removePart(i, pi, StageDropProviderCalls)
+				p.issue(IssueProviderBlock, i, pt, "")
+				p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
+					"block of a tool the provider ran itself, which %s would receive as content it rejects; removed", p.opts.Target))
 			case pt.kind == partCall || isString(valueAt(pt.raw(), []keyCode{keyType}), "tool-call"):
 				if answered[id] || p.opts.Target == TargetGemini && geminiServerCall(pt.raw()) {
 					continue
