@@ -1163,7 +1163,8 @@ func callish(o obj) bool {
 
 // outMsg is a message of the repaired transcript, for the turn rules after removals.
 type outMsg struct {
-	raw   []byte
-	role  []byte
-	calls bool // it keeps a tool call
+	raw     []byte
+	role    []byte
+	calls   bool // it keeps a tool call
+	results bool // it keeps a tool result
 }

@@ -38,17 +38,22 @@ var geminiSpec = &spec{
 // user contents, which it rejects ("Please ensure that multiturn requests alternate
 // between user and model", 400 INVALID_ARGUMENT) and its clients merge before sending,
 // parts concatenated (pi's mergeConsecutiveRoles, hermes-agent's native Gemini adapter,
-// Portkey's gateway) — a function response and the user's next message among them; and
-// a model text turn stored apart from the call turn the same response went on with, as
-// the AI SDK's google provider and LangChain's google-genai write a response's text and
-// calls ([...text, ...functionCalls]). Other model turns side by side (a failed turn and
-// its retry) are left as they are.
+// Portkey's gateway), unless one is a function-response turn (bothUser); and a model
+// text turn stored apart from the call turn the same response went on with, as the AI
+// SDK's google provider and LangChain's google-genai write a response's text and calls
+// ([...text, ...functionCalls]). Other model turns side by side (a failed turn and its
+// retry) are left as they are.
 func geminiOneTurn(prev, cur *outMsg) bool {
 	return bothUser(prev, cur) || string(prev.role) == "model" && !prev.calls && string(cur.role) == "model" && cur.calls
 }
 
+// bothUser reports two user contents that merge into one: both function-response turns
+// (the responses to one call turn go in one content) or neither. A function response
+// merged with the user's next text is accepted, but Gemini 3 then answers with an empty
+// candidate or goes on with the text (google-gemini/gemini-cli#28700,
+// NousResearch/hermes-agent#79791, anomalyco/opencode#43479), so those stay apart.
 func bothUser(prev, cur *outMsg) bool {
-	return string(prev.role) == "user" && string(cur.role) == "user"
+	return string(prev.role) == "user" && string(cur.role) == "user" && prev.results == cur.results
 }
 
 // geminiMayHideID: a response without an id is a form Gemini defines (it pairs by

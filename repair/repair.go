@@ -1902,7 +1902,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur = outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keepsCall(i)}
+			cur = outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keeps(i, partCall), results: p.keeps(i, partResult)}
 			lost := -1
 			if p.lostPart(i) {
 				lost = i
@@ -1942,7 +1942,7 @@ func (p *plan) planMerges() {
 			gap = false
 		}
 		if p.spec.block && p.turnSlotMsg(i) < 0 && p.afterAt[i] > 0 {
-			prev, have, gap, prevLost = outMsg{raw: p.placedAfter(i)[0], role: []byte("user")}, true, false, -1
+			prev, have, gap, prevLost = outMsg{raw: p.placedAfter(i)[0], role: []byte("user"), results: true}, true, false, -1
 		}
 	}
 }
@@ -1952,10 +1952,10 @@ func (p *plan) lostPart(i int) bool {
 	return p.edits[i].dirty && slices.Contains(p.removedOf(i), true)
 }
 
-// keepsCall reports whether message i keeps a call part.
-func (p *plan) keepsCall(i int) bool {
+// keeps reports whether message i keeps a part of kind k.
+func (p *plan) keeps(i int, k partKind) bool {
 	for pi := range p.msgs[i].parts {
-		if p.msgs[i].parts[pi].kind == partCall && !p.removedOf(i)[pi] {
+		if p.msgs[i].parts[pi].kind == k && !p.removedOf(i)[pi] {
 			return true
 		}
 	}
