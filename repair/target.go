@@ -214,6 +214,17 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 			}
 		}
 	}
+	// dropCall removes part pi of message i, a call, for issue code; detail names the target.
+	dropCall := func(i, pi int, code IssueCode, detail string) {
+		pt := &p.msgs[i].parts[pi]
+		if dropped == nil {
+			dropped = map[string]bool{}
+		}
+		dropped[p.ps.id(pt)] = true
+		p.removePart(i, pi, StageDropProviderCalls)
+		p.issue(code, i, pt, "")
+		p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(detail, p.opts.Target))
+	}
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		for pi := range m.parts {
@@ -227,26 +238,12 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 				p.removePart(i, pi, StageDropProviderCalls)
 				p.act(StageDropProviderCalls, ActionDrop, i, pt, "the provider's result of a call removed with it")
 			case rule == providerBlocksAsContent:
-				if dropped == nil {
-					dropped = map[string]bool{}
-				}
-				dropped[id] = true
-				p.removePart(i, pi, StageDropProviderCalls)
-				p.issue(IssueProviderBlock, i, pt, "")
-				p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
-					"block of a tool the provider ran itself, which %s would receive as content it rejects; removed", p.opts.Target))
+				dropCall(i, pi, IssueProviderBlock, "block of a tool the provider ran itself, which %s would receive as content it rejects; removed")
 			case pt.kind == partCall || isString(valueAt(pt.raw(), []keyCode{keyType}), "tool-call"):
 				if answered[id] || p.opts.Target == TargetGemini && geminiServerCall(pt.raw()) {
 					continue
 				}
-				if dropped == nil {
-					dropped = map[string]bool{}
-				}
-				dropped[id] = true
-				p.removePart(i, pi, StageDropProviderCalls)
-				p.issue(IssueProviderCall, i, pt, "")
-				p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
-					"call the provider ran itself, which %s would take for a client call without result; removed", p.opts.Target))
+				dropCall(i, pi, IssueProviderCall, "call the provider ran itself, which %s would take for a client call without result; removed")
 			case dropped[id]:
 				p.removePart(i, pi, StageDropProviderCalls)
 				p.act(StageDropProviderCalls, ActionDrop, i, pt, "the provider's result of a call removed with it")
