@@ -62,7 +62,7 @@ func (s Stage) Meaning() string {
 	case StageNormalizeArguments:
 		return "writes call arguments stored in a JSON type the provider rejects in the one it takes: an object as its JSON text, a JSON text as its object"
 	case StageMergeTurns:
-		return "merges two turns the provider rejects side by side into one (Bedrock: one role twice; Gemini: two user turns, or a text turn, then the call turn)"
+		return "merges two turns the provider rejects side by side into one (Bedrock: one role twice; Gemini: two user turns, not a function-response turn and text, or a text turn, then the call turn)"
 	case StageStripMalformedCalls:
 		return "removes tool calls that can never be valid: no id, no name, no arguments, or streaming leftovers"
 	case StageDropDanglingReasoning:

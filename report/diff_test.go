@@ -403,8 +403,8 @@ func TestDiffOfALongTranscript(t *testing.T) {
 // position and name, as the engine pairs them. Two calls of one name get a synthetic
 // response each, and each insert shows beside the one after its own call; two orphans of
 // one response turn are orphans (every id-less response shares the id ""), each beside
-// the drop that names its tool. (The first response turn and the user turn after it are
-// merged: Gemini takes no two user turns in a row.)
+// the drop that names its tool. (The first response turn and the user turn after it stay
+// apart: a function response and text in one content mislead Gemini.)
 func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	t.Parallel()
 	in := []byte(`[{"role":"user","parts":[{"text":"Weather?"}]},` +
@@ -420,7 +420,7 @@ func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	for ai, a := range res.Report.Actions {
 		byTool[fmt.Sprintf("%s %s %d", a.Action, a.ToolName, a.MessageIndex)] = ai
 	}
-	require.Len(t, byTool, 5) // and the merge of the first synthetic response's turn with the user turn after it
+	require.Len(t, byTool, 4)
 	d, err := report.DiffTranscripts(in, res.Messages, res.Report.Actions)
 	require.NoError(t, err)
 	type mark struct {
@@ -441,7 +441,7 @@ func TestDiffPairsIdlessGeminiPartsByPositionAndName(t *testing.T) {
 	}
 	require.Equal(t, map[string]mark{
 		"get_weather 2": {report.ChangeSynthesized, []int{byTool["insert get_weather 1"]}},
-		"get_weather 4": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
+		"get_weather 5": {report.ChangeSynthesized, []int{byTool["insert get_weather 3"]}},
 		"get_news 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_news 4"]}},
 		"get_tide 4":    {report.ChangeDroppedOrphan, []int{byTool["drop get_tide 4"]}},
 	}, got)
