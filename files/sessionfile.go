@@ -390,7 +390,7 @@ func (t *sessionTree) rewrite(origins []repair.Origin, from []int, now time.Time
 			changed[ei] = msg
 		}
 		order = append(order, ei)
-		order = append(order, anchored[o.Input]...)
+		order = append(order, anchored[int(o.Input)]...)
 	}
 
 	idOf := func(x int) string {

@@ -48,7 +48,7 @@ type DocumentResult struct {
 // in one pass. The document's updated_at, if any, overrides opts.UpdatedAt.
 func RepairDocument(b []byte, opts Options) (DocumentResult, error) {
 	return repairDocument(b, opts, func(doc Document, p *plan) []byte {
-		n := len(b) - (doc.end - doc.start) + arrayLen(p.out)
+		n := len(b) - (doc.end - doc.start) + OriginsLen(p.out)
 		return appendDocument(make([]byte, 0, n), b, doc, p.out)
 	})
 }
@@ -67,7 +67,7 @@ func WriteDocument(w Pieces, b []byte, opts Options) (Document, Report, error) {
 	kept := true
 	res, err := repairDocument(b, opts, func(doc Document, p *plan) []byte {
 		kept = false
-		writeDocument(w, b, doc, p.out, p.from)
+		p.writeDocument(w, b, doc)
 		return nil
 	})
 	if kept {
@@ -94,26 +94,27 @@ func repairDocument(b []byte, opts Options, write func(doc Document, p *plan) []
 }
 
 // appendDocument appends b with its messages array replaced by msgs.
-func appendDocument(dst, b []byte, doc Document, msgs [][]byte) []byte {
+func appendDocument(dst, b []byte, doc Document, msgs []Origin) []byte {
 	dst = append(dst, b[:doc.start]...)
-	dst = appendArray(dst, msgs)
+	dst = appendOrigins(dst, msgs)
 	return append(dst, b[doc.end:]...)
 }
 
-// writeDocument is appendDocument into w, keeping the runs of b that are unchanged: the
-// envelope, and each message that from (per message, its offset in b or -1) places in b,
-// with the comma or bracket after it when b has the one the output needs there.
-func writeDocument(w Pieces, b []byte, doc Document, msgs [][]byte, from []int32) {
+// writeDocument is appendDocument of the assembled messages into w, keeping the runs of
+// b that are unchanged: the envelope, and each input message left as it was, with the
+// comma or bracket after it when b has the one the output needs there.
+func (p *plan) writeDocument(w Pieces, b []byte, doc Document) {
 	k := keeper{w: w}
 	k.keep(0, doc.start)
-	writeArray(&k, b, doc.start, msgs, from)
+	p.writeArray(&k, b, doc.start)
 	k.keep(doc.end, len(b))
 	k.flush()
 }
 
-// writeArray hands k the array of msgs (joinArray's bytes) in place of b's array, which
-// starts at start, keeping the runs of b that are unchanged (see writeDocument).
-func writeArray(k *keeper, b []byte, start int, msgs [][]byte, from []int32) {
+// writeArray hands k the array of the assembled messages (JoinOrigins' bytes) in place of
+// b's array, which starts at start, keeping the runs of b that are unchanged (see
+// writeDocument).
+func (p *plan) writeArray(k *keeper, b []byte, start int) {
 	k.keep(start, start+1) // the '['
 	after := -1            // where the message just written ends in b, if it came from b
 	sep := func(c []byte) {
@@ -123,15 +124,16 @@ func writeArray(k *keeper, b []byte, start int, msgs [][]byte, from []int32) {
 			k.write(c)
 		}
 	}
-	for i, m := range msgs {
+	for i, o := range p.out {
 		if i > 0 {
 			sep(comma)
 		}
-		if at := int(from[i]); at >= 0 {
-			k.keep(at, at+len(m))
-			after = at + len(m)
+		if o.Input >= 0 && !o.Changed {
+			at := int(p.msgs[o.Input].off)
+			k.keep(at, at+len(o.Msg))
+			after = at + len(o.Msg)
 		} else {
-			k.write(m)
+			k.write(o.Msg)
 			after = -1
 		}
 	}

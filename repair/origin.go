@@ -9,17 +9,20 @@ import (
 // Origin says where one message of a repaired transcript came from, so that a caller
 // keeping each message apart (one database row per message) can change only the rows
 // whose message changed, by this map rather than by comparing contents.
+//
+// Its fields are ordered to make it 32 bytes: a repair holds one per message, and a
+// session of half a million tiny rows has as many.
 type Origin struct {
+	// Msg is the message's bytes: a slice of the input when it is unchanged.
+	Msg []byte
 	// Input is the index of the input message this one came from: the same message,
 	// possibly changed or moved. -1 when tmend made it: a synthetic result, or a new
 	// message holding results moved out of other messages.
-	Input int
+	Input int32
 	// Changed is set when its bytes differ from the input message's (parts removed,
 	// results moved in, a message merged into it, ids rewritten). An unchanged message
 	// is the input message's exact bytes.
 	Changed bool
-	// Msg is the message's bytes: a slice of the input when it is unchanged.
-	Msg []byte
 }
 
 // RepairWithOrigins is Repair that returns the repaired transcript as its messages in
@@ -42,18 +45,23 @@ func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 		origins := make([]Origin, len(p.msgs))
 		for i := range p.msgs {
 			m := &p.msgs[i]
-			origins[i] = Origin{Input: i, Msg: m.raw}
+			origins[i] = Origin{Msg: m.raw, Input: int32(i)}
 		}
 		return Result{Messages: msgs, Report: p.report}, origins, nil
 	}
 	out := p.assemble()
 	p.report.MessagesOut = len(out)
-	return Result{Report: p.report}, p.origins(out), nil
+	p.findMoved(out)
+	p.out = nil // the caller's now: not for the pool
+	return Result{Report: p.report}, out, nil
 }
 
 // JoinOrigins is the JSON array of the origins' messages, as Repair gives it.
 func JoinOrigins(origins []Origin) []byte {
-	out := make([]byte, 0, OriginsLen(origins))
+	return appendOrigins(make([]byte, 0, OriginsLen(origins)), origins)
+}
+
+func appendOrigins(out []byte, origins []Origin) []byte {
 	out = append(out, '[')
 	for i, o := range origins {
 		if i > 0 {
@@ -73,32 +81,25 @@ func OriginsLen(origins []Origin) int {
 	return max(n, 2)
 }
 
-// origins maps assemble's output to the input messages: assemble records which input
-// message each output message stands for (plan.origin) and which it left as it was
-// (plan.from); results moved after their call's turn (whole-message dialects) are found
-// by their bytes, which are the moved result's own.
-func (p *plan) origins(out [][]byte) []Origin {
+// findMoved completes assemble's origins with the results moved after their call's turn
+// (whole-message dialects), which assemble places as new messages: they are found by
+// their bytes, which are the moved result's own.
+func (p *plan) findMoved(out []Origin) {
 	var moved []movedResult
 	listed := false
-	origins := make([]Origin, len(out))
-	for k, raw := range out {
-		o := Origin{Input: int(p.origin[k]), Changed: p.from[k] < 0, Msg: raw}
-		if o.Input < 0 && len(raw) > 0 {
-			if !listed {
-				moved, listed = p.movedResults(), true
-			}
-			if j, ok := slices.BinarySearchFunc(moved, &raw[0], byAddress); ok {
-				i := int(moved[j].msg)
-				m := &p.msgs[i]
-				o.Input, o.Changed = i, len(raw) != len(m.raw) || &raw[0] != &m.raw[0]
-			}
+	for k := range out {
+		o := &out[k]
+		if o.Input >= 0 || len(o.Msg) == 0 {
+			continue
 		}
-		if o.Input < 0 {
-			o.Changed = false
+		if !listed {
+			moved, listed = p.movedResults(), true
 		}
-		origins[k] = o
+		if j, ok := slices.BinarySearchFunc(moved, &o.Msg[0], byAddress); ok {
+			m := &p.msgs[moved[j].msg]
+			o.Input, o.Changed = moved[j].msg, len(o.Msg) != len(m.raw) || &o.Msg[0] != &m.raw[0]
+		}
 	}
-	return origins
 }
 
 // movedResult is the first byte of a result's current bytes, and its message.

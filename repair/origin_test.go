@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,18 +38,18 @@ func checkOrigins(t *testing.T, in []byte, opts repair.Options) []repair.Origin 
 	require.Equal(t, len(want.Messages), repair.OriginsLen(origins))
 	used := map[int]bool{}
 	for k, o := range origins {
-		msg := o.Msg
-		if o.Input < 0 {
+		msg, in := o.Msg, int(o.Input)
+		if in < 0 {
 			require.False(t, o.Changed, "message %d: made by tmend, so not a changed input", k)
 			continue
 		}
-		require.Less(t, o.Input, len(inputs))
-		require.False(t, used[o.Input], "input message %d is the origin of two messages", o.Input)
-		used[o.Input] = true
+		require.Less(t, in, len(inputs))
+		require.False(t, used[in], "input message %d is the origin of two messages", in)
+		used[in] = true
 		if !o.Changed {
-			require.Equal(t, string(inputs[o.Input]), string(msg), "message %d is unchanged input message %d", k, o.Input)
+			require.Equal(t, string(inputs[in]), string(msg), "message %d is unchanged input message %d", k, in)
 		} else {
-			require.NotEqual(t, string(inputs[o.Input]), string(msg), "message %d is changed input message %d", k, o.Input)
+			require.NotEqual(t, string(inputs[in]), string(msg), "message %d is changed input message %d", k, in)
 		}
 	}
 	named := map[int]bool{}
@@ -85,7 +86,7 @@ func TestRepairWithOriginsOnGoldenCases(t *testing.T) {
 
 func TestRepairWithOrigins(t *testing.T) {
 	t.Parallel()
-	o := func(input int, changed bool) repair.Origin { return repair.Origin{Input: input, Changed: changed} }
+	o := func(input int32, changed bool) repair.Origin { return repair.Origin{Input: input, Changed: changed} }
 	noBytes := func(os []repair.Origin) []repair.Origin {
 		out := make([]repair.Origin, len(os))
 		for i, x := range os {
@@ -157,4 +158,12 @@ func TestOriginsOutliveThePlan(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, string(want.Messages), string(repair.JoinOrigins(origins)))
+}
+
+// An origin is what a writing scan holds per message beside the plan, at the repair's
+// peak: a session of half a million tiny rows has as many.
+func TestOriginSize(t *testing.T) {
+	if n := unsafe.Sizeof(repair.Origin{}); n != 32 {
+		t.Fatalf("Origin is %d bytes, want 32", n)
+	}
 }

@@ -95,7 +95,7 @@ func Repair(msgs []byte, opts Options) (Result, error) {
 	}
 	out := p.assemble()
 	p.report.MessagesOut = len(out)
-	return Result{Messages: joinArray(out), Report: p.report}, nil
+	return Result{Messages: JoinOrigins(out), Report: p.report}, nil
 }
 
 // RepairedSize is Repair for a caller that needs only the report and the length the
@@ -113,7 +113,7 @@ func RepairedSize(msgs []byte, opts Options) (Report, int, error) {
 	}
 	out := p.assemble()
 	p.report.MessagesOut = len(out)
-	return p.report, arrayLen(out), nil
+	return p.report, OriginsLen(out), nil
 }
 
 // RepairPieces is Repair giving the repaired array in the pieces it is made of, in
@@ -141,7 +141,7 @@ func RepairPieces(msgs []byte, opts Options) (Result, error) {
 	start := skipSpace(msgs, 0)
 	write := func(w Pieces) {
 		k := keeper{w: w}
-		writeArray(&k, msgs, start, out, p.from)
+		p.writeArray(&k, msgs, start)
 		k.flush()
 	}
 	write(&n)
@@ -277,9 +277,7 @@ type plan struct {
 	// that have any: afterAt[i] is 1 + the index of message i's list in after, else 0.
 	afterAt []int32
 	after   [][][]byte
-	out     [][]byte // assemble's result, reused
-	from    []int32  // per message of out, its offset in src when it is unchanged input, else -1
-	origin  []int32  // per message of out, the input message it came from, else -1 (see origin.go)
+	out     []Origin // assemble's result, reused
 	report  Report
 
 	// idlessOpen counts by name the calls without an id among calls[:idlessSeen] that have
@@ -465,7 +463,7 @@ func (p *plan) release() {
 	clear(p.idlessOpen)
 	*p = plan{
 		msgs: p.msgs[:0], slotOf: p.slotOf[:0], calls: p.calls[:0], results: p.results[:0], chains: p.chains[:0],
-		turns: p.turns[:0], edits: p.edits[:0], afterAt: p.afterAt[:0], after: p.after[:0], out: p.out[:0], from: p.from[:0], origin: p.origin[:0], removed: p.removed[:0],
+		turns: p.turns[:0], edits: p.edits[:0], afterAt: p.afterAt[:0], after: p.after[:0], out: p.out[:0], removed: p.removed[:0],
 		idlessKeys: p.idlessKeys[:0],
 		byKey:      p.byKey, names: p.names, suspects: p.suspects, idlessOpen: p.idlessOpen,
 		sc: scanner{members: p.sc.members[:0], blockMembers: p.sc.blockMembers[:0], blocks: p.sc.blocks[:0],
@@ -2051,15 +2049,17 @@ func merge(prev, cur []byte, partsKey keyCode) []byte {
 }
 
 // assemble builds the repaired message list, in a slice of the plan's: it lives until
-// release. p.from then tells which of them are input messages left as they were.
-func (p *plan) assemble() [][]byte {
+// release. Each message says which input message it stands for (-1: a result placed
+// after its call) and whether it is that message's bytes as scanned; origins (see
+// origin.go) goes on to find the results moved whole.
+func (p *plan) assemble() []Origin {
 	// Sized once, for every message and every result placed after one: grown by append,
 	// they left about four times their size as garbage on a transcript of a million blocks.
 	n := len(p.msgs)
 	for i := range p.after {
 		n += len(p.after[i])
 	}
-	out, from, origin := slices.Grow(p.out[:0], n), slices.Grow(p.from[:0], n), slices.Grow(p.origin[:0], n)
+	out := slices.Grow(p.out[:0], n)
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		e := &p.edits[i]
@@ -2076,26 +2076,20 @@ func (p *plan) assemble() [][]byte {
 		switch {
 		case raw == nil:
 		case e.merge:
-			out[len(out)-1] = merge(out[len(out)-1], raw, m.partsKey)
-			from[len(from)-1] = -1
+			last := &out[len(out)-1]
+			last.Msg, last.Changed = merge(last.Msg, raw, m.partsKey), last.Input >= 0
 		default:
-			out = append(out, raw)
-			origin = append(origin, int32(i))
 			// Unchanged when it is the very bytes the message was scanned from.
-			if len(raw) == len(m.raw) && &raw[0] == &m.raw[0] {
-				from = append(from, m.off)
-			} else {
-				from = append(from, -1)
-			}
+			same := len(raw) == len(m.raw) && &raw[0] == &m.raw[0]
+			out = append(out, Origin{Msg: raw, Input: int32(i), Changed: !same})
 		}
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
-			out = append(out, p.placedAfter(i)...)
-			for range p.placedAfter(i) {
-				from, origin = append(from, -1), append(origin, -1)
+			for _, r := range p.placedAfter(i) {
+				out = append(out, Origin{Msg: r, Input: -1})
 			}
 		}
 	}
-	p.out, p.from, p.origin = out, from, origin
+	p.out = out
 	return out
 }
 

@@ -455,7 +455,7 @@ func TestChatbotInsertedRowHasNoAttachments(t *testing.T) {
 	msgs = append(msgs, json.RawMessage(`{"id":"00000000-0000-4000-9000-000000000009","role":"assistant","parts":[{"type":"text","text":"More?"}]}`))
 	origins := make([]repair.Origin, len(msgs))
 	for i, m := range msgs {
-		origins[i] = repair.Origin{Input: i, Msg: m}
+		origins[i] = repair.Origin{Input: int32(i), Msg: m}
 	}
 	origins[len(msgs)-1].Input = -1
 	_, err = st.Apply(t.Context(), model.Apply{Trigger: model.TriggerCLI, Session: sess,

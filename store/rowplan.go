@@ -94,7 +94,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	var p rowPlan
 	used := make([]bool, len(rows))
 	for k, o := range origins {
-		if o.Input >= len(rows) || o.Input >= 0 && used[o.Input] {
+		if int(o.Input) >= len(rows) || o.Input >= 0 && used[o.Input] {
 			return p, fmt.Errorf("message %d: bad origin %d for %d rows", k, o.Input, len(rows))
 		}
 		if o.Msg == nil {
@@ -106,7 +106,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	}
 	// The untouched head: messages in their own row, unchanged.
 	head := 0
-	for head < len(origins) && origins[head].Input == head && !origins[head].Changed {
+	for head < len(origins) && int(origins[head].Input) == head && !origins[head].Changed {
 		head++
 	}
 	keep := increasing(origins[head:])
@@ -139,7 +139,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	for k := head; k < len(origins); k++ {
 		o := origins[k]
 		if o.Input >= 0 {
-			last = o.Input
+			last = int(o.Input)
 		}
 		var msg []byte
 		if o.Input < 0 || o.Changed {

@@ -22,7 +22,7 @@ func planCase(t *testing.T, orders []int64, inputs []int, changed map[int]bool, 
 	}
 	origins := make([]repair.Origin, len(inputs))
 	for k, in := range inputs {
-		origins[k] = repair.Origin{Input: in, Changed: changed[k], Msg: []byte("m" + string(rune('0'+k)))}
+		origins[k] = repair.Origin{Input: int32(in), Changed: changed[k], Msg: []byte("m" + string(rune('0'+k)))}
 	}
 	p, err := planRows(rows, origins, kind)
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestNextKept(t *testing.T) {
 		n, head := r.IntN(40)+1, 0
 		origins, keep := make([]repair.Origin, n), make([]bool, n)
 		for k := range origins {
-			origins[k].Input = r.IntN(n+1) - 1
+			origins[k].Input = int32(r.IntN(n+1) - 1)
 			keep[k] = r.IntN(3) > 0
 		}
 		if r.IntN(2) == 0 {
@@ -147,7 +147,7 @@ func BenchmarkPlanRowsMovedRun(b *testing.B) {
 			origins := make([]repair.Origin, n)
 			for i := range rows {
 				rows[i] = model.Row{Key: fmt.Sprint(i), Order: int64(i) * 1000}
-				origins[i] = repair.Origin{Input: (i + n - n/3) % n, Msg: []byte("m")}
+				origins[i] = repair.Origin{Input: int32((i + n - n/3) % n), Msg: []byte("m")}
 			}
 			b.ResetTimer()
 			for b.Loop() {
