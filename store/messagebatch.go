@@ -206,15 +206,15 @@ func (l *messageLayout) write(ctx context.Context, as []model.Apply, reports [][
 
 // rowsRead are a session's rows as read, as the check takes them: their keys as a JSON
 // array, and their xmins joined by commas.
-func rowsRead(rows []model.Row) (keys, xmins string, err error) {
-	k := make([]string, len(rows))
+func rowsRead(rows *model.Rows) (keys, xmins string, err error) {
+	k := make([]string, rows.Len())
 	var x strings.Builder
-	for i, r := range rows {
-		k[i] = r.Key
+	for i := range k {
+		k[i] = rows.Key(i)
 		if i > 0 {
 			x.WriteByte(',')
 		}
-		x.WriteString(strconv.FormatUint(uint64(r.Xmin), 10))
+		x.WriteString(strconv.FormatUint(uint64(rows.Xmin(i)), 10))
 	}
 	kj, err := json.Marshal(k)
 	return string(kj), x.String(), err

@@ -267,7 +267,7 @@ func TestMessagesLayoutPages(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page, 2)
 	require.Equal(t, []string{"a", "b"}, []string{page[0].ID, page[1].ID})
-	require.Len(t, page[0].Rows, 3)
+	require.Equal(t, 3, page[0].Rows.Len())
 	require.Equal(t, len(page[0].Messages), page[0].Size)
 
 	page, err = l.st.Sessions(ctx, model.Query{Mode: model.ModeFull, Limit: 10, MaxBytes: 200,

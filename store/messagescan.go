@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -217,7 +218,7 @@ type sessionRows struct {
 	keep  bool
 	buf   bytes.Buffer // '[' and the messages so far
 	keys  []byte       // the rows' keys, one after another
-	ends  []int        // where each key ends in keys
+	ends  []int32      // where each key ends in keys
 	ords  []int64
 	xmins []uint32
 	// Its latest change: the value as read, and as a number that orders it.
@@ -309,7 +310,7 @@ func (p *pageAssembler) add(fd []pgconn.FieldDescription, v [][]byte) error {
 		return fmt.Errorf("session %q: xmin: %w", c.id, err)
 	}
 	c.keys = push(c.keys, v[1]...)
-	c.ends = push(c.ends, len(c.keys))
+	c.ends = push(c.ends, int32(len(c.keys)))
 	c.ords = push(c.ords, ord)
 	c.xmins = push(c.xmins, xmin)
 	return nil
@@ -343,13 +344,8 @@ func (p *pageAssembler) end() error {
 		if p.noRows {
 			break
 		}
-		keys := string(c.keys)
-		s.Rows = make([]model.Row, len(c.ends))
-		from := 0
-		for i, e := range c.ends {
-			s.Rows[i] = model.Row{Key: keys[from:e], Order: c.ords[i], Xmin: c.xmins[i]}
-			from = e
-		}
+		// Copied at their length: the arrays grew by doubling, and are reused.
+		s.Rows = model.NewRows(string(c.keys), slices.Clone(c.ends), slices.Clone(c.ords), slices.Clone(c.xmins))
 	}
 	if p.out == nil {
 		p.out = make([]model.Session, 0, min(p.limit, 4096)) // the page's sessions, not regrown

@@ -90,12 +90,12 @@ func (p *rowPlan) fill(values []int64) error {
 // row (updated when it changed), a dropped one loses its row, one tmend made gets a new
 // row, and a message whose row is out of order (a result moved up to its call) gets a
 // new order value, or, when the order leaves no room, every row from it on does.
-func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPlan, error) {
+func planRows(rows *model.Rows, origins []repair.Origin, kind orderKind) (rowPlan, error) {
 	var p rowPlan
-	used := make([]bool, len(rows))
+	used := make([]bool, rows.Len())
 	for k, o := range origins {
-		if int(o.Input) >= len(rows) || o.Input >= 0 && used[o.Input] {
-			return p, fmt.Errorf("message %d: bad origin %d for %d rows", k, o.Input, len(rows))
+		if int(o.Input) >= rows.Len() || o.Input >= 0 && used[o.Input] {
+			return p, fmt.Errorf("message %d: bad origin %d for %d rows", k, o.Input, rows.Len())
 		}
 		if o.Msg == nil {
 			return p, fmt.Errorf("message %d: no bytes", k)
@@ -119,7 +119,7 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	// primary key orders those, as it did), not with one it placed.
 	placed := false
 	if havePrev {
-		prev = rows[head-1].Order
+		prev = rows.Order(head - 1)
 	}
 	tail := false // orderSequence: every message from here on takes a fresh value
 	// A new row's template is the row of the closest message before it that has one (the
@@ -130,11 +130,11 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 	template := func() string {
 		switch {
 		case last >= 0:
-			return rows[last].Key
+			return rows.Key(last)
 		case first >= 0:
-			return rows[origins[first].Input].Key
+			return rows.Key(int(origins[first].Input))
 		}
-		return rows[0].Key
+		return rows.Key(0)
 	}
 	for k := head; k < len(origins); k++ {
 		o := origins[k]
@@ -146,9 +146,9 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 			msg = o.Msg
 		}
 		if !tail && o.Input >= 0 && keep[k-head] {
-			if ord := rows[o.Input].Order; !havePrev || ord > prev || ord == prev && !placed {
+			if ord := rows.Order(int(o.Input)); !havePrev || ord > prev || ord == prev && !placed {
 				if msg != nil {
-					p.updates = push(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg})
+					p.updates = push(p.updates, rowUpdate{key: rows.Key(int(o.Input)), msg: msg})
 				}
 				prev, havePrev, placed = ord, true, false
 				continue
@@ -168,12 +168,12 @@ func planRows(rows []model.Row, origins []repair.Origin, kind orderKind) (rowPla
 		if o.Input < 0 {
 			p.inserts = push(p.inserts, rowInsert{template: template(), msg: msg, order: order, slot: slot})
 		} else {
-			p.updates = push(p.updates, rowUpdate{key: rows[o.Input].Key, msg: msg, order: order, reorder: true, slot: slot})
+			p.updates = push(p.updates, rowUpdate{key: rows.Key(int(o.Input)), msg: msg, order: order, reorder: true, slot: slot})
 		}
 	}
-	for i := head; i < len(rows); i++ {
+	for i := head; i < rows.Len(); i++ {
 		if !used[i] {
-			p.deletes = push(p.deletes, rows[i].Key)
+			p.deletes = push(p.deletes, rows.Key(i))
 		}
 	}
 	return p, nil
@@ -197,14 +197,14 @@ func nextKept(origins []repair.Origin, keep []bool, head int) []int32 {
 // between returns a time order value for message k after prev: spread evenly up to the
 // next message whose row keeps its place (next, -1 when none) when there is room, else
 // a microsecond after prev (the rows after it then move as needed).
-func between(rows []model.Row, origins []repair.Origin, next int32, k int, prev int64, havePrev bool) int64 {
+func between(rows *model.Rows, origins []repair.Origin, next int32, k int, prev int64, havePrev bool) int64 {
 	if next < 0 {
 		if !havePrev {
 			return 0
 		}
 		return prev + 1
 	}
-	upper := rows[origins[next].Input].Order
+	upper := rows.Order(int(origins[next].Input))
 	if !havePrev {
 		prev = upper - int64(int(next)-k) - 1
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,15 +12,27 @@ import (
 	"github.com/tmend/tmend/store/model"
 )
 
+// rowsOf builds rows of the given keys and orders (xmins 0).
+func rowsOf(keys []string, orders []int64) *model.Rows {
+	ends := make([]int32, len(keys))
+	n := 0
+	for i, k := range keys {
+		n += len(k)
+		ends[i] = int32(n)
+	}
+	return model.NewRows(strings.Join(keys, ""), ends, orders, make([]uint32, len(keys)))
+}
+
 // planCase builds rows with the given orders (keys r0, r1, ...) and an output whose
 // message k is "m<k>", from the given inputs (-1: made by tmend; changed marks inputs
 // whose message changed).
 func planCase(t *testing.T, orders []int64, inputs []int, changed map[int]bool, kind orderKind) rowPlan {
 	t.Helper()
-	rows := make([]model.Row, len(orders))
-	for i, o := range orders {
-		rows[i] = model.Row{Key: "r" + string(rune('0'+i)), Order: o}
+	keys := make([]string, len(orders))
+	for i := range orders {
+		keys[i] = "r" + string(rune('0'+i))
 	}
+	rows := rowsOf(keys, orders)
 	origins := make([]repair.Origin, len(inputs))
 	for k, in := range inputs {
 		origins[k] = repair.Origin{Input: int32(in), Changed: changed[k], Msg: []byte("m" + string(rune('0'+k)))}
@@ -98,7 +111,7 @@ func TestPlanRows(t *testing.T) {
 	})
 	t.Run("BadOriginsAreRefused", func(t *testing.T) {
 		t.Parallel()
-		rows := []model.Row{{Key: "a", Order: 1}}
+		rows := rowsOf([]string{"a"}, []int64{1})
 		x := []byte("x")
 		_, err := planRows(rows, []repair.Origin{{Input: 1, Msg: x}}, orderTime)
 		require.Error(t, err)
@@ -143,12 +156,13 @@ func TestNextKept(t *testing.T) {
 func BenchmarkPlanRowsMovedRun(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			rows := make([]model.Row, n)
+			keys, orders := make([]string, n), make([]int64, n)
 			origins := make([]repair.Origin, n)
-			for i := range rows {
-				rows[i] = model.Row{Key: fmt.Sprint(i), Order: int64(i) * 1000}
+			for i := range n {
+				keys[i], orders[i] = fmt.Sprint(i), int64(i)*1000
 				origins[i] = repair.Origin{Input: int32((i + n - n/3) % n), Msg: []byte("m")}
 			}
+			rows := rowsOf(keys, orders)
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := planRows(rows, origins, orderTime); err != nil {
@@ -164,7 +178,7 @@ func BenchmarkPlanRowsMovedRun(b *testing.B) {
 func BenchmarkPlanRowsNewRun(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			rows := []model.Row{{Key: "r0", Order: 1}, {Key: "r1", Order: 2}}
+			rows := rowsOf([]string{"r0", "r1"}, []int64{1, 2})
 			origins := make([]repair.Origin, n+2)
 			for i := range origins {
 				origins[i] = repair.Origin{Input: -1, Msg: []byte("m")}

@@ -46,7 +46,7 @@ type Session struct {
 	// Rows are the session's rows in order, for a table that keeps one row per message:
 	// Messages is their messages joined into an array, one each. The store matches them
 	// again when it writes the session; nil for a table that keeps one row per session.
-	Rows []Row
+	Rows *Rows
 	// Head is the state read, for a store that keeps its own history (LangGraph: the
 	// thread's newest checkpoint id): the store writes only while it is still the newest.
 	Head string
@@ -63,15 +63,46 @@ type Session struct {
 	Release func()
 }
 
-// Row is one stored row of a session kept one row per message: its primary key as text,
-// its order value (an integer, or a timestamp in microseconds since 1970), and the
-// transaction that wrote the version read (Postgres's xmin), which every update or
-// re-insert of the row changes: the write checks the rows it locks against them.
-type Row struct {
-	Key   string
-	Order int64
-	Xmin  uint32
+// Rows are the stored rows of a session kept one row per message, in order: for each,
+// its primary key as text, its order value (an integer, or a timestamp in microseconds
+// since 1970), and the transaction that wrote the version read (Postgres's xmin), which
+// every update or re-insert of the row changes: the write checks the rows it locks
+// against them. Held as arrays, 16 bytes a row and its key's bytes, rather than a record
+// of 32: a session of half a million tiny messages has as many rows, all held at the peak
+// of its repair.
+type Rows struct {
+	keys  string   // the keys one after another
+	ends  []int32  // where each key ends in keys
+	ords  []int64  // the order values
+	xmins []uint32 // the xmins
 }
+
+// NewRows returns the rows whose keys are keys cut at ends, with their orders and xmins,
+// one each; it keeps the slices.
+func NewRows(keys string, ends []int32, orders []int64, xmins []uint32) *Rows {
+	if len(orders) != len(ends) || len(xmins) != len(ends) {
+		panic("model: rows of unequal lengths")
+	}
+	return &Rows{keys: keys, ends: ends, ords: orders, xmins: xmins}
+}
+
+// Len is the number of rows.
+func (r *Rows) Len() int { return len(r.ends) }
+
+// Key is row i's primary key as text.
+func (r *Rows) Key(i int) string {
+	from := int32(0)
+	if i > 0 {
+		from = r.ends[i-1]
+	}
+	return r.keys[from:r.ends[i]]
+}
+
+// Order is row i's order value.
+func (r *Rows) Order(i int) int64 { return r.ords[i] }
+
+// Xmin is the transaction that wrote row i's version read.
+func (r *Rows) Xmin(i int) uint32 { return r.xmins[i] }
 
 // ContentHash is the hash tmend records for a content: hex SHA-256 of its text.
 func ContentHash(b []byte) string {
