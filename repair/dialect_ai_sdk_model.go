@@ -219,13 +219,13 @@ func aiSDKCallShape(p *part, o obj) {
 // markAwaiting marks each call of m that an approval request of m names as waiting for a
 // person's approval.
 func markAwaiting(m *message, ps *parser) {
-	for i := range m.parts {
-		r := &m.parts[i]
+	for i := range m.parts() {
+		r := &m.parts()[i]
 		if r.kind != partRef || !r.hasID {
 			continue
 		}
-		for j := range m.parts {
-			if c := &m.parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
+		for j := range m.parts() {
+			if c := &m.parts()[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
 				c.set(partAwaiting, true)
 			}
 		}

@@ -162,10 +162,12 @@ func TestWorkingSetErrsHigh(t *testing.T) {
 }
 
 // A message's record and edit, one of each a message: a LangChain session keeps a
-// message a tool call or result, so they weigh like a block's.
+// message a tool call or result, so they weigh like a block's. The record holds its
+// bytes, members and parts as pointers and lengths: 562k messages took 40 bytes more
+// each as slices.
 func TestMessageSize(t *testing.T) {
-	if n := unsafe.Sizeof(message{}); n != 104 {
-		t.Fatalf("message is %d bytes, want 104", n)
+	if n := unsafe.Sizeof(message{}); n != 64 {
+		t.Fatalf("message is %d bytes, want 64", n)
 	}
 	if n := unsafe.Sizeof(edit{}); n != 8 {
 		t.Fatalf("edit is %d bytes, want 8", n)

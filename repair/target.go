@@ -205,8 +205,8 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 		if p.msgs[i].kind == msgAssistant {
 			continue
 		}
-		for pi := range p.msgs[i].parts {
-			if pt := &p.msgs[i].parts[pi]; pt.is(partProviderRun) && pt.kind != partCall {
+		for pi := range p.msgs[i].parts() {
+			if pt := &p.msgs[i].parts()[pi]; pt.is(partProviderRun) && pt.kind != partCall {
 				if answered == nil {
 					answered = map[string]bool{}
 				}
@@ -216,7 +216,7 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 	}
 	// dropCall removes part pi of message i, a call, for issue code; detail names the target.
 	dropCall := func(i, pi int, code IssueCode, detail string) {
-		pt := &p.msgs[i].parts[pi]
+		pt := &p.msgs[i].parts()[pi]
 		if dropped == nil {
 			dropped = map[string]bool{}
 		}
@@ -227,8 +227,8 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 	}
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		for pi := range m.parts {
-			pt := &m.parts[pi]
+		for pi := range m.parts() {
+			pt := &m.parts()[pi]
 			if !pt.is(partProviderRun) || p.removedOf(i)[pi] || m.kind != msgAssistant {
 				continue
 			}
@@ -269,8 +269,8 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 func (p *plan) dropApprovalsOf(dropped map[string]bool) {
 	gone := map[string]bool{} // approval ids of requests that name a dropped call
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts {
-			if pt := &p.msgs[i].parts[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
+		for pi := range p.msgs[i].parts() {
+			if pt := &p.msgs[i].parts()[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
 				if approval, call := approvalIDs(pt.raw()); approval != "" && dropped[call] {
 					gone[approval] = true
 				}
@@ -278,8 +278,8 @@ func (p *plan) dropApprovalsOf(dropped map[string]bool) {
 		}
 	}
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts {
-			pt := &p.msgs[i].parts[pi]
+		for pi := range p.msgs[i].parts() {
+			pt := &p.msgs[i].parts()[pi]
 			if pt.kind != partRef {
 				continue
 			}
