@@ -149,8 +149,9 @@ type spec struct {
 
 // toolParts reports whether m holds a call or result part.
 func toolParts(m *message) bool {
-	for i := range m.parts() {
-		if k := m.parts()[i].kind; k == partCall || k == partResult {
+	parts := m.parts()
+	for i := range parts {
+		if k := parts[i].kind; k == partCall || k == partResult {
 			return true
 		}
 	}
@@ -159,8 +160,9 @@ func toolParts(m *message) bool {
 
 // wellFormedCalls reports whether m holds a call strip_malformed_calls keeps.
 func wellFormedCalls(m *message) bool {
-	for i := range m.parts() {
-		if m.parts()[i].kind == partCall && m.parts()[i].malformed == wellFormed {
+	parts := m.parts()
+	for i := range parts {
+		if parts[i].kind == partCall && parts[i].malformed == wellFormed {
 			return true
 		}
 	}
@@ -381,11 +383,26 @@ type message struct {
 	reasoning bool // a Responses reasoning item
 }
 
-func (m *message) raw() []byte { return unsafe.Slice(m.rawAt, m.rawLen) }
+func (m *message) raw() []byte {
+	return *(*[]byte)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.rawAt), int(m.rawLen), int(m.rawLen)}))
+}
 
-func (m *message) ms() []member { return unsafe.Slice(m.msAt, m.nms) }
+func (m *message) ms() []member {
+	return *(*[]member)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.msAt), int(m.nms), int(m.nms)}))
+}
 
-func (m *message) parts() []part { return unsafe.Slice(m.partsAt, m.nparts) }
+func (m *message) parts() []part {
+	return *(*[]part)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.partsAt), int(m.nparts), int(m.nparts)}))
+}
+
+// sliceHeader is a slice's layout. A message's accessors make their slices with it, not
+// with unsafe.Slice, whose checks (a negative length, an end past the address space),
+// which a pointer and a length taken from a slice always pass, cost as much as a short
+// loop over a message's members.
+type sliceHeader struct {
+	at       unsafe.Pointer
+	len, cap int
+}
 
 func (m *message) setRaw(raw []byte) { m.rawAt, m.rawLen = unsafe.SliceData(raw), int32(len(raw)) }
 
@@ -894,14 +911,15 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 func messageSignal(m *message, ps *parser) int {
 	f := &ps.facts
 	*f = msgFacts{}
-	for i := range m.ms() {
-		mb := &m.ms()[i]
+	raw, ms := m.raw(), m.ms()
+	for i := range ms {
+		mb := &ms[i]
 		switch mb.kc {
 		case keyRole:
 			f.hasRole = true
-			f.role = wordOf(mb.val(m.raw()))
+			f.role = wordOf(mb.val(raw))
 		case keyType:
-			f.typ = wordOf(mb.val(m.raw()))
+			f.typ = wordOf(mb.val(raw))
 		case keyParts:
 			f.parts, f.hasParts = m.blocks(keyParts)
 		case keyToolCallID:
@@ -911,7 +929,7 @@ func messageSignal(m *message, ps *parser) int {
 		case keyToolInvocations:
 			f.hasToolInvocations = true
 		case keyContent:
-			f.content = mb.val(m.raw())
+			f.content = mb.val(raw)
 			if f.content[0] == '{' {
 				if content, ok := m.fields(ps, keyContent); ok {
 					f.format2 = isFormat2(content)
@@ -1087,8 +1105,9 @@ func plainMessage(m *message) bool {
 	default:
 		return false
 	}
-	for imb := range m.ms() {
-		mb := &m.ms()[imb]
+	ms := m.ms()
+	for imb := range ms {
+		mb := &ms[imb]
 		switch {
 		case mb.code() == keyContent && mb.val(m.raw())[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message

@@ -154,8 +154,9 @@ func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
 func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
-	for imb := range m.ms() {
-		mb := &m.ms()[imb]
+	ms := m.ms()
+	for imb := range ms {
+		mb := &ms[imb]
 		switch mb.code() {
 		case keyType:
 			typ = wordOf(mb.val(m.raw()))

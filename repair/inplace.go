@@ -227,8 +227,9 @@ func (p *plan) decideInPlace() {
 			return // refused (checkReport): no need to go on
 		}
 		m := &p.msgs[i]
-		for pi := range m.parts() {
-			pt := &m.parts()[pi]
+		parts := m.parts()
+		for pi := range parts {
+			pt := &parts[pi]
 			if pt.kind != partCall {
 				continue
 			}
@@ -447,8 +448,9 @@ func (p *plan) dropBareMarkers() {
 			continue
 		}
 		bare := true
-		for pi := range m.parts() {
-			if !removed[pi] && !p.isStepStart(m.parts()[pi].raw()) {
+		parts := m.parts()
+		for pi := range parts {
+			if !removed[pi] && !p.isStepStart(parts[pi].raw()) {
 				bare = false
 				break
 			}

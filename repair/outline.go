@@ -83,8 +83,9 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 		if err == nil {
 			om.Whole, om.PartsKey = m.whole(), keyNames[m.partsKey]
 			om.Parts = make([]OutlinePart, len(m.parts()))
-			for k := range m.parts() {
-				pt := &m.parts()[k]
+			parts := m.parts()
+			for k := range parts {
+				pt := &parts[k]
 				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw(), CallID: p.ps.id(pt), CallIDText: p.ps.idText(pt),
 					ToolName: pt.name(), Synthetic: pt.is(partSynthetic)}
 			}

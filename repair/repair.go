@@ -627,13 +627,14 @@ func (p *plan) unreadCallMember(m *message) (string, bool) {
 	if m.whole() {
 		return "", false
 	}
-	for i := range m.ms() {
-		mb := &m.ms()[i]
-		if !callKey(*mb, m.raw()) || isEmptyValue(mb.val(m.raw())) || mb.code() != keyOther && mb.code() == m.partsKey && m.partsIn == keyOther ||
+	raw, ms := m.raw(), m.ms()
+	for i := range ms {
+		mb := &ms[i]
+		if !callKey(*mb, raw) || isEmptyValue(mb.val(raw)) || mb.code() != keyOther && mb.code() == m.partsKey && m.partsIn == keyOther ||
 			mb.code() == keyToolInvocations && p.spec.inPlace {
 			continue
 		}
-		return mb.name(m.raw()), true
+		return mb.name(raw), true
 	}
 	return "", false
 }
@@ -668,8 +669,9 @@ func (p *plan) findTurns() {
 		p.slotOf[i] = -1
 	}
 	hasCall := func(m *message) bool {
-		for pi := range m.parts() {
-			if m.parts()[pi].kind == partCall {
+		parts := m.parts()
+		for pi := range parts {
+			if parts[pi].kind == partCall {
 				return true
 			}
 		}
@@ -736,8 +738,9 @@ func (p *plan) findTurns() {
 func (p *plan) countParts() (calls, results, callMsgs int) {
 	for i := range p.msgs {
 		had := calls
-		for pi := range p.msgs[i].parts() {
-			switch p.msgs[i].parts()[pi].kind {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			switch parts[pi].kind {
 			case partCall:
 				calls++
 			case partResult:
@@ -757,8 +760,9 @@ func idlessKey(turn int, name string, rank int) string {
 }
 
 func hasResult(m *message) bool {
-	for pi := range m.parts() {
-		if m.parts()[pi].kind == partResult {
+	parts := m.parts()
+	for pi := range parts {
+		if parts[pi].kind == partResult {
 			return true
 		}
 	}
@@ -808,8 +812,9 @@ func (p *plan) pair() {
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
 		lead := true // only results so far in this message
-		for pi := range m.parts() {
-			pt := &m.parts()[pi]
+		parts := m.parts()
+		for pi := range parts {
+			pt := &parts[pi]
 			if pt.kind != partResult {
 				lead = false
 				continue
@@ -1184,8 +1189,9 @@ func (p *plan) openTurn() int {
 		if m.kind != msgUser || len(m.parts()) == 0 {
 			return -1
 		}
-		for pi := range m.parts() {
-			if k := m.parts()[pi].kind; k != partResult && k != partRef {
+		parts := m.parts()
+		for pi := range parts {
+			if k := parts[pi].kind; k != partResult && k != partRef {
 				return -1 // the user wrote on: the run is over
 			}
 		}
@@ -1714,8 +1720,9 @@ func (p *plan) alignPaddedIDs() {
 func (p *plan) usedIDs() map[string]bool {
 	used := map[string]bool{}
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts() {
-			if pt := &p.msgs[i].parts()[pi]; pt.hasID {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			if pt := &parts[pi]; pt.hasID {
 				used[p.ps.id(pt)] = true
 				used[strings.TrimSpace(p.ps.id(pt))] = true
 			}
@@ -1952,8 +1959,9 @@ func (p *plan) lostPart(i int) bool {
 
 // keeps reports whether message i keeps a part of kind k.
 func (p *plan) keeps(i int, k partKind) bool {
-	for pi := range p.msgs[i].parts() {
-		if p.msgs[i].parts()[pi].kind == k && !p.removedOf(i)[pi] {
+	parts := p.msgs[i].parts()
+	for pi := range parts {
+		if parts[pi].kind == k && !p.removedOf(i)[pi] {
 			return true
 		}
 	}
@@ -2116,8 +2124,9 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	}
 	kept := make([][]byte, 0, len(m.parts())+len(in))
 	lead := true
-	for pi := range m.parts() {
-		pt := &m.parts()[pi]
+	parts := m.parts()
+	for pi := range parts {
+		pt := &parts[pi]
 		if removed[pi] {
 			continue
 		}
@@ -2140,9 +2149,10 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	if !m.otherContent {
 		return nil, false
 	}
-	for idx := range m.ms() {
-		if m.ms()[idx].code() == m.partsKey {
-			return removeMember(m.raw(), m.ms(), idx), true
+	ms := m.ms()
+	for idx := range ms {
+		if ms[idx].code() == m.partsKey {
+			return removeMember(m.raw(), ms, idx), true
 		}
 	}
 	return m.raw(), true
