@@ -174,6 +174,34 @@ func TestMessageSize(t *testing.T) {
 	}
 }
 
+// A message's accessors give back the slices it was set to, capped at their length (so
+// that nothing appended through them overwrites the slab after them), and where its
+// bytes start in the input.
+func TestMessageSlicesAreTheSlicesSet(t *testing.T) {
+	in := []byte(`[{"role":"user","content":"hi"}]`)
+	ms, parts := make([]member, 2, 8), make([]part, 3, 8)
+	var m message
+	m.setRaw(in[1 : len(in)-1])
+	m.setMembers(ms)
+	m.setParts(parts)
+	if got := m.raw(); &got[0] != &in[1] || len(got) != len(in)-2 || cap(got) != len(got) {
+		t.Errorf("raw() is %d bytes (cap %d) at %p, want %d at %p", len(got), cap(got), &got[0], len(in)-2, &in[1])
+	}
+	if got := m.ms(); &got[0] != &ms[0] || len(got) != 2 || cap(got) != 2 {
+		t.Errorf("ms() has %d members (cap %d) at %p, want 2 at %p", len(got), cap(got), &got[0], &ms[0])
+	}
+	if got := m.parts(); &got[0] != &parts[0] || len(got) != 3 || cap(got) != 3 {
+		t.Errorf("parts() has %d parts (cap %d) at %p, want 3 at %p", len(got), cap(got), &got[0], &parts[0])
+	}
+	if at := m.at(in); at != 1 {
+		t.Errorf("at = %d, want 1", at)
+	}
+	var none message
+	if none.raw() != nil || none.ms() != nil || none.parts() != nil {
+		t.Error("a message set to nothing has slices")
+	}
+}
+
 // A call record holds no key (callKey reads it from the call's part): a transcript of
 // many small blocks has one per two blocks.
 func TestCallRefSize(t *testing.T) {
