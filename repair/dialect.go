@@ -149,8 +149,9 @@ type spec struct {
 
 // toolParts reports whether m holds a call or result part.
 func toolParts(m *message) bool {
-	for i := range m.parts {
-		if k := m.parts[i].kind; k == partCall || k == partResult {
+	parts := m.parts()
+	for i := range parts {
+		if k := parts[i].kind; k == partCall || k == partResult {
 			return true
 		}
 	}
@@ -159,8 +160,9 @@ func toolParts(m *message) bool {
 
 // wellFormedCalls reports whether m holds a call strip_malformed_calls keeps.
 func wellFormedCalls(m *message) bool {
-	for i := range m.parts {
-		if m.parts[i].kind == partCall && m.parts[i].malformed == wellFormed {
+	parts := m.parts()
+	for i := range parts {
+		if parts[i].kind == partCall && parts[i].malformed == wellFormed {
 			return true
 		}
 	}
@@ -349,10 +351,23 @@ func (p *keyPath) keys() []keyCode { return p.codes[:p.n] }
 
 // message is one transcript element with what tmend found in it.
 type message struct {
-	raw      []byte
-	ms       []member
-	arrays   *arrayBlocks // the blocks of content, tool_calls and parts; nil: none
-	parts    []part
+	// rawAt, msAt and partsAt with their lengths hold its bytes (raw), its members (ms)
+	// and its parts (parts) as a pointer and a length each, not as slices (64 bytes, not
+	// 104): a transcript of many small messages is mostly message records (TestMessageSize).
+	// raw lies in the scanned input, which gives its offset there (at).
+	rawAt               *byte
+	msAt                *member
+	partsAt             *part
+	arrays              *arrayBlocks // the blocks of content, tool_calls and parts; nil: none
+	rawLen, nms, nparts int32
+	// knownValues[knownFrom:knownTo] (the parser's) are values inside raw that the
+	// dialect recognised outside the parts array (LangChain's provider copies of its
+	// calls, and calls in a nested object or in invalid_tool_calls): the search for calls
+	// of unknown shapes passes over them. Indexes, not a slice: most messages have none.
+	knownFrom, knownTo int32
+	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
+	// scanner's), or 0 when it has none.
+	fieldsAt int32
 	kind     msgKind
 	partsKey keyCode // member holding the parts; keyOther for whole messages
 	// partsIn is the object member holding the parts member (Mastra's content), or
@@ -366,15 +381,42 @@ type message struct {
 	known     bool
 	failed    bool // the turn ended in error or was aborted
 	reasoning bool // a Responses reasoning item
-	// knownValues[knownFrom:knownTo] (the parser's) are values inside raw that the
-	// dialect recognised outside the parts array (LangChain's provider copies of its
-	// calls, and calls in a nested object or in invalid_tool_calls): the search for calls
-	// of unknown shapes passes over them. Indexes, not a slice: most messages have none.
-	knownFrom, knownTo int32
-	off                int32 // where raw starts in the scanned input (plan.src)
-	// fieldsAt is 1 + the index of the message's fields object in parser.fields (the
-	// scanner's), or 0 when it has none.
-	fieldsAt int32
+}
+
+func (m *message) raw() []byte {
+	return *(*[]byte)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.rawAt), int(m.rawLen), int(m.rawLen)}))
+}
+
+func (m *message) ms() []member {
+	return *(*[]member)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.msAt), int(m.nms), int(m.nms)}))
+}
+
+func (m *message) parts() []part {
+	return *(*[]part)(unsafe.Pointer(&sliceHeader{unsafe.Pointer(m.partsAt), int(m.nparts), int(m.nparts)}))
+}
+
+// sliceHeader is a slice's layout. A message's accessors make their slices with it, not
+// with unsafe.Slice, whose checks (a negative length, an end past the address space),
+// which a pointer and a length taken from a slice always pass, cost as much as a short
+// loop over a message's members.
+type sliceHeader struct {
+	at       unsafe.Pointer
+	len, cap int
+}
+
+func (m *message) setRaw(raw []byte) { m.rawAt, m.rawLen = unsafe.SliceData(raw), int32(len(raw)) }
+
+func (m *message) setMembers(ms []member) { m.msAt, m.nms = unsafe.SliceData(ms), int32(len(ms)) }
+
+// setParts points m to parts, a run of parser.parts, which never moves (plan.parse sizes
+// it once), so nothing is appended to parts through m.
+func (m *message) setParts(parts []part) {
+	m.partsAt, m.nparts = unsafe.SliceData(parts), int32(len(parts))
+}
+
+// at is where raw starts in in, the input the message was scanned from.
+func (m *message) at(in []byte) int {
+	return int(uintptr(unsafe.Pointer(m.rawAt)) - uintptr(unsafe.Pointer(unsafe.SliceData(in))))
 }
 
 func (m *message) whole() bool { return m.kind == msgResult || m.kind == msgCall }
@@ -388,8 +430,8 @@ func wrapUser(key keyCode, parts [][]byte) []byte {
 // --- helpers shared by the parsers ---
 
 func (m *message) get(key keyCode) []byte {
-	if mb, ok := findCode(m.ms, key); ok {
-		return mb.val(m.raw)
+	if mb, ok := findCode(m.ms(), key); ok {
+		return mb.val(m.raw())
 	}
 	return nil
 }
@@ -584,12 +626,13 @@ func (o obj) sub(key keyCode) obj {
 	return sub
 }
 
-// failedTurn reports a message whose generation ended in error or was aborted.
-func failedTurn(m *message) bool {
-	for imb := range m.ms {
-		mb := &m.ms[imb] // one pass for both spellings: this runs for every assistant message
+// failedTurn reports whether the message object raw, with members ms, ended its
+// generation in error or aborted it.
+func failedTurn(raw []byte, ms []member) bool {
+	for imb := range ms {
+		mb := &ms[imb] // one pass for both spellings: this runs for every assistant message
 		if mb.code() == keyStopReason || mb.code() == keyStopReasonSnake {
-			switch string(wordOf(mb.val(m.raw))) {
+			switch string(wordOf(mb.val(raw))) {
 			case "error", "aborted":
 				return true
 			}
@@ -702,12 +745,12 @@ func objectArgs(p *part, args obj, key keyCode, what string) {
 // nameKey, its text in content.
 func parseResultMessage(m *message, ps *parser, idPath []keyCode, nameKey keyCode) {
 	m.kind = msgResult
-	p := rawPart(m.raw)
-	resultShape(&p, obj{m.raw, m.ms, ps}, idPath)
+	p := rawPart(m.raw())
+	resultShape(&p, obj{m.raw(), m.ms(), ps}, idPath)
 	name, _ := inputString(m.get(nameKey))
 	p.setName(name)
 	p.set(partSynthetic, isSyntheticText(m.get(keyContent), m.contentBlocks()))
-	m.parts = ps.one(p)
+	m.setParts(ps.one(p))
 }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
@@ -767,7 +810,7 @@ func parseBlocks(m *message, ps *parser, key keyCode, fn func(p *part, o obj)) e
 			ps.scratch = ps.scratch[:mark]
 		}
 	}
-	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
+	m.setParts(ps.parts[start:len(ps.parts):len(ps.parts)])
 	return nil
 }
 
@@ -868,14 +911,15 @@ func detect(msgs []message, ps *parser) (Dialect, error) {
 func messageSignal(m *message, ps *parser) int {
 	f := &ps.facts
 	*f = msgFacts{}
-	for i := range m.ms {
-		mb := &m.ms[i]
+	raw, ms := m.raw(), m.ms()
+	for i := range ms {
+		mb := &ms[i]
 		switch mb.kc {
 		case keyRole:
 			f.hasRole = true
-			f.role = wordOf(mb.val(m.raw))
+			f.role = wordOf(mb.val(raw))
 		case keyType:
-			f.typ = wordOf(mb.val(m.raw))
+			f.typ = wordOf(mb.val(raw))
 		case keyParts:
 			f.parts, f.hasParts = m.blocks(keyParts)
 		case keyToolCallID:
@@ -885,7 +929,7 @@ func messageSignal(m *message, ps *parser) int {
 		case keyToolInvocations:
 			f.hasToolInvocations = true
 		case keyContent:
-			f.content = mb.val(m.raw)
+			f.content = mb.val(raw)
 			if f.content[0] == '{' {
 				if content, ok := m.fields(ps, keyContent); ok {
 					f.format2 = isFormat2(content)
@@ -1005,8 +1049,8 @@ func (m *message) fields(ps *parser, key keyCode) (o fieldsView, ok bool) {
 	if f.key != key {
 		return o, false
 	}
-	mb, _ := findCode(m.ms, key)
-	return fieldsView{obj{mb.val(m.raw), f.ms, ps}, &f.arrays}, true
+	mb, _ := findCode(m.ms(), key)
+	return fieldsView{obj{mb.val(m.raw()), f.ms, ps}, &f.arrays}, true
 }
 
 // fieldsView is an object member of a message with what the scanner collected of it.
@@ -1026,7 +1070,7 @@ func (v fieldsView) blocks(key keyCode) ([]block, bool) {
 	return nil, len(pv) > 0 && pv[0] == '['
 }
 
-func (m *message) has(key keyCode) bool { _, ok := findCode(m.ms, key); return ok }
+func (m *message) has(key keyCode) bool { _, ok := findCode(m.ms(), key); return ok }
 
 // describe names a message's shape for a report: its role or type.
 func (m *message) describe() string {
@@ -1061,12 +1105,13 @@ func plainMessage(m *message) bool {
 	default:
 		return false
 	}
-	for imb := range m.ms {
-		mb := &m.ms[imb]
+	ms := m.ms()
+	for imb := range ms {
+		mb := &ms[imb]
 		switch {
-		case mb.code() == keyContent && mb.val(m.raw)[0] == '{':
+		case mb.code() == keyContent && mb.val(m.raw())[0] == '{':
 			return false // a content object: not a shape of any dialect's plain message
-		case callKey(*mb, m.raw):
+		case callKey(*mb, m.raw()):
 			return false // tool_calls, function_call, toolCalls, tool_call_id, ...
 		}
 	}

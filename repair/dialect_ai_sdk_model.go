@@ -219,13 +219,14 @@ func aiSDKCallShape(p *part, o obj) {
 // markAwaiting marks each call of m that an approval request of m names as waiting for a
 // person's approval.
 func markAwaiting(m *message, ps *parser) {
-	for i := range m.parts {
-		r := &m.parts[i]
+	parts := m.parts()
+	for i := range parts {
+		r := &parts[i]
 		if r.kind != partRef || !r.hasID {
 			continue
 		}
-		for j := range m.parts {
-			if c := &m.parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
+		for j := range parts {
+			if c := &parts[j]; c.kind == partCall && c.hasID && ps.id(c) == ps.id(r) {
 				c.set(partAwaiting, true)
 			}
 		}

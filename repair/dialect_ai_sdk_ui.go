@@ -27,7 +27,7 @@ func parseAISDKUI(m *message, ps *parser) error {
 		m.kind = msgAssistant
 	}
 	m.otherContent = !isEmptyValue(m.get(keyContent)) // ai 4's text beside its parts
-	o := obj{m.raw, m.ms, ps}
+	o := obj{m.raw(), m.ms(), ps}
 	if blks, ok := m.blocks(keyParts); ok {
 		parseInPlaceParts(m, ps, keyOther, keyParts, blks, o)
 	} else if v := m.get(keyToolInvocations); len(v) > 0 && v[0] == '[' {

@@ -73,7 +73,7 @@ func parseAnthropic(m *message, ps *parser) error {
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
-		m.failed = failedTurn(m)
+		m.failed = failedTurn(m.raw(), m.ms())
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
 			switch typ := o.get(keyType); {
 			case isString(typ, "tool_use"):

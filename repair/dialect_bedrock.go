@@ -76,7 +76,7 @@ func parseBedrock(m *message, ps *parser) error {
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
-		m.failed = failedTurn(m)
+		m.failed = failedTurn(m.raw(), m.ms())
 		return parseBlocks(m, ps, keyContent, func(p *part, o obj) {
 			switch {
 			case o.has(keyToolUse):

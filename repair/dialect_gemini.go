@@ -135,7 +135,7 @@ func parseGemini(m *message, ps *parser) error {
 	switch string(role) {
 	case "model":
 		m.kind = msgAssistant
-		m.failed = failedTurn(m)
+		m.failed = failedTurn(m.raw(), m.ms())
 		return parseBlocks(m, ps, keyParts, func(p *part, o obj) {
 			switch {
 			case o.has(keyFunctionCall):

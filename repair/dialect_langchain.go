@@ -141,12 +141,12 @@ func (v *lcView) blocks(key keyCode) ([]block, bool) {
 func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
 	if m.fieldsAt > 0 && int(m.fieldsAt) <= len(ps.fields) {
 		if f := &ps.fields[m.fieldsAt-1]; f.key == key {
-			mb, _ := findCode(m.ms, key)
+			mb, _ := findCode(m.ms(), key)
 			v.arrays = &f.arrays
-			return obj{mb.val(m.raw), f.ms, ps}
+			return obj{mb.val(m.raw()), f.ms, ps}
 		}
 	}
-	return obj{m.raw, m.ms, ps}.sub(key)
+	return obj{m.raw(), m.ms(), ps}.sub(key)
 }
 
 // lcRead finds m's form and fields, into v (filled in place: it is read for every
@@ -154,20 +154,21 @@ func (v *lcView) fieldsOf(m *message, ps *parser, key keyCode) obj {
 func lcRead(m *message, ps *parser, v *lcView) {
 	var typ, idv []byte
 	nested := keyOther
-	for imb := range m.ms {
-		mb := &m.ms[imb]
+	ms := m.ms()
+	for imb := range ms {
+		mb := &ms[imb]
 		switch mb.code() {
 		case keyType:
-			typ = wordOf(mb.val(m.raw))
+			typ = wordOf(mb.val(m.raw()))
 		case keyID:
-			idv = mb.val(m.raw)
+			idv = mb.val(m.raw())
 		case keyData, keyKwargs:
-			if mb.valStart() < mb.valEnd() && m.raw[mb.valStart()] == '{' {
+			if mb.valStart() < mb.valEnd() && m.raw()[mb.valStart()] == '{' {
 				nested = mb.code()
 			}
 		}
 	}
-	self := obj{m.raw, m.ms, ps}
+	self := obj{m.raw(), m.ms(), ps}
 	v.inner, v.form, v.outer, v.arrays = self, 0, keyOther, nil
 	switch {
 	case nested == keyKwargs && string(typ) == "constructor" && len(idv) > 0 && idv[0] == '[' && self.hasName("lc"):
@@ -218,7 +219,7 @@ func parseLangChain(m *message, ps *parser) error {
 		parseLangChainAI(m, ps, &v)
 	case lcTool:
 		m.kind = msgResult
-		p := rawPart(m.raw)
+		p := rawPart(m.raw())
 		idPath := pathToolCallID
 		switch v.outer {
 		case keyData:
@@ -231,7 +232,7 @@ func parseLangChain(m *message, ps *parser) error {
 		p.setName(name)
 		blks, _ := v.blocks(keyContent)
 		p.set(partSynthetic, isSyntheticText(v.inner.get(keyContent), blks))
-		m.parts = ps.one(p)
+		m.setParts(ps.one(p))
 	default:
 		if v.form == lcFlat || v.form == 0 {
 			checkForeignContent(m, ps)
@@ -263,7 +264,7 @@ var (
 // one part per element of each) and the provider copies of them.
 func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	m.kind = msgAssistant
-	m.failed = failedTurn(m) || v.form != lcFlat && failedTurn(&message{raw: v.inner.raw, ms: v.inner.ms})
+	m.failed = failedTurn(m.raw(), m.ms()) || v.form != lcFlat && failedTurn(v.inner.raw, v.inner.ms)
 	m.partsKey = keyToolCalls
 	start := len(ps.parts)
 	flat := v.form == lcFlat
@@ -288,14 +289,14 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	})
 	calls := len(ps.parts) - start
 	lcProviderRuns(ps, v)
-	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
+	m.setParts(ps.parts[start:len(ps.parts):len(ps.parts)])
 	knownFrom := len(ps.knownValues)
 	own := 0 // a flat message's own tool_calls blocks, which the search knows already
 	if flat {
 		own = len(tcBlocks)
 	}
 	for pi := own; pi < calls; pi++ {
-		if pt := &m.parts[pi]; pt.kind == partCall && !shapeless(ps, pt) {
+		if pt := &m.parts()[pi]; pt.kind == partCall && !shapeless(ps, pt) {
 			ps.knownValues = append(ps.knownValues, pt.raw())
 		}
 	}
@@ -304,7 +305,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 	// ChatOpenAI (Responses API) keeps a reasoning item in additional_kwargs.reasoning and
 	// sends it before the message's own items: with no content and no call (a stream cut
 	// right after the reasoning item began), the message is that reasoning item alone.
-	m.reasoning = len(m.parts) == 0 && !m.otherContent && lcHasReasoning(ps, f.kwargs)
+	m.reasoning = len(m.parts()) == 0 && !m.otherContent && lcHasReasoning(ps, f.kwargs)
 }
 
 // langChainProviderRuns: ChatOpenAI (chat completions, @langchain/openai 1.6) sends an AI

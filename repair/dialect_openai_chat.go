@@ -27,13 +27,13 @@ func parseOpenAIChat(m *message, ps *parser) error {
 	m.known = openAIChatRoles.has(role)
 	if string(role) == "assistant" {
 		// (The SDK's own dump writes "function_call": null when there is none.)
-		fc, legacy := findMember(m.raw, m.ms, "function_call")
-		m.known = !legacy || string(fc.val(m.raw)) == "null"
+		fc, legacy := findMember(m.raw(), m.ms(), "function_call")
+		m.known = !legacy || string(fc.val(m.raw())) == "null"
 	}
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
-		m.failed = failedTurn(m)
+		m.failed = failedTurn(m.raw(), m.ms())
 		m.otherContent = !isEmptyValue(m.get(keyContent))
 		checkForeignContent(m, ps)
 		return parseBlocks(m, ps, keyToolCalls, func(p *part, o obj) {

@@ -51,7 +51,7 @@ func parseOpenClaw(m *message, ps *parser) error {
 	switch string(role) {
 	case "assistant":
 		m.kind = msgAssistant
-		m.failed = failedTurn(m)
+		m.failed = failedTurn(m.raw(), m.ms())
 		// pi-ai sends a Responses reasoning item kept as a thinking block (its signature the
 		// item's JSON) unless the turn failed: alone in its message (the output limit hit
 		// during the reasoning), it is a reasoning item with nothing of its own after it.

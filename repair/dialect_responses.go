@@ -224,7 +224,7 @@ var responsesRoles = words("user", "assistant", "system", "developer")
 
 func parseResponses(m *message, ps *parser) error {
 	typ := m.word(keyType)
-	o := obj{m.raw, m.ms, ps}
+	o := obj{m.raw(), m.ms(), ps}
 	m.known = responsesItems.has(typ) || typ == nil && !m.has(keyType) && responsesRoles.has(m.word(keyRole))
 	if serverSearch(m, typ) {
 		m.known = true
@@ -233,7 +233,7 @@ func parseResponses(m *message, ps *parser) error {
 	if c, ok := responsesCalls[string(typ)]; ok {
 		m.known = true
 		m.kind = msgCall
-		p := rawPart(m.raw)
+		p := rawPart(m.raw())
 		p.callType = c.typ
 		callShape(&p, o, pathCallID, o, o, c.args, false)
 		switch {
@@ -251,13 +251,13 @@ func parseResponses(m *message, ps *parser) error {
 				p.malformed = wellFormed
 			}
 		}
-		m.parts = ps.one(p)
+		m.setParts(ps.one(p))
 		return nil
 	}
 	if responsesOutputs[string(typ)] {
 		m.known = true
 		m.kind = msgResult
-		p := rawPart(m.raw)
+		p := rawPart(m.raw())
 		idPath := pathCallID
 		if !o.has(keyCallID) && string(typ) == "local_shell_call_output" {
 			idPath = pathID
@@ -269,7 +269,7 @@ func parseResponses(m *message, ps *parser) error {
 			ps.doubtful("a " + string(typ) + " item has no output")
 		}
 		p.set(partSynthetic, isSyntheticText(m.get(keyOutput), nil) || string(typ) == "tool_search_output" && emptySearch(m))
-		m.parts = ps.one(p)
+		m.setParts(ps.one(p))
 		return nil
 	}
 	if string(typ) == "item_reference" {
@@ -284,8 +284,8 @@ func parseResponses(m *message, ps *parser) error {
 // emptySearch reports a tool_search_output that loaded no tools: what Codex (and tmend)
 // put in for a search whose output is missing.
 func emptySearch(m *message) bool {
-	tm, ok := findMember(m.raw, m.ms, "tools")
-	return ok && isEmptyValue(tm.val(m.raw))
+	tm, ok := findMember(m.raw(), m.ms(), "tools")
+	return ok && isEmptyValue(tm.val(m.raw()))
 }
 
 // responsesFollower says what a reasoning item is followed by: the model item it produced

@@ -129,7 +129,7 @@ func (p *plan) writeArray(k *keeper, b []byte, start int) {
 			sep(comma)
 		}
 		if o.Input >= 0 && !o.Changed {
-			at := int(p.msgs[o.Input].off)
+			at := p.msgs[o.Input].at(b)
 			k.keep(at, at+len(o.Msg))
 			after = at + len(o.Msg)
 		} else {

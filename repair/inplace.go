@@ -227,8 +227,9 @@ func (p *plan) decideInPlace() {
 			return // refused (checkReport): no need to go on
 		}
 		m := &p.msgs[i]
-		for pi := range m.parts {
-			pt := &m.parts[pi]
+		parts := m.parts()
+		for pi := range parts {
+			pt := &parts[pi]
 			if pt.kind != partCall {
 				continue
 			}
@@ -321,12 +322,12 @@ func (p *plan) dropDanglingReasoningParts(last int, running bool) {
 // file or tool part follows.
 func (p *plan) dropTrailingReasoning(i int) {
 	m, removed := &p.msgs[i], p.removedOf(i)
-	for pi := len(m.parts) - 1; pi >= 0; pi-- {
+	for pi := len(m.parts()) - 1; pi >= 0; pi-- {
 		if removed[pi] {
 			continue
 		}
-		raw := m.parts[pi].raw()
-		if m.parts[pi].kind == partCall || p.modelContentPart(raw) {
+		raw := m.parts()[pi].raw()
+		if m.parts()[pi].kind == partCall || p.modelContentPart(raw) {
 			return
 		}
 		if !responsesReasoningPart(raw) {
@@ -349,7 +350,7 @@ func (p *plan) keepsContent(i int) bool {
 		return true
 	}
 	for pi, removed := range p.removedOf(i) {
-		if !removed && !p.isStepStart(p.msgs[i].parts[pi].raw()) {
+		if !removed && !p.isStepStart(p.msgs[i].parts()[pi].raw()) {
 			return true
 		}
 	}
@@ -447,8 +448,9 @@ func (p *plan) dropBareMarkers() {
 			continue
 		}
 		bare := true
-		for pi := range m.parts {
-			if !removed[pi] && !p.isStepStart(m.parts[pi].raw()) {
+		parts := m.parts()
+		for pi := range parts {
+			if !removed[pi] && !p.isStepStart(parts[pi].raw()) {
 				bare = false
 				break
 			}
@@ -456,7 +458,7 @@ func (p *plan) dropBareMarkers() {
 		if !bare {
 			continue
 		}
-		for pi := range m.parts {
+		for pi := range m.parts() {
 			if !removed[pi] {
 				removed[pi] = true
 				p.report.Actions = append(p.report.Actions, Action{Stage: e.stage.stage(), Action: ActionDrop, MessageIndex: i,
@@ -474,12 +476,12 @@ func (p *plan) isStepStart(raw []byte) bool { return isString(p.partType(raw), "
 func (p *plan) rebuildInPlace(i int, kept [][]byte) []byte {
 	m := &p.msgs[i]
 	if m.partsIn == keyOther {
-		return withParts(m.raw, m.ms, m.partsKey, kept)
+		return withParts(m.raw(), m.ms(), m.partsKey, kept)
 	}
-	mb, _ := findCode(m.ms, m.partsIn)
-	holder := mb.val(m.raw)
+	mb, _ := findCode(m.ms(), m.partsIn)
+	holder := mb.val(m.raw())
 	hms, _ := membersOf(holder)
-	return setMember(m.raw, mb, withParts(holder, hms, m.partsKey, kept))
+	return setMember(m.raw(), mb, withParts(holder, hms, m.partsKey, kept))
 }
 
 // withParts returns obj (with members ms) with its member partsKey set to parts, and its
@@ -526,7 +528,7 @@ func parseInPlaceParts(m *message, ps *parser, in, partsKey keyCode, blks []bloc
 			invs = append(invs, inv.val(blk.raw()))
 		}
 	}
-	m.parts = ps.parts[start:len(ps.parts):len(ps.parts)]
+	m.setParts(ps.parts[start:len(ps.parts):len(ps.parts)])
 	if bare || !holder.has(keyToolInvocations) {
 		return
 	}

@@ -741,8 +741,8 @@ func (sc *scanner) scanMessage(b []byte, start int, m *message) (end int, err er
 		}
 		return 0, false, nil
 	})
-	m.ms = sc.members[base:len(sc.members):len(sc.members)]
-	sc.numMembers += len(m.ms)
+	m.setMembers(sc.members[base:len(sc.members):len(sc.members)])
+	sc.numMembers += len(m.ms())
 	sc.numMsgs++
 	if err == nil {
 		err = sc.checkMemory()

@@ -185,10 +185,10 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 // records them as known, and refuses one that copies no call. It reports whether the
 // message has content besides the copies (so that it survives losing every call).
 func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
-	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts[pi]) }
+	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts()[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
-			if copyOf(len(m.parts), keyOf, key, rank) < 0 {
+			if copyOf(len(m.parts()), keyOf, key, rank) < 0 {
 				ps.doubtful(fmt.Sprintf("%s copies a call with id %q that neither tool_calls nor invalid_tool_calls has", list, id))
 				return
 			}
@@ -198,7 +198,7 @@ func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 	content := v.inner.get(keyContent)
 	if len(content) > 0 && content[0] == '[' {
 		blks, have := v.blocks(keyContent)
-		runs := ps.providerRuns && lcRuns(m.parts)
+		runs := ps.providerRuns && lcRuns(m.parts())
 		ps.eachCopy(copiesContent, content, blks, have, match(copiesContent),
 			func(_ []byte, o obj, isObj bool) {
 				if runs && isObj {
@@ -274,7 +274,7 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	var f lcFields
 	readLCFields(v.inner, &f)
 	// The calls as they were: their ids, index-aligned with m.parts.
-	orig := make([]string, len(m.parts))
+	orig := make([]string, len(m.parts()))
 	n := 0
 	for _, arr := range [][]byte{v.inner.get(keyToolCalls), f.invalid} {
 		ps.eachElem(arr, nil, false, func(_ []byte, o obj, _ bool) {
@@ -285,13 +285,13 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		})
 	}
 	keyOf := func(pi int) (string, bool) {
-		if m.parts[pi].kind != partCall || !m.parts[pi].hasID {
+		if m.parts()[pi].kind != partCall || !m.parts()[pi].hasID {
 			return "", false
 		}
 		return strings.TrimSpace(orig[pi]), true
 	}
 	kept := false
-	for pi := range m.parts {
+	for pi := range m.parts() {
 		kept = kept || !removed[pi]
 	}
 	if !kept && !m.otherContent {
@@ -299,21 +299,21 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	}
 	// copyEdit is what becomes of a copy: nil to drop it, else its bytes.
 	copyEdit := func(raw []byte, o obj, idKey keyCode, id, key string, rank int) []byte {
-		pi := copyOf(len(m.parts), keyOf, key, rank)
+		pi := copyOf(len(m.parts()), keyOf, key, rank)
 		switch {
 		case pi < 0:
 			return raw // none at parse time either, or it would have been refused
 		case removed[pi]:
 			return nil
-		case ids.id(&m.parts[pi]) != id:
-			return setPath(raw, []keyCode{idKey}, ids.idText(&m.parts[pi]))
+		case ids.id(&m.parts()[pi]) != id:
+			return setPath(raw, []keyCode{idKey}, ids.idText(&m.parts()[pi]))
 		}
 		return raw
 	}
 	// The blocks a provider ran follow the calls in m.parts, in content order.
 	runs := n
-	if !lcRuns(m.parts[n:]) {
-		runs = len(m.parts)
+	if !lcRuns(m.parts()[n:]) {
+		runs = len(m.parts())
 	}
 	// editCopies rewrites the array arr of list, or returns nil when nothing changed. In
 	// content, a removed block a provider ran goes too.
@@ -327,7 +327,7 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 				out = append(out, e)
 			}
 		}, func(raw []byte, o obj, isObj bool) {
-			if list == copiesContent && isObj && runs < len(m.parts) {
+			if list == copiesContent && isObj && runs < len(m.parts()) {
 				if id, _ := lcServerBlock(o); id != nil {
 					runs++
 					if removed[runs-1] {
@@ -359,13 +359,13 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		for j, e := range elems {
 			pi := start + j
 			switch {
-			case pi >= len(m.parts):
+			case pi >= len(m.parts()):
 				out = append(out, e)
 			case removed[pi]:
 				changed = true
 			default:
-				out = append(out, m.parts[pi].raw())
-				changed = changed || !sameBytes(m.parts[pi].raw(), e)
+				out = append(out, m.parts()[pi].raw())
+				changed = changed || !sameBytes(m.parts()[pi].raw(), e)
 			}
 		}
 		start += len(elems)
@@ -396,7 +396,7 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		}
 		for _, name := range lcIDMaps {
 			if mp := kw.getName(name); len(mp) > 0 && mp[0] == '{' {
-				if e := editIDMap(mp, m.parts, removed, keyOf, ids); e != nil {
+				if e := editIDMap(mp, m.parts(), removed, keyOf, ids); e != nil {
 					kw.set(keyOther, name, e)
 				}
 			}
@@ -418,8 +418,8 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	}
 	out, _ := inner.done()
 	if v.outer != keyOther {
-		mb, _ := findCode(m.ms, v.outer)
-		out = setMember(m.raw, mb, out)
+		mb, _ := findCode(m.ms(), v.outer)
+		out = setMember(m.raw(), mb, out)
 	}
 	return out, true
 }

@@ -162,13 +162,43 @@ func TestWorkingSetErrsHigh(t *testing.T) {
 }
 
 // A message's record and edit, one of each a message: a LangChain session keeps a
-// message a tool call or result, so they weigh like a block's.
+// message a tool call or result, so they weigh like a block's. The record holds its
+// bytes, members and parts as pointers and lengths: 562k messages took 40 bytes more
+// each as slices.
 func TestMessageSize(t *testing.T) {
-	if n := unsafe.Sizeof(message{}); n != 104 {
-		t.Fatalf("message is %d bytes, want 104", n)
+	if n := unsafe.Sizeof(message{}); n != 64 {
+		t.Fatalf("message is %d bytes, want 64", n)
 	}
 	if n := unsafe.Sizeof(edit{}); n != 8 {
 		t.Fatalf("edit is %d bytes, want 8", n)
+	}
+}
+
+// A message's accessors give back the slices it was set to, capped at their length (so
+// that nothing appended through them overwrites the slab after them), and where its
+// bytes start in the input.
+func TestMessageSlicesAreTheSlicesSet(t *testing.T) {
+	in := []byte(`[{"role":"user","content":"hi"}]`)
+	ms, parts := make([]member, 2, 8), make([]part, 3, 8)
+	var m message
+	m.setRaw(in[1 : len(in)-1])
+	m.setMembers(ms)
+	m.setParts(parts)
+	if got := m.raw(); &got[0] != &in[1] || len(got) != len(in)-2 || cap(got) != len(got) {
+		t.Errorf("raw() is %d bytes (cap %d) at %p, want %d at %p", len(got), cap(got), &got[0], len(in)-2, &in[1])
+	}
+	if got := m.ms(); &got[0] != &ms[0] || len(got) != 2 || cap(got) != 2 {
+		t.Errorf("ms() has %d members (cap %d) at %p, want 2 at %p", len(got), cap(got), &got[0], &ms[0])
+	}
+	if got := m.parts(); &got[0] != &parts[0] || len(got) != 3 || cap(got) != 3 {
+		t.Errorf("parts() has %d parts (cap %d) at %p, want 3 at %p", len(got), cap(got), &got[0], &parts[0])
+	}
+	if at := m.at(in); at != 1 {
+		t.Errorf("at = %d, want 1", at)
+	}
+	var none message
+	if none.raw() != nil || none.ms() != nil || none.parts() != nil {
+		t.Error("a message set to nothing has slices")
 	}
 }
 

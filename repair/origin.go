@@ -45,7 +45,7 @@ func RepairWithOrigins(msgs []byte, opts Options) (Result, []Origin, error) {
 		origins := make([]Origin, len(p.msgs))
 		for i := range p.msgs {
 			m := &p.msgs[i]
-			origins[i] = Origin{Msg: m.raw, Input: int32(i)}
+			origins[i] = Origin{Msg: m.raw(), Input: int32(i)}
 		}
 		return Result{Messages: msgs, Report: p.report}, origins, nil
 	}
@@ -97,7 +97,7 @@ func (p *plan) findMoved(out []Origin) {
 		}
 		if j, ok := slices.BinarySearchFunc(moved, &o.Msg[0], byAddress); ok {
 			m := &p.msgs[moved[j].msg]
-			o.Input, o.Changed = moved[j].msg, len(o.Msg) != len(m.raw) || &o.Msg[0] != &m.raw[0]
+			o.Input, o.Changed = moved[j].msg, len(o.Msg) != len(m.raw()) || &o.Msg[0] != &m.raw()[0]
 		}
 	}
 }

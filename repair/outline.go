@@ -76,15 +76,16 @@ func Inspect(msgs []byte, opts Options) (Outline, error) {
 	o := Outline{Dialect: p.report.Dialect, Messages: make([]OutlineMessage, len(p.msgs))}
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		om := OutlineMessage{Raw: m.raw, Kind: string(m.word(keyRole))}
+		om := OutlineMessage{Raw: m.raw(), Kind: string(m.word(keyRole))}
 		if om.Kind == "" {
 			om.Kind = string(m.word(keyType))
 		}
 		if err == nil {
 			om.Whole, om.PartsKey = m.whole(), keyNames[m.partsKey]
-			om.Parts = make([]OutlinePart, len(m.parts))
-			for k := range m.parts {
-				pt := &m.parts[k]
+			om.Parts = make([]OutlinePart, len(m.parts()))
+			parts := m.parts()
+			for k := range parts {
+				pt := &parts[k]
 				om.Parts[k] = OutlinePart{Kind: pt.kind.public(), Raw: pt.raw(), CallID: p.ps.id(pt), CallIDText: p.ps.idText(pt),
 					ToolName: pt.name(), Synthetic: pt.is(partSynthetic)}
 			}

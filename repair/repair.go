@@ -513,7 +513,7 @@ func (p *plan) scan(b []byte, i int) (int, error) {
 			p.msgs = p.msgs[:n]
 			return end, p.messageFailed(n, err)
 		}
-		m.raw, m.off = b[j:end], int32(j)
+		m.setRaw(b[j:end])
 		return end, nil
 	})
 	var ue *UnrepairableError
@@ -627,13 +627,14 @@ func (p *plan) unreadCallMember(m *message) (string, bool) {
 	if m.whole() {
 		return "", false
 	}
-	for i := range m.ms {
-		mb := &m.ms[i]
-		if !callKey(*mb, m.raw) || isEmptyValue(mb.val(m.raw)) || mb.code() != keyOther && mb.code() == m.partsKey && m.partsIn == keyOther ||
+	raw, ms := m.raw(), m.ms()
+	for i := range ms {
+		mb := &ms[i]
+		if !callKey(*mb, raw) || isEmptyValue(mb.val(raw)) || mb.code() != keyOther && mb.code() == m.partsKey && m.partsIn == keyOther ||
 			mb.code() == keyToolInvocations && p.spec.inPlace {
 			continue
 		}
-		return mb.name(m.raw), true
+		return mb.name(raw), true
 	}
 	return "", false
 }
@@ -668,8 +669,9 @@ func (p *plan) findTurns() {
 		p.slotOf[i] = -1
 	}
 	hasCall := func(m *message) bool {
-		for pi := range m.parts {
-			if m.parts[pi].kind == partCall {
+		parts := m.parts()
+		for pi := range parts {
+			if parts[pi].kind == partCall {
 				return true
 			}
 		}
@@ -711,8 +713,8 @@ func (p *plan) findTurns() {
 		}
 		clear(p.names)
 		for k := t.first; k <= t.last; k++ {
-			for pi := range p.msgs[k].parts {
-				pt := &p.msgs[k].parts[pi]
+			for pi := range p.msgs[k].parts() {
+				pt := &p.msgs[k].parts()[pi]
 				if pt.kind != partCall {
 					continue
 				}
@@ -736,8 +738,9 @@ func (p *plan) findTurns() {
 func (p *plan) countParts() (calls, results, callMsgs int) {
 	for i := range p.msgs {
 		had := calls
-		for pi := range p.msgs[i].parts {
-			switch p.msgs[i].parts[pi].kind {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			switch parts[pi].kind {
 			case partCall:
 				calls++
 			case partResult:
@@ -757,15 +760,16 @@ func idlessKey(turn int, name string, rank int) string {
 }
 
 func hasResult(m *message) bool {
-	for pi := range m.parts {
-		if m.parts[pi].kind == partResult {
+	parts := m.parts()
+	for pi := range parts {
+		if parts[pi].kind == partResult {
 			return true
 		}
 	}
 	return false
 }
 
-func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts[pi] }
+func (p *plan) part(msg, pi int32) *part { return &p.msgs[msg].parts()[pi] }
 
 // pair attaches each result to a call: the matching call of the turn whose slot holds
 // it, else the latest matching call before it, else the first after it. Ids match when
@@ -808,8 +812,9 @@ func (p *plan) pair() {
 	for mi := range p.msgs {
 		m := &p.msgs[mi]
 		lead := true // only results so far in this message
-		for pi := range m.parts {
-			pt := &m.parts[pi]
+		parts := m.parts()
+		for pi := range parts {
+			pt := &parts[pi]
 			if pt.kind != partResult {
 				lead = false
 				continue
@@ -1123,19 +1128,19 @@ func (p *plan) prepareEdits() {
 	p.afterAt, p.after = grow(p.afterAt, len(p.msgs)), p.after[:0]
 	n := 0
 	for i := range p.msgs {
-		n += len(p.msgs[i].parts)
+		n += len(p.msgs[i].parts())
 	}
 	p.removed = grow(p.removed, n)
 	start := 0
 	for i := range p.msgs {
 		p.edits[i].removedAt = int32(start)
-		start += len(p.msgs[i].parts)
+		start += len(p.msgs[i].parts())
 	}
 }
 
 // removedOf is message i's removed flags, one per part.
 func (p *plan) removedOf(i int) []bool {
-	at, n := int(p.edits[i].removedAt), len(p.msgs[i].parts)
+	at, n := int(p.edits[i].removedAt), len(p.msgs[i].parts())
 	return p.removed[at : at+n : at+n]
 }
 
@@ -1181,11 +1186,12 @@ func (p *plan) openTurn() int {
 		if m.kind == msgResult {
 			continue
 		}
-		if m.kind != msgUser || len(m.parts) == 0 {
+		if m.kind != msgUser || len(m.parts()) == 0 {
 			return -1
 		}
-		for pi := range m.parts {
-			if k := m.parts[pi].kind; k != partResult && k != partRef {
+		parts := m.parts()
+		for pi := range parts {
+			if k := parts[pi].kind; k != partResult && k != partRef {
 				return -1 // the user wrote on: the run is over
 			}
 		}
@@ -1402,15 +1408,15 @@ func (p *plan) checkUnrecognized() error {
 	for i := range p.msgs {
 		m := &p.msgs[i]
 		p.skip = p.ps.knownValues[m.knownFrom:m.knownTo]
-		if !m.whole() || shapeless(&p.ps, &m.parts[0]) {
-			if key, id, ok := p.carriesSuspect(m.raw, m.ms, MaxDepth, true); ok {
+		if !m.whole() || shapeless(&p.ps, &m.parts()[0]) {
+			if key, id, ok := p.carriesSuspect(m.raw(), m.ms(), MaxDepth, true); ok {
 				return p.refuseUnrecognized(i, key, id)
 			}
 		}
 		for k := range blockArrays {
 			blks, own := m.arrays.of(k), blockArrays[k] == m.partsKey
 			for bi, blk := range blks {
-				if own && m.parts[bi].kind != partOther && !shapeless(&p.ps, &m.parts[bi]) || p.skipped(blk.raw()) {
+				if own && m.parts()[bi].kind != partOther && !shapeless(&p.ps, &m.parts()[bi]) || p.skipped(blk.raw()) {
 					continue
 				}
 				var key, id string
@@ -1714,8 +1720,9 @@ func (p *plan) alignPaddedIDs() {
 func (p *plan) usedIDs() map[string]bool {
 	used := map[string]bool{}
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts {
-			if pt := &p.msgs[i].parts[pi]; pt.hasID {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			if pt := &parts[pi]; pt.hasID {
 				used[p.ps.id(pt)] = true
 				used[strings.TrimSpace(p.ps.id(pt))] = true
 			}
@@ -1900,7 +1907,7 @@ func (p *plan) planMerges() {
 		if p.gone(i) {
 			gap, gapAt = true, i
 		} else {
-			cur = outMsg{raw: m.raw, role: m.word(keyRole), calls: p.keeps(i, partCall), results: p.keeps(i, partResult)}
+			cur = outMsg{raw: m.raw(), role: m.word(keyRole), calls: p.keeps(i, partCall), results: p.keeps(i, partResult)}
 			lost := -1
 			if p.lostPart(i) {
 				lost = i
@@ -1912,7 +1919,7 @@ func (p *plan) planMerges() {
 			afterRemoval := have && at >= 0 && rule(&prev, &cur, p.opts.Target)
 			oneTurn := have && adjacent != nil && adjacent(&prev, &cur) // the provider rejects the two apart
 			side := !afterRemoval && oneTurn
-			ok := (afterRemoval || side) && mergeable(prev.raw, m.raw, m.partsKey)
+			ok := (afterRemoval || side) && mergeable(prev.raw, m.raw(), m.partsKey)
 			if oneTurn && !ok && p.unmerged < 0 {
 				p.unmerged, p.unmergedWhy = i, fmt.Sprintf("a %s message follows a %s message, which the provider rejects", cur.role, prev.role)
 			}
@@ -1926,12 +1933,12 @@ func (p *plan) planMerges() {
 				} else {
 					p.report.Issues = append(p.report.Issues, Issue{Code: IssueAdjacentTurns, MessageIndex: i})
 				}
-				if st := staleStops(prev.raw, m.raw); st != "" {
+				if st := staleStops(prev.raw, m.raw()); st != "" {
 					detail += fmt.Sprintf("; it ends the merged message, so %s of the message before it goes", st)
 				}
 				p.report.Actions = append(p.report.Actions, Action{Stage: stage, Action: ActionMerge,
 					MessageIndex: i, Detail: detail})
-				prev.raw = merge(prev.raw, m.raw, m.partsKey) // what the next merge in a chain joins
+				prev.raw = merge(prev.raw, m.raw(), m.partsKey) // what the next merge in a chain joins
 				prev.calls = prev.calls || cur.calls
 				prevLost = max(prevLost, lost)
 			} else {
@@ -1952,8 +1959,9 @@ func (p *plan) lostPart(i int) bool {
 
 // keeps reports whether message i keeps a part of kind k.
 func (p *plan) keeps(i int, k partKind) bool {
-	for pi := range p.msgs[i].parts {
-		if p.msgs[i].parts[pi].kind == k && !p.removedOf(i)[pi] {
+	parts := p.msgs[i].parts()
+	for pi := range parts {
+		if parts[pi].kind == k && !p.removedOf(i)[pi] {
 			return true
 		}
 	}
@@ -2067,11 +2075,11 @@ func (p *plan) assemble() []Origin {
 		switch {
 		case e.drop:
 		case m.whole():
-			raw = m.parts[0].raw()
+			raw = m.parts()[0].raw()
 		case e.dirty:
 			raw, _ = p.rebuild(i)
 		default:
-			raw = m.raw
+			raw = m.raw()
 		}
 		switch {
 		case raw == nil:
@@ -2080,7 +2088,7 @@ func (p *plan) assemble() []Origin {
 			last.Msg, last.Changed = merge(last.Msg, raw, m.partsKey), last.Input >= 0
 		default:
 			// Unchanged when it is the very bytes the message was scanned from.
-			same := len(raw) == len(m.raw) && &raw[0] == &m.raw[0]
+			same := len(raw) == len(m.raw()) && &raw[0] == &m.raw()[0]
 			out = append(out, Origin{Msg: raw, Input: int32(i), Changed: !same})
 		}
 		if !p.spec.block || p.turnSlotMsg(i) < 0 {
@@ -2114,10 +2122,11 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 	if p.spec.block && p.turnSlotMsg(i) >= 0 {
 		in = p.placedAfter(i)
 	}
-	kept := make([][]byte, 0, len(m.parts)+len(in))
+	kept := make([][]byte, 0, len(m.parts())+len(in))
 	lead := true
-	for pi := range m.parts {
-		pt := &m.parts[pi]
+	parts := m.parts()
+	for pi := range parts {
+		pt := &parts[pi]
 		if removed[pi] {
 			continue
 		}
@@ -2133,17 +2142,18 @@ func (p *plan) rebuild(i int) ([]byte, bool) {
 		}
 		return p.rebuildInPlace(i, kept), true
 	}
-	mb, _ := findCode(m.ms, m.partsKey)
+	mb, _ := findCode(m.ms(), m.partsKey)
 	if len(kept) > 0 {
-		return setMember(m.raw, mb, joinArray(kept)), true
+		return setMember(m.raw(), mb, joinArray(kept)), true
 	}
 	if !m.otherContent {
 		return nil, false
 	}
-	for idx := range m.ms {
-		if m.ms[idx].code() == m.partsKey {
-			return removeMember(m.raw, m.ms, idx), true
+	ms := m.ms()
+	for idx := range ms {
+		if ms[idx].code() == m.partsKey {
+			return removeMember(m.raw(), ms, idx), true
 		}
 	}
-	return m.raw, true
+	return m.raw(), true
 }

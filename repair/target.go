@@ -205,8 +205,9 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 		if p.msgs[i].kind == msgAssistant {
 			continue
 		}
-		for pi := range p.msgs[i].parts {
-			if pt := &p.msgs[i].parts[pi]; pt.is(partProviderRun) && pt.kind != partCall {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			if pt := &parts[pi]; pt.is(partProviderRun) && pt.kind != partCall {
 				if answered == nil {
 					answered = map[string]bool{}
 				}
@@ -216,7 +217,7 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 	}
 	// dropCall removes part pi of message i, a call, for issue code; detail names the target.
 	dropCall := func(i, pi int, code IssueCode, detail string) {
-		pt := &p.msgs[i].parts[pi]
+		pt := &p.msgs[i].parts()[pi]
 		if dropped == nil {
 			dropped = map[string]bool{}
 		}
@@ -227,8 +228,8 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 	}
 	for i := range p.msgs {
 		m := &p.msgs[i]
-		for pi := range m.parts {
-			pt := &m.parts[pi]
+		for pi := range m.parts() {
+			pt := &m.parts()[pi]
 			if !pt.is(partProviderRun) || p.removedOf(i)[pi] || m.kind != msgAssistant {
 				continue
 			}
@@ -269,8 +270,9 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 func (p *plan) dropApprovalsOf(dropped map[string]bool) {
 	gone := map[string]bool{} // approval ids of requests that name a dropped call
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts {
-			if pt := &p.msgs[i].parts[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			if pt := &parts[pi]; pt.kind == partRef && p.msgs[i].kind == msgAssistant {
 				if approval, call := approvalIDs(pt.raw()); approval != "" && dropped[call] {
 					gone[approval] = true
 				}
@@ -278,8 +280,9 @@ func (p *plan) dropApprovalsOf(dropped map[string]bool) {
 		}
 	}
 	for i := range p.msgs {
-		for pi := range p.msgs[i].parts {
-			pt := &p.msgs[i].parts[pi]
+		parts := p.msgs[i].parts()
+		for pi := range parts {
+			pt := &parts[pi]
 			if pt.kind != partRef {
 				continue
 			}
