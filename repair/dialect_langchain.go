@@ -329,8 +329,7 @@ func langChainProviderRuns(t Target) providerRunRule {
 // does not send.
 func lcContentParts(ps *parser, v *lcView) {
 	content := v.inner.get(keyContent)
-	if len(content) == 0 || content[0] != '[' ||
-		!bytes.Contains(content, []byte("_tool_")) && !bytes.Contains(content, []byte("redacted_thinking")) {
+	if len(content) == 0 || content[0] != '[' || !lcMayHoldParts(content) {
 		return
 	}
 	start := len(ps.parts)
@@ -361,6 +360,22 @@ func lcContentParts(ps *parser, v *lcView) {
 		ps.markProviderRun(&p)
 		ps.parts = append(ps.parts, p)
 	})
+}
+
+// lcMayHoldParts reports whether content holds "_tool_" or "redacted_thinking", as every
+// block lcContentParts reads does: one pass over it, for the "_t" both have.
+func lcMayHoldParts(content []byte) bool {
+	for i := 0; ; i += 2 {
+		j := bytes.Index(content[i:], []byte("_t"))
+		if j < 0 {
+			return false
+		}
+		i += j
+		if rest := content[i:]; bytes.HasPrefix(rest, []byte("_tool_")) ||
+			bytes.HasPrefix(rest, []byte("_thinking")) && bytes.HasSuffix(content[:i], []byte("redacted")) {
+			return true
+		}
+	}
 }
 
 // lcRedacted reports whether raw, a part of an AI message, is a redacted_thinking block
