@@ -69,9 +69,16 @@ function jsonLines(text) {
 // providerCheck runs `tmend check --dialect D --target T` on a captured request's messages:
 // the pairing rules, and the provider's own rules for call ids. An OpenAI chat request whose
 // assistant content holds a part OpenAI rejects fails before that (tmend does not read
-// part types, and takes other providers' blocks for another dialect).
+// part types, and takes other providers' blocks for another dialect), and so does an OpenAI
+// request holding a message or item whose content is an empty array ("Invalid
+// 'messages[N].content': empty array. Expected an array with minimum length 1", and
+// 'input[N].content' for Responses).
 const TARGET = { anthropic: 'anthropic', 'openai-chat': 'openai', 'openai-responses': 'openai-responses' };
 function providerCheck(dialect, messages) {
+  const empty = messages.findIndex((m) => Array.isArray(m?.content) && m.content.length === 0);
+  if (dialect !== 'anthropic' && empty >= 0) {
+    return { clean: false, status: 'rejected', issues: [`empty_content_array(${empty})`] };
+  }
   if (dialect === 'openai-chat' && openaiAssistantParts(messages).length) {
     return { clean: false, status: 'rejected', issues: [`assistant_content_part_type(${openaiAssistantParts(messages).join(',')})`] };
   }
