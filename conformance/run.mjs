@@ -69,9 +69,16 @@ function jsonLines(text) {
 // providerCheck runs `tmend check --dialect D --target T` on a captured request's messages:
 // the pairing rules, and the provider's own rules for call ids. An OpenAI chat request whose
 // assistant content holds a part OpenAI rejects fails before that (tmend does not read
-// part types, and takes other providers' blocks for another dialect).
+// part types, and takes other providers' blocks for another dialect), and so does an OpenAI
+// request holding a message or item whose content is an empty array ("Invalid
+// 'messages[N].content': empty array. Expected an array with minimum length 1", and
+// 'input[N].content' for Responses).
 const TARGET = { anthropic: 'anthropic', 'openai-chat': 'openai', 'openai-responses': 'openai-responses' };
 function providerCheck(dialect, messages) {
+  const empty = messages.findIndex((m) => Array.isArray(m?.content) && m.content.length === 0);
+  if (dialect !== 'anthropic' && empty >= 0) {
+    return { clean: false, status: 'rejected', issues: [`empty_content_array(${empty})`] };
+  }
   if (dialect === 'openai-chat' && openaiAssistantParts(messages).length) {
     return { clean: false, status: 'rejected', issues: [`assistant_content_part_type(${openaiAssistantParts(messages).join(',')})`] };
   }
@@ -535,6 +542,21 @@ async function lcWebSearch() {
   return { human, ai: await model.invoke([human]) };
 }
 
+// lcRedactedThinking produces the AIMessage ChatAnthropic makes of a reply with extended
+// thinking, part of it redacted: thinking, redacted_thinking, text and tool_use blocks in
+// its content, the call in tool_calls.
+async function lcRedactedThinking() {
+  const human = new HumanMessage('Weather in Paris?');
+  const reply = anthropicReply([
+    { type: 'thinking', thinking: 'The user wants the weather.', signature: 'EuYBCkQYAiJA' },
+    { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+    { type: 'text', text: 'Checking.' },
+    { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } },
+  ], 'tool_use');
+  const { model } = lcModel('anthropic', reply);
+  return { human, ai: await model.invoke([human]) };
+}
+
 const toolMessage = (ai, i = 0) => new ToolMessage({ content: '{"city":"Paris","celsius":21}', tool_call_id: (ai.tool_calls[i] ?? ai.invalid_tool_calls[i]).id, name: 'get_weather' });
 
 function lcCases() {
@@ -603,6 +625,13 @@ function lcCases() {
       const { human, ai } = await lcWebSearch();
       assert.ok(ai.content.some?.((b) => b.type === 'server_tool_use') && !ai.tool_calls.length, 'ChatAnthropic keeps the search in content only');
       return [human, ai, new HumanMessage('Thanks. And tomorrow?')];
+    }, ['--target', 'openai']],
+    // ChatOpenAI passes a redacted_thinking block on as an assistant content part too (it
+    // leaves thinking out), until `tmend fix --target openai` removes it.
+    ['ChatAnthropic redacted thinking moved to ChatOpenAI (--target openai)', 'openai-chat', async () => {
+      const { human, ai } = await lcRedactedThinking();
+      assert.ok(ai.content.some?.((b) => b.type === 'redacted_thinking') && ai.tool_calls.length === 1, 'ChatAnthropic keeps the redacted thinking in content');
+      return [human, ai, toolMessage(ai), new HumanMessage('Thanks. And tomorrow?')];
     }, ['--target', 'openai']],
   ];
   const cases = [];

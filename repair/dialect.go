@@ -505,6 +505,8 @@ type parser struct {
 	providerCalls map[string]bool
 	// providerRuns: some part ran on the provider's side (partProviderRun).
 	providerRuns bool
+	// redacted: some part is a LangChain AI message's redacted_thinking block (lcContentParts).
+	redacted bool
 	// unknown says why a message is not one the dialect can read as its own although it
 	// looks like one (a LangChain message in another stored form than the transcript's
 	// others): the transcript is then of no known dialect.

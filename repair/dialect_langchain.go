@@ -288,7 +288,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 		}
 	})
 	calls := len(ps.parts) - start
-	lcProviderRuns(ps, v)
+	lcContentParts(ps, v)
 	m.setParts(ps.parts[start:len(ps.parts):len(ps.parts)])
 	knownFrom := len(ps.knownValues)
 	own := 0 // a flat message's own tool_calls blocks, which the search knows already
@@ -300,7 +300,7 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 			ps.knownValues = append(ps.knownValues, pt.raw())
 		}
 	}
-	m.otherContent = lcMirrors(m, ps, v, &f)
+	m.otherContent = lcMirrors(m, ps, v, &f, calls)
 	m.knownFrom, m.knownTo = int32(knownFrom), int32(len(ps.knownValues))
 	// ChatOpenAI (Responses API) keeps a reasoning item in additional_kwargs.reasoning and
 	// sends it before the message's own items: with no content and no call (a stream cut
@@ -311,8 +311,9 @@ func parseLangChainAI(m *message, ps *parser, v *lcView) {
 // langChainProviderRuns: ChatOpenAI (chat completions, @langchain/openai 1.6) sends an AI
 // message's content blocks other than text, tool_use, tool_call, functionCall, reasoning
 // and thinking as they are, so the Anthropic server-tool and MCP blocks ChatAnthropic
-// keeps there reach OpenAI as assistant content parts, which may only be text or refusal.
-// Its Responses converter and ChatAnthropic leave them out or take them as their own.
+// keeps there, and its redacted_thinking blocks, reach OpenAI as assistant content parts,
+// which may only be text or refusal. Its Responses converter and ChatAnthropic leave them
+// out or take them as their own.
 func langChainProviderRuns(t Target) providerRunRule {
 	if t == TargetOpenAI {
 		return providerBlocksAsContent
@@ -320,14 +321,16 @@ func langChainProviderRuns(t Target) providerRunRule {
 	return providerRunsTaken
 }
 
-// lcProviderRuns adds to ps.parts, after the message's calls, one part for each block of
-// its content that a provider ran (lcServerBlock), in order: a call with its id and
-// name, or a result with its call's id and the name of the call before it in the message.
-// An output_version "v1" message keeps them as standard blocks (server_tool_call), which
-// ChatOpenAI does not send.
-func lcProviderRuns(ps *parser, v *lcView) {
+// lcContentParts adds to ps.parts, after the message's calls, one part for each block of
+// its content that a provider ran (lcServerBlock) or that is reasoning a provider
+// encrypted for itself (a redacted_thinking block), in order. A block a provider ran is
+// a call with its id and name, or a result with its call's id and the name of the call
+// before it in the message; a redacted_thinking block has neither. An output_version "v1"
+// message keeps them as standard blocks (server_tool_call, non_standard), which ChatOpenAI
+// does not send.
+func lcContentParts(ps *parser, v *lcView) {
 	content := v.inner.get(keyContent)
-	if len(content) == 0 || content[0] != '[' || !bytes.Contains(content, []byte("_tool_")) {
+	if len(content) == 0 || content[0] != '[' || !lcMayHoldParts(content) {
 		return
 	}
 	start := len(ps.parts)
@@ -335,6 +338,10 @@ func lcProviderRuns(ps *parser, v *lcView) {
 	ps.eachBlock(content, blks, have, func(raw []byte, o obj) {
 		idv, call := lcServerBlock(o)
 		if idv == nil {
+			if string(wordOf(o.get(keyType))) == "redacted_thinking" {
+				ps.parts = append(ps.parts, rawPart(raw))
+				ps.redacted = true
+			}
 			return
 		}
 		p := rawPart(raw)
@@ -345,7 +352,7 @@ func lcProviderRuns(ps *parser, v *lcView) {
 			p.setName(name)
 		} else {
 			for i := len(ps.parts) - 1; i >= start; i-- {
-				if ps.id(&ps.parts[i]) == ps.id(&p) {
+				if ps.parts[i].hasID && ps.id(&ps.parts[i]) == ps.id(&p) {
 					p.setName(ps.parts[i].name())
 					break
 				}
@@ -354,6 +361,28 @@ func lcProviderRuns(ps *parser, v *lcView) {
 		ps.markProviderRun(&p)
 		ps.parts = append(ps.parts, p)
 	})
+}
+
+// lcMayHoldParts reports whether content holds "_tool_" or "redacted_thinking", as every
+// block lcContentParts reads does: one pass over it, for the "_t" both have.
+func lcMayHoldParts(content []byte) bool {
+	for i := 0; ; i += 2 {
+		j := bytes.Index(content[i:], []byte("_t"))
+		if j < 0 {
+			return false
+		}
+		i += j
+		if rest := content[i:]; bytes.HasPrefix(rest, []byte("_tool_")) ||
+			bytes.HasPrefix(rest, []byte("_thinking")) && bytes.HasSuffix(content[:i], []byte("redacted")) {
+			return true
+		}
+	}
+}
+
+// lcRedacted reports whether raw, a part of an AI message, is a redacted_thinking block
+// (lcContentParts).
+func lcRedacted(raw []byte) bool {
+	return string(wordOf(valueAt(raw, []keyCode{keyType}))) == "redacted_thinking"
 }
 
 // lcServerBlock returns the id of an Anthropic block of a tool the provider runs (its

@@ -181,10 +181,11 @@ func (ps *parser) eachCopy(list copyList, arr []byte, blks []block, have bool,
 	})
 }
 
-// lcMirrors matches the copies of calls in AI message m (fields v, f) with its calls,
-// records them as known, and refuses one that copies no call. It reports whether the
-// message has content besides the copies (so that it survives losing every call).
-func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
+// lcMirrors matches the copies of calls in AI message m (fields v, f) with its calls (the
+// first calls of its parts), records them as known, and refuses one that copies no call.
+// It reports whether the message has content besides the copies and its other parts (so
+// that it survives losing every part).
+func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields, calls int) (other bool) {
 	keyOf := func(pi int) (string, bool) { return lcKey(ps, &m.parts()[pi]) }
 	match := func(list copyList) func(raw []byte, o obj, idKey keyCode, id, key string, rank int) {
 		return func(raw []byte, _ obj, _ keyCode, id, key string, rank int) {
@@ -198,13 +199,12 @@ func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 	content := v.inner.get(keyContent)
 	if len(content) > 0 && content[0] == '[' {
 		blks, have := v.blocks(keyContent)
-		runs := ps.providerRuns && lcRuns(m.parts())
+		next := calls // the parts after the calls are content blocks, in order
 		ps.eachCopy(copiesContent, content, blks, have, match(copiesContent),
-			func(_ []byte, o obj, isObj bool) {
-				if runs && isObj {
-					if id, _ := lcServerBlock(o); id != nil {
-						return // a part of the message (lcProviderRuns)
-					}
+			func(raw []byte, o obj, isObj bool) {
+				if next < len(m.parts()) && sameBytes(raw, m.parts()[next].raw()) {
+					next++
+					return // a part of the message (lcContentParts)
 				}
 				other = true
 				// ChatAnthropic keeps Anthropic's own blocks (server_tool_use,
@@ -245,16 +245,6 @@ func lcMirrors(m *message, ps *parser, v *lcView, f *lcFields) (other bool) {
 	return other
 }
 
-// lcRuns reports whether parts hold a block a provider ran (lcProviderRuns).
-func lcRuns(parts []part) bool {
-	for i := range parts {
-		if parts[i].is(partProviderRun) {
-			return true
-		}
-	}
-	return false
-}
-
 // mayHold reports whether the object v may have a member a or b: their keys are in it
 // as written, or some key is spelled with escapes.
 func mayHold(v []byte, a, b string) bool {
@@ -273,7 +263,7 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	lcRead(m, ps, &v)
 	var f lcFields
 	readLCFields(v.inner, &f)
-	// The calls as they were: their ids, index-aligned with m.parts.
+	// The calls as they were: their ids, index-aligned with m.parts().
 	orig := make([]string, len(m.parts()))
 	n := 0
 	for _, arr := range [][]byte{v.inner.get(keyToolCalls), f.invalid} {
@@ -310,13 +300,11 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		}
 		return raw
 	}
-	// The blocks a provider ran follow the calls in m.parts, in content order.
-	runs := n
-	if !lcRuns(m.parts()[n:]) {
-		runs = len(m.parts())
-	}
+	// The content blocks that are parts (lcContentParts) follow the calls in m.parts(), in
+	// content order.
+	next := n
 	// editCopies rewrites the array arr of list, or returns nil when nothing changed. In
-	// content, a removed block a provider ran goes too.
+	// content, a removed part goes too.
 	editCopies := func(list copyList, arr []byte) []byte {
 		var out [][]byte
 		changed := false
@@ -327,13 +315,11 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 				out = append(out, e)
 			}
 		}, func(raw []byte, o obj, isObj bool) {
-			if list == copiesContent && isObj && runs < len(m.parts()) {
-				if id, _ := lcServerBlock(o); id != nil {
-					runs++
-					if removed[runs-1] {
-						changed = true
-						return
-					}
+			if list == copiesContent && next < len(m.parts()) && sameBytes(raw, m.parts()[next].raw()) {
+				next++
+				if removed[next-1] {
+					changed = true
+					return
 				}
 			}
 			out = append(out, raw)

@@ -78,7 +78,7 @@ func (s Stage) Meaning() string {
 	case StageSynthesizeMissingResults:
 		return "answers a call that has no result with an error result marked as written by tmend"
 	case StageDropProviderCalls:
-		return "with a target that would take them for its client's calls without result (or, from LangChain content, for content it rejects), removes the calls a provider ran itself and the provider's results for them"
+		return "with a target that would take them for its client's calls without result (or, from LangChain content, for content it rejects), removes the calls a provider ran itself and the provider's results for them; from LangChain content, also reasoning another provider encrypted for itself"
 	case StageRewriteCallIDs:
 		return "rewrites call ids the target provider rejects, in the call and its result alike"
 	}
@@ -183,6 +183,10 @@ const (
 	// client sends as it is where the target rejects it: ChatOpenAI passes it on as an
 	// assistant content part, and OpenAI chat takes only text and refusal parts there.
 	IssueProviderBlock IssueCode = "provider_tool_block"
+	// Reasoning a provider encrypted for itself (an Anthropic redacted_thinking block in a
+	// LangChain AI message's content), which the target's client sends as it is where the
+	// target rejects it: ChatOpenAI passes it on as an assistant content part.
+	IssueProviderReasoning IssueCode = "provider_reasoning_block"
 )
 
 // IssueCodes lists every issue code with its one-line meaning, in a stable order.
@@ -211,6 +215,7 @@ func IssueCodes() []struct {
 		{IssueMissingToolName, "a tool result names no tool where the target provider needs its name (provider: \"function_response.name: Name cannot be empty\")"},
 		{IssueProviderCall, "a call another provider ran itself, which the target provider would receive as a call without result (provider: \"must be followed by tool messages responding to each 'tool_call_id'\")"},
 		{IssueProviderBlock, "a block of a tool another provider ran itself, which the target's client sends as content the target rejects (OpenAI chat takes only text and refusal parts in assistant content)"},
+		{IssueProviderReasoning, "reasoning another provider encrypted for itself (Anthropic redacted_thinking), which the target's client sends as content the target rejects (OpenAI chat takes only text and refusal parts in assistant content)"},
 	}
 }
 

@@ -177,14 +177,14 @@ const (
 	// providerCallsAsClients: each call goes out as a client call (takesProviderCallsAsClients).
 	providerCallsAsClients
 	// providerBlocksAsContent: every call and result goes out as content the target
-	// rejects (langChainProviderRuns).
+	// rejects, and so does the provider's encrypted reasoning (langChainProviderRuns).
 	providerBlocksAsContent
 )
 
 // providerRunsTo is the rule of p's dialect for its target.
 func (p *plan) providerRunsTo() providerRunRule {
 	switch {
-	case !p.ps.providerRuns || p.opts.Target == "":
+	case !p.ps.providerRuns && !p.ps.redacted || p.opts.Target == "":
 		return providerRunsTaken
 	case p.spec.providerRuns != nil:
 		return p.spec.providerRuns(p.opts.Target)
@@ -198,7 +198,8 @@ func (p *plan) providerRunsTo() providerRunRule {
 // itself that no tool message answers, with the provider's results for it: the target
 // would receive it as its client's call, left without a result. A call Gemini ran (its
 // serverToolCallId kept) goes back to Gemini as its own. Under providerBlocksAsContent
-// every part a provider ran goes. Their bytes stay in the saved version.
+// every part a provider ran goes, and every redacted_thinking block (dropRedacted).
+// Their bytes stay in the saved version.
 func (p *plan) dropProviderRuns(rule providerRunRule) {
 	var answered, dropped map[string]bool
 	for i := range p.msgs {
@@ -257,6 +258,33 @@ func (p *plan) dropProviderRuns(rule providerRunRule) {
 	for ci := range p.calls { // in-place dialects: the call parts removed here
 		c := &p.calls[ci]
 		c.removed = c.removed || p.part(c.msg, c.part).is(partProviderRun) && p.removedOf(int(c.msg))[c.part]
+	}
+	if rule == providerBlocksAsContent && p.ps.redacted {
+		p.dropRedacted()
+	}
+}
+
+// dropRedacted removes each redacted_thinking block of an AI message (lcContentParts):
+// reasoning Anthropic encrypted for itself, which no other provider can read and the
+// target's client sends on as content the target rejects. A message left with nothing
+// goes.
+func (p *plan) dropRedacted() {
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		if m.kind != msgAssistant {
+			continue
+		}
+		parts := m.parts()
+		for pi := range parts {
+			pt := &parts[pi]
+			if pt.kind != partOther || pt.is(partProviderRun) || p.removedOf(i)[pi] || !lcRedacted(pt.raw()) {
+				continue
+			}
+			p.removePart(i, pi, StageDropProviderCalls)
+			p.issue(IssueProviderReasoning, i, pt, "")
+			p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
+				"redacted_thinking block, reasoning only its provider can read, which %s would receive as content it rejects; removed", p.opts.Target))
+		}
 	}
 }
 
