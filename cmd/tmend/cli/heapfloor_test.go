@@ -84,12 +84,12 @@ func TestHoldHeapCeiling(t *testing.T) {
 	base := heapCeiling.base
 	heapCeiling.mu.Unlock()
 	require.InDelta(t, heldMemory(), base, 64*mib, "the base is what the process holds")
-	require.Equal(t, base+450*mib, limit(), "and 4.5 times the session")
+	require.Equal(t, base+350*mib, limit(), "and 3.5 times the session")
 	second := holdHeapCeiling(env, 20*mib)
-	require.Equal(t, base+540*mib, limit(), "sessions in flight alone add up")
+	require.Equal(t, base+420*mib, limit(), "sessions in flight alone add up")
 	release()
 	release()
-	require.Equal(t, base+90*mib, limit())
+	require.Equal(t, base+70*mib, limit())
 	second()
 	require.Equal(t, before, limit(), "the limit before the holds comes back")
 
