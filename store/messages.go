@@ -66,6 +66,8 @@ type messageTypes struct {
 	columns    []string
 	overriding bool
 	always     []string
+	// noSessionIndex: no index starts with the session column (see sessionIndexAdvice).
+	noSessionIndex bool
 }
 
 // messageSQL holds a messages table's statements, built once from quoted identifiers
@@ -259,7 +261,26 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1`
 	if err := q.QueryRow(ctx, keySQL, oid, s.SessionColumn, s.OrderColumn, message, len(s.MessageMap) > 0).Scan(&t.key); err != nil {
 		return t, fmt.Errorf("name table %q: %w", s.Table, err)
 	}
+	const indexSQL = `SELECT NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL AND a.attname = $2)`
+	if err := q.QueryRow(ctx, indexSQL, oid, s.SessionColumn).Scan(&t.noSessionIndex); err != nil {
+		return t, fmt.Errorf("read indexes of %q: %w", s.Table, err)
+	}
 	return t, nil
+}
+
+// sessionIndexAdvice says what a table without an index that starts with its session
+// column costs, and the index to add, or "" when it has one. tmend reads such a table
+// session by session: without that index, each page of a full run sorts the rest of the
+// table, and each session read alone or by an incremental run reads all of it.
+func sessionIndexAdvice(s Source, t messageTypes) string {
+	if !t.noSessionIndex {
+		return ""
+	}
+	sid, ord := pgx.Identifier{s.SessionColumn}.Sanitize(), pgx.Identifier{s.OrderColumn}.Sanitize()
+	return fmt.Sprintf("%s has no index that starts with its session column %s, so each page of a full run sorts the rest "+
+		"of the table and each session read alone or by an incremental run reads all of it; add one: CREATE INDEX ON %s (%s, %s)",
+		t.ident, sid, t.ident, sid, ord)
 }
 
 // checkMessagePrivileges: every column is read (versions keep whole rows); a repair

@@ -807,3 +807,27 @@ func TestMessagesLayoutWriteIsLinearInRows(t *testing.T) {
 		walk(e.Plan, e.Query)
 	}
 }
+
+// A message table without an index that starts with its session column is read whole
+// for each page or session: opening it says so, with the index to add, until it has one.
+func TestMessagesLayoutAdvisesTheSessionIndex(t *testing.T) {
+	t.Parallel()
+	l := setupLangchain(t) // LangChain creates no index on session_id
+	advice := l.st.Advice()
+	require.Len(t, advice, 1)
+	require.Contains(t, advice[0], `CREATE INDEX ON "public"."langchain_chat_histories" ("session_id", "id")`)
+
+	src, err := store.Preset("langchain-postgres")
+	require.NoError(t, err)
+	src.Table = "public." + src.Table
+	_, err = l.pool.Exec(t.Context(), `CREATE INDEX ON public.langchain_chat_histories (session_id) WHERE id > 0`)
+	require.NoError(t, err)
+	st, err := store.Open(t.Context(), l.pool, src, false)
+	require.NoError(t, err)
+	require.Len(t, st.Advice(), 1, "a partial index does not serve every read")
+	_, err = l.pool.Exec(t.Context(), `CREATE INDEX ON public.langchain_chat_histories (session_id, id)`)
+	require.NoError(t, err)
+	st, err = store.Open(t.Context(), l.pool, src, false)
+	require.NoError(t, err)
+	require.Empty(t, st.Advice())
+}

@@ -40,7 +40,13 @@ type Store struct {
 	origin model.Origin
 	// owned holds the liveness locks of the runs StartRun recorded, by id, until FinishRun.
 	owned sync.Map
+	// advice says what in the source's schema makes tmend's reads slow (Advice).
+	advice []string
 }
+
+// Advice lists what in the source's schema makes tmend's reads slow, and how to mend
+// it: a message table without an index that starts with its session column.
+func (s *Store) Advice() []string { return s.advice }
 
 // Open checks the source mapping against the database (table, column types and
 // privileges; readOnly skips the UPDATE privilege) and prepares its queries.
@@ -51,6 +57,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 		return nil, err
 	}
 	var l layout
+	var advice []string
 	switch src.Layout {
 	case "", LayoutSessions:
 		t, err := checkSource(ctx, pool, norm, readOnly)
@@ -63,6 +70,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 		if err != nil {
 			return nil, classify(err)
 		}
+		if a := sessionIndexAdvice(norm, m.t); a != "" {
+			advice = append(advice, a)
+		}
 		l = m
 	case LayoutLangGraph:
 		g, err := openLangGraphLayout(ctx, pool, norm, readOnly)
@@ -73,7 +83,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, src Source, readOnly bool) (*
 	default:
 		return nil, fmt.Errorf("%w: unknown layout %q (want %q, %q or %q)", ErrSource, src.Layout, LayoutSessions, LayoutMessages, LayoutLangGraph)
 	}
-	s := &Store{pool: pool, src: src, key: l.key(), layout: l}
+	s := &Store{pool: pool, src: src, key: l.key(), layout: l, advice: advice}
 	if g, ok := l.(*langGraphLayout); ok {
 		g.origin = &s.origin // its checkpoints' metadata names tmend's version
 	}

@@ -357,5 +357,8 @@ func openStore(ctx context.Context, log zerolog.Logger, o dbOptions, readOnly bo
 		return nil, nil, err
 	}
 	st.SetOrigin(origin())
+	for _, a := range st.Advice() {
+		log.Warn().Msg(a)
+	}
 	return st, pool.Close, nil
 }
