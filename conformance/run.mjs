@@ -557,6 +557,17 @@ async function lcRedactedThinking() {
   return { human, ai: await model.invoke([human]) };
 }
 
+// lcToolUseOnly produces the AIMessage ChatAnthropic makes of a reply that called a tool
+// without writing text: only the tool_use block in its content, the call in tool_calls.
+async function lcToolUseOnly() {
+  const human = new HumanMessage('Weather in Paris?');
+  const reply = anthropicReply([
+    { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } },
+  ], 'tool_use');
+  const { model } = lcModel('anthropic', reply);
+  return { human, ai: await model.invoke([human]) };
+}
+
 const toolMessage = (ai, i = 0) => new ToolMessage({ content: '{"city":"Paris","celsius":21}', tool_call_id: (ai.tool_calls[i] ?? ai.invalid_tool_calls[i]).id, name: 'get_weather' });
 
 function lcCases() {
@@ -631,6 +642,14 @@ function lcCases() {
     ['ChatAnthropic redacted thinking moved to ChatOpenAI (--target openai)', 'openai-chat', async () => {
       const { human, ai } = await lcRedactedThinking();
       assert.ok(ai.content.some?.((b) => b.type === 'redacted_thinking') && ai.tool_calls.length === 1, 'ChatAnthropic keeps the redacted thinking in content');
+      return [human, ai, toolMessage(ai), new HumanMessage('Thanks. And tomorrow?')];
+    }, ['--target', 'openai']],
+    // ChatOpenAI leaves tool_use blocks out of content: a turn that called a tool without
+    // text goes out as content [], which OpenAI rejects, until `tmend fix --target openai`
+    // writes that content as "".
+    ['ChatAnthropic call without text moved to ChatOpenAI (--target openai)', 'openai-chat', async () => {
+      const { human, ai } = await lcToolUseOnly();
+      assert.ok(ai.content.length === 1 && ai.content[0].type === 'tool_use' && ai.tool_calls.length === 1, 'ChatAnthropic keeps only the tool_use block in content');
       return [human, ai, toolMessage(ai), new HumanMessage('Thanks. And tomorrow?')];
     }, ['--target', 'openai']],
   ];

@@ -507,6 +507,9 @@ type parser struct {
 	providerRuns bool
 	// redacted: some part is a LangChain AI message's redacted_thinking block (lcContentParts).
 	redacted bool
+	// blankContent: rebuildLangChain writes an AI message's content that ChatOpenAI would
+	// send as an empty array as "" (blankEmptyContent).
+	blankContent bool
 	// unknown says why a message is not one the dialect can read as its own although it
 	// looks like one (a LangChain message in another stored form than the transcript's
 	// others): the transcript is then of no known dialect.

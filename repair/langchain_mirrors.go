@@ -3,6 +3,7 @@ package repair
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -254,7 +255,9 @@ func mayHold(v []byte, a, b string) bool {
 // rebuildLangChain writes AI message m without its removed calls, with its calls' current
 // ids, and with the copies of each call following it: a removed call's copies go, a
 // rewritten call's copies take its new id. An emptied tool_calls, invalid_tool_calls,
-// content or output stays as an empty array (as LangChain writes them); an emptied
+// content or output stays as an empty array (as LangChain writes them), but content that
+// ChatOpenAI would send as an empty array is "" for --target openai (ids.blankContent,
+// blankEmptyContent); an emptied
 // additional_kwargs.tool_calls goes, since ChatOpenAI would send it as an empty list,
 // which OpenAI rejects.
 func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
@@ -360,7 +363,15 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 		}
 	}
 	if c := v.inner.get(keyContent); len(c) > 0 && c[0] == '[' {
-		if e := editCopies(copiesContent, c); e != nil {
+		e := editCopies(copiesContent, c)
+		out := c
+		if e != nil {
+			out = e
+		}
+		switch {
+		case ids.blankContent && emptyForOpenAI(out, false):
+			inner.set(keyContent, "", []byte(`""`))
+		case e != nil:
 			inner.set(keyContent, "", e)
 		}
 	}
@@ -409,6 +420,48 @@ func rebuildLangChain(m *message, removed []bool, ids *parser) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// lcEmptyForOpenAI reports whether the AI message fields inner have a content array that
+// ChatOpenAI sends as an empty one once --target openai's drops are made (the blocks a
+// provider ran and redacted_thinking: dropProviderRuns): blankEmptyContent. An
+// output_version "v1" message goes through another converter, and is left alone.
+func lcEmptyForOpenAI(inner obj) bool {
+	if !emptyForOpenAI(inner.get(keyContent), true) {
+		return false
+	}
+	var f lcFields
+	readLCFields(inner, &f)
+	return len(f.meta) == 0 || f.meta[0] != '{' || !isString(newObjectEdit(f.meta).getName("output_version"), "v1")
+}
+
+// emptyForOpenAI reports whether the JSON value c is an array that ChatOpenAI's chat
+// converter empties: every element a block of a type it leaves out of assistant content,
+// or with dropped one that --target openai drops.
+func emptyForOpenAI(c []byte, dropped bool) bool {
+	if len(c) == 0 || c[0] != '[' {
+		return false
+	}
+	empty := true
+	(&parser{}).eachElem(c, nil, false, func(raw []byte, o obj, isObj bool) {
+		switch {
+		case !isObj:
+			empty = false
+		case slices.ContainsFunc(openAILeavesOut, func(t string) bool { return isString(o.get(keyType), t) }):
+		case dropped && lcRedacted(raw):
+		case dropped:
+			if id, _ := lcServerBlock(o); id == nil {
+				empty = false
+			}
+		default:
+			empty = false
+		}
+	})
+	return empty
+}
+
+// openAILeavesOut are the content block types ChatOpenAI (@langchain/openai 1.6,
+// convertMessagesToCompletionsMessageParams) leaves out of a message's content.
+var openAILeavesOut = []string{"tool_use", "tool_call", "functionCall", "reasoning", "reasoning_content", "thinking"}
 
 // sameBytes reports whether a and b are the very same bytes (not a copy of them).
 func sameBytes(a, b []byte) bool {

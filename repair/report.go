@@ -187,6 +187,10 @@ const (
 	// LangChain AI message's content), which the target's client sends as it is where the
 	// target rejects it: ChatOpenAI passes it on as an assistant content part.
 	IssueProviderReasoning IssueCode = "provider_reasoning_block"
+	// An AI message whose content the target's client sends as an empty array, which the
+	// target rejects: ChatOpenAI leaves ChatAnthropic's tool_use and thinking blocks out of
+	// assistant content, and OpenAI chat rejects an empty content array.
+	IssueEmptyContent IssueCode = "empty_content"
 )
 
 // IssueCodes lists every issue code with its one-line meaning, in a stable order.
@@ -216,6 +220,7 @@ func IssueCodes() []struct {
 		{IssueProviderCall, "a call another provider ran itself, which the target provider would receive as a call without result (provider: \"must be followed by tool messages responding to each 'tool_call_id'\")"},
 		{IssueProviderBlock, "a block of a tool another provider ran itself, which the target's client sends as content the target rejects (OpenAI chat takes only text and refusal parts in assistant content)"},
 		{IssueProviderReasoning, "reasoning another provider encrypted for itself (Anthropic redacted_thinking), which the target's client sends as content the target rejects (OpenAI chat takes only text and refusal parts in assistant content)"},
+		{IssueEmptyContent, "an assistant message's content that the target's client sends as an empty array (ChatOpenAI leaves tool_use and thinking blocks out) (provider: \"Invalid 'messages[..].content': empty array\")"},
 	}
 }
 

@@ -139,6 +139,9 @@ func (p *plan) retarget() {
 	if p.opts.Target == TargetGemini && p.spec.resultName != keyOther {
 		p.fillResultNames()
 	}
+	if p.opts.Target == TargetOpenAI && p.report.Dialect == LangChain {
+		p.blankEmptyContent()
+	}
 	rule := idRules[p.opts.Target]
 	var used map[string]bool
 	for ci := range p.calls {
@@ -285,6 +288,48 @@ func (p *plan) dropRedacted() {
 			p.act(StageDropProviderCalls, ActionDrop, i, pt, fmt.Sprintf(
 				"redacted_thinking block, reasoning only its provider can read, which %s would receive as content it rejects; removed", p.opts.Target))
 		}
+	}
+}
+
+// blankEmptyContent writes as "" the content of each LangChain AI message that ChatOpenAI
+// would send as an empty array, which OpenAI rejects ("Invalid 'messages[..].content':
+// empty array", langchainjs#11416): ChatAnthropic keeps a call as a tool_use copy in
+// content beside tool_calls, and ChatOpenAI (@langchain/openai 1.6, chat completions)
+// leaves tool_use and thinking blocks out, so a turn that called tools without writing
+// text goes out as content []. A string goes as it is, with the message's tool_calls.
+// The messages edited otherwise are written so too when their content comes out so
+// (rebuildLangChain); the blocks' bytes stay in the saved version.
+func (p *plan) blankEmptyContent() {
+	p.ps.blankContent = true
+	for i := range p.msgs {
+		m := &p.msgs[i]
+		if m.kind != msgAssistant || p.edits[i].drop {
+			continue
+		}
+		// A message without a call kept goes when its blocks go (dropProviderRuns), or
+		// keeps text.
+		parts, removed := m.parts(), p.removedOf(i)
+		kept := -1
+		for pi := range parts {
+			if parts[pi].kind == partCall && !removed[pi] {
+				kept = pi
+				break
+			}
+		}
+		if kept < 0 {
+			continue
+		}
+		var v lcView
+		lcRead(m, &parser{}, &v)
+		if !lcEmptyForOpenAI(v.inner) {
+			continue
+		}
+		pt := &parts[kept]
+		p.edits[i].dirty = true
+		p.edits[i].stage = stageCodeOf(StageDropProviderCalls)
+		p.issue(IssueEmptyContent, i, pt, "")
+		p.act(StageDropProviderCalls, ActionRewrite, i, pt, fmt.Sprintf(
+			"content of only tool_use and thinking blocks, which %s would receive as an empty array; written as \"\", the tool_calls kept", p.opts.Target))
 	}
 }
 
