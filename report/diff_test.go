@@ -153,6 +153,10 @@ func wantChange(a repair.Action, issues []repair.Issue) []report.Change {
 		return []report.Change{report.ChangeMoved, report.ChangeUnchanged}
 	case a.Stage == repair.StageNormalizeCallBlocks, a.Stage == repair.StageNormalizeArguments:
 		return []report.Change{report.ChangeRewritten}
+	case a.Stage == repair.StageDropProviderCalls && a.Action == repair.ActionRewrite:
+		// --target openai writes a LangChain AI message's content ChatOpenAI would send
+		// empty as "" (empty_content): the message changed, its calls did not.
+		return []report.Change{report.ChangeChanged}
 	case a.Stage == repair.StageSynthesizeMissingResults && a.Action == repair.ActionRewrite:
 		// A call answered in place (ai-sdk-ui, mastra): the same call in another shape.
 		return []report.Change{report.ChangeRewritten}
